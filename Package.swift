@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+//
+// The layout follows the path of one request:
+//   HTTPDNSURLProtocol → HTTPDNS (engine: cache, providers, fallback) → HTTPDNSTransport (libcurl, sockets)
+// with pure value modules (DNSWire, HTTPDNSCore) underneath that do no I/O.
+import PackageDescription
+
+let package = Package(
+    name: "swift-httpdns",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
+        .library(name: "DNSWire", targets: ["DNSWire"]),
+    ],
+    targets: [
+        // C libraries from Debian packages, with small shims for their variadic calls.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+
+        // Pure values: no sockets, no files, no clocks of their own.
+        .target(name: "DNSWire"),
+        .target(name: "HTTPDNSCore", dependencies: ["DNSWire", "CCrypto"]),
+
+        // I/O: libcurl, getaddrinfo, UDP/TCP sockets.
+        .target(name: "HTTPDNSTransport", dependencies: ["CCurl", "DNSWire", "HTTPDNSCore"]),
+
+        // The resolution engine: cache, providers in order, LocalDNS fallback.
+        .target(name: "HTTPDNS", dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport"]),
+
+        // The self-hostable HTTPDNS server (libmicrohttpd).
+        .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
+
+        // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
+        .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
+
+        .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire"]),
+        .testTarget(name: "HTTPDNSTransportTests", dependencies: ["HTTPDNSTransport", "HTTPDNSTestSupport"]),
+        .testTarget(name: "HTTPDNSTests", dependencies: ["HTTPDNS", "HTTPDNSTestSupport"]),
+        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

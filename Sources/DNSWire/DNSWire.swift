@@ -1,0 +1,1 @@
+// DNSWire module.

@@ -1,0 +1,1 @@
+// HTTPDNSCore module.

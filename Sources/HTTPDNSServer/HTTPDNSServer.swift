@@ -1,0 +1,1 @@
+// HTTPDNSServer module.
