@@ -1,0 +1,162 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An IPv4 or IPv6 address as plain bytes, parsed and printed without touching the network.
+///
+/// Parsing accepts dotted-quad IPv4 (exactly four decimal parts, no leading zeros beyond one digit)
+/// and RFC 4291 IPv6 text without a zone index. Printing is canonical (RFC 5952 for IPv6).
+public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
+    /// The address family.
+    public enum Family: String, Sendable, Hashable, Codable {
+        case v4
+        case v6
+    }
+
+    /// The address in network byte order: 4 bytes for IPv4, 16 for IPv6.
+    public let bytes: [UInt8]
+
+    /// The family this address belongs to.
+    public var family: Family { bytes.count == 4 ? .v4 : .v6 }
+
+    /// Creates an address from 4 (IPv4) or 16 (IPv6) bytes in network order.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 4 || bytes.count == 16 else { return nil }
+        self.bytes = bytes
+    }
+
+    /// Parses an address literal; `[::1]` brackets are accepted for IPv6.
+    public init?(_ text: String) {
+        var text = Substring(text)
+        if text.hasPrefix("["), text.hasSuffix("]") {
+            text = text.dropFirst().dropLast()
+        }
+        guard !text.isEmpty, text.utf8.count <= 45 else { return nil }
+        if text.contains(":") {
+            var storage = in6_addr()
+            let ok = String(text).withCString { inet_pton(AF_INET6, $0, &storage) } == 1
+            guard ok else { return nil }
+            self.bytes = withUnsafeBytes(of: &storage) { Array($0) }
+        } else {
+            // inet_pton(AF_INET) is strict dotted-quad on glibc; check the characters anyway so that
+            // behaviour does not depend on the C library.
+            guard text.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }) else { return nil }
+            var storage = in_addr()
+            let ok = String(text).withCString { inet_pton(AF_INET, $0, &storage) } == 1
+            guard ok else { return nil }
+            self.bytes = withUnsafeBytes(of: &storage) { Array($0) }
+        }
+    }
+
+    /// Canonical text: dotted quad, or RFC 5952 IPv6 (lower case, longest zero run compressed).
+    public var description: String {
+        if bytes.count == 4 {
+            return bytes.map(String.init).joined(separator: ".")
+        }
+        var groups = [UInt16]()
+        groups.reserveCapacity(8)
+        for index in stride(from: 0, to: 16, by: 2) {
+            groups.append(UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1]))
+        }
+        // IPv4-mapped addresses print with a dotted tail, as inet_ntop does.
+        if groups[0..<5].allSatisfy({ $0 == 0 }), groups[5] == 0xffff {
+            return "::ffff:" + bytes[12..<16].map(String.init).joined(separator: ".")
+        }
+        var bestStart = -1
+        var bestLength = 0
+        var runStart = -1
+        for index in 0...8 {
+            if index < 8, groups[index] == 0 {
+                if runStart < 0 { runStart = index }
+            } else if runStart >= 0 {
+                let length = index - runStart
+                if length > bestLength, length >= 2 {
+                    bestStart = runStart
+                    bestLength = length
+                }
+                runStart = -1
+            }
+        }
+        func hex(_ range: Range<Int>) -> String {
+            groups[range].map { String($0, radix: 16) }.joined(separator: ":")
+        }
+        if bestStart < 0 { return hex(0..<8) }
+        return hex(0..<bestStart) + "::" + hex((bestStart + bestLength)..<8)
+    }
+
+    /// The text used inside URLs and `host:port` strings: IPv6 in brackets.
+    public var uriText: String {
+        family == .v6 ? "[\(description)]" : description
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let address = IPAddress(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an IP address: \(text)")
+        }
+        self = address
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+extension IPAddress {
+    /// True for 127.0.0.0/8 and ::1.
+    public var isLoopback: Bool {
+        if family == .v4 { return bytes[0] == 127 }
+        return bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
+    }
+
+    /// True for 0.0.0.0/8 and ::.
+    public var isUnspecified: Bool {
+        if family == .v4 { return bytes[0] == 0 }
+        return bytes.allSatisfy { $0 == 0 }
+    }
+
+    /// True for private, shared, link-local, benchmark and reserved space that a public name should
+    /// never resolve to (the hijack signals in rfc-notes: 10/8, 172.16/12, 192.168/16, 100.64/10,
+    /// 169.254/16, 198.18/15, 240/4, fc00::/7, fe80::/10). Loopback and unspecified are separate.
+    public var isPrivateOrReserved: Bool {
+        if family == .v4 {
+            let a = bytes[0], b = bytes[1]
+            return a == 10
+                || (a == 172 && (16...31).contains(b))
+                || (a == 192 && b == 168)
+                || (a == 100 && (64...127).contains(b))
+                || (a == 169 && b == 254)
+                || (a == 198 && (b == 18 || b == 19))
+                || a >= 224  // multicast 224/4 and reserved 240/4
+        }
+        if let mapped = ipv4Mapped { return mapped.isBogon }
+        return (bytes[0] & 0xfe) == 0xfc
+            || (bytes[0] == 0xfe && (bytes[1] & 0xc0) == 0x80)
+            || bytes[0] == 0xff  // multicast
+    }
+
+    /// True when a public name must not resolve here: unspecified, loopback, private or reserved.
+    public var isBogon: Bool {
+        if let mapped = ipv4Mapped { return mapped.isBogon }
+        return isUnspecified || isLoopback || isPrivateOrReserved
+    }
+
+    /// The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+    public var ipv4Mapped: IPAddress? {
+        guard family == .v6, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff else {
+            return nil
+        }
+        return IPAddress(bytes: Array(bytes[12..<16]))
+    }
+
+    /// True when `text` is an IP literal (with or without IPv6 brackets); such hosts are never resolved.
+    public static func isLiteral(_ text: String) -> Bool {
+        IPAddress(text) != nil
+    }
+}
