@@ -34,11 +34,13 @@ let package = Package(
         .target(name: "DNSWire"),
         .target(name: "HTTPDNSCore", dependencies: ["DNSWire", "CCrypto"]),
 
-        // I/O: libcurl, getaddrinfo, UDP/TCP sockets.
-        .target(name: "HTTPDNSTransport", dependencies: ["CCurl", "DNSWire", "HTTPDNSCore"]),
+        // I/O: libcurl (HTTP to providers and origins).
+        .target(name: "HTTPDNSTransport", dependencies: ["CCurl", "HTTPDNSCore"]),
+        // I/O: plain DNS over UDP/TCP sockets and the system resolver (getaddrinfo).
+        .target(name: "DNSSockets", dependencies: ["DNSWire", "HTTPDNSCore"]),
 
         // The resolution engine: cache, providers in order, LocalDNS fallback.
-        .target(name: "HTTPDNS", dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNS", dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets"]),
 
         // The self-hostable HTTPDNS server (libmicrohttpd).
         .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
@@ -49,6 +51,7 @@ let package = Package(
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"], resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire"]),
         .testTarget(name: "HTTPDNSTransportTests", dependencies: ["HTTPDNSTransport", "HTTPDNSTestSupport"]),
+        .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "HTTPDNSTestSupport"]),
         .testTarget(name: "HTTPDNSTests", dependencies: ["HTTPDNS", "HTTPDNSTestSupport"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSTestSupport"]),
     ],
