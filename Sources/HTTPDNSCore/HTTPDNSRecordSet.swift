@@ -1,0 +1,33 @@
+/// The addresses one provider gave for one name, before the engine's hygiene and cache.
+public struct HTTPDNSRecordSet: Sendable, Hashable {
+    /// The name that was asked for, lower-cased, without a trailing dot.
+    public var host: String
+    /// IPv4 addresses in the order the provider gave them.
+    public var ipv4: [IPAddress]
+    /// IPv6 addresses in the order the provider gave them.
+    public var ipv6: [IPAddress]
+    /// Time to live in seconds; `nil` when the provider did not say.
+    public var ttl: Int?
+    /// The client address the provider saw, when it reports one (DNSPod `|clientip`, Alibaba `client_ip`).
+    public var clientIP: String?
+
+    public init(host: String, ipv4: [IPAddress] = [], ipv6: [IPAddress] = [], ttl: Int? = nil, clientIP: String? = nil) {
+        self.host = host
+        self.ipv4 = ipv4
+        self.ipv6 = ipv6
+        self.ttl = ttl
+        self.clientIP = clientIP
+    }
+
+    /// IPv4 then IPv6 addresses, filtered to `family`.
+    public func addresses(for family: HTTPDNSAddressFamily) -> [IPAddress] {
+        switch family {
+        case .ipv4: ipv4
+        case .ipv6: ipv6
+        case .both: ipv4 + ipv6
+        }
+    }
+
+    /// True when the set holds no address at all.
+    public var isEmpty: Bool { ipv4.isEmpty && ipv6.isEmpty }
+}
