@@ -17,16 +17,40 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
         case v6
     }
 
+    // Stored inline (no heap allocation) so that caches of many addresses stay small and copies are
+    // cheap: the 16 bytes in network order, IPv4 in the first 4.
+    private let high: UInt64
+    private let low: UInt64
+    private let isV6: Bool
+
     /// The address in network byte order: 4 bytes for IPv4, 16 for IPv6.
-    public let bytes: [UInt8]
+    public var bytes: [UInt8] {
+        var result = [UInt8]()
+        result.reserveCapacity(isV6 ? 16 : 4)
+        for shift in stride(from: 56, through: 0, by: -8) { result.append(UInt8(truncatingIfNeeded: high >> UInt64(shift))) }
+        if !isV6 { return Array(result[0..<4]) }
+        for shift in stride(from: 56, through: 0, by: -8) { result.append(UInt8(truncatingIfNeeded: low >> UInt64(shift))) }
+        return result
+    }
 
     /// The family this address belongs to.
-    public var family: Family { bytes.count == 4 ? .v4 : .v6 }
+    public var family: Family { isV6 ? .v6 : .v4 }
 
     /// Creates an address from 4 (IPv4) or 16 (IPv6) bytes in network order.
     public init?(bytes: [UInt8]) {
         guard bytes.count == 4 || bytes.count == 16 else { return nil }
-        self.bytes = bytes
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for index in 0..<8 {
+            let byte = index < bytes.count ? bytes[index] : 0
+            high |= UInt64(byte) << UInt64(56 - 8 * index)
+        }
+        if bytes.count == 16 {
+            for index in 0..<8 { low |= UInt64(bytes[8 + index]) << UInt64(56 - 8 * index) }
+        }
+        self.high = high
+        self.low = low
+        self.isV6 = bytes.count == 16
     }
 
     /// Parses an address literal; `[::1]` brackets are accepted for IPv6.
@@ -40,7 +64,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
             var storage = in6_addr()
             let ok = String(text).withCString { inet_pton(AF_INET6, $0, &storage) } == 1
             guard ok else { return nil }
-            self.bytes = withUnsafeBytes(of: &storage) { Array($0) }
+            self.init(bytes: withUnsafeBytes(of: &storage) { Array($0) })
         } else {
             // inet_pton(AF_INET) is strict dotted-quad on glibc; check the characters anyway so that
             // behaviour does not depend on the C library.
@@ -48,12 +72,13 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
             var storage = in_addr()
             let ok = String(text).withCString { inet_pton(AF_INET, $0, &storage) } == 1
             guard ok else { return nil }
-            self.bytes = withUnsafeBytes(of: &storage) { Array($0) }
+            self.init(bytes: withUnsafeBytes(of: &storage) { Array($0) })
         }
     }
 
     /// Canonical text: dotted quad, or RFC 5952 IPv6 (lower case, longest zero run compressed).
     public var description: String {
+        let bytes = self.bytes
         if bytes.count == 4 {
             return bytes.map(String.init).joined(separator: ".")
         }
@@ -111,12 +136,14 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
 extension IPAddress {
     /// True for 127.0.0.0/8 and ::1.
     public var isLoopback: Bool {
+        let bytes = self.bytes
         if family == .v4 { return bytes[0] == 127 }
         return bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
     }
 
     /// True for 0.0.0.0/8 and ::.
     public var isUnspecified: Bool {
+        let bytes = self.bytes
         if family == .v4 { return bytes[0] == 0 }
         return bytes.allSatisfy { $0 == 0 }
     }
@@ -125,6 +152,7 @@ extension IPAddress {
     /// never resolve to (the hijack signals in rfc-notes: 10/8, 172.16/12, 192.168/16, 100.64/10,
     /// 169.254/16, 198.18/15, 240/4, fc00::/7, fe80::/10). Loopback and unspecified are separate.
     public var isPrivateOrReserved: Bool {
+        let bytes = self.bytes
         if family == .v4 {
             let a = bytes[0], b = bytes[1]
             return a == 10
@@ -149,6 +177,7 @@ extension IPAddress {
 
     /// The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
     public var ipv4Mapped: IPAddress? {
+        let bytes = self.bytes
         guard family == .v6, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff else {
             return nil
         }
