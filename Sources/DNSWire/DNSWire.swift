@@ -1,1 +1,0 @@
-// DNSWire module.
