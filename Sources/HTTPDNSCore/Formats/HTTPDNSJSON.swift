@@ -1,0 +1,231 @@
+/// A small, bounded JSON reader (RFC 8259) for provider answers.
+///
+/// Written here instead of using Foundation so that limits are explicit and behaviour is the same
+/// on every platform: at most ``maxDepth`` levels, duplicate object keys rejected (two different
+/// readings of one answer are a classic smuggling trick), strict UTF-8 and number grammar, numbers
+/// kept as text until a caller asks for an integer. Every error is `.malformedAnswer`.
+enum HTTPDNSJSON: Equatable, Sendable {
+    case null
+    case bool(Bool)
+    case number(String)
+    case string(String)
+    case array([HTTPDNSJSON])
+    case object([String: HTTPDNSJSON])
+
+    /// Deepest nesting accepted; provider answers use three or four levels.
+    static let maxDepth = 32
+
+    /// Parses a whole document; trailing non-whitespace is an error.
+    static func parse(_ bytes: [UInt8], source: String) throws(HTTPDNSError) -> HTTPDNSJSON {
+        guard bytes.count <= HTTPDNSFormatLimits.maxBodyBytes else {
+            throw HTTPDNSError.malformed("JSON body too large", source: source)
+        }
+        var reader = Reader(bytes: bytes, source: source)
+        let value = try reader.value(depth: 0)
+        reader.skipWhitespace()
+        guard reader.index == bytes.count else { throw reader.failure("trailing data after JSON") }
+        return value
+    }
+
+    subscript(key: String) -> HTTPDNSJSON? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    var stringValue: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    var arrayValue: [HTTPDNSJSON]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+
+    var isObject: Bool {
+        if case .object = self { return true }
+        return false
+    }
+
+    /// The value as an `Int` when it is a JSON integer (no fraction, no exponent) that fits.
+    var intValue: Int? {
+        guard case .number(let text) = self, !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) else {
+            return nil
+        }
+        return Int(text)
+    }
+}
+
+extension HTTPDNSJSON {
+    private struct Reader {
+        let bytes: [UInt8]
+        let source: String
+        var index = 0
+
+        init(bytes: [UInt8], source: String) {
+            self.bytes = bytes
+            self.source = source
+        }
+
+        func failure(_ detail: String) -> HTTPDNSError {
+            HTTPDNSError.malformed("\(detail) at byte \(index)", source: source)
+        }
+
+        mutating func skipWhitespace() {
+            while index < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[index]) { index += 1 }
+        }
+
+        mutating func expect(_ literal: String) throws(HTTPDNSError) {
+            for byte in literal.utf8 {
+                guard index < bytes.count, bytes[index] == byte else { throw failure("bad literal") }
+                index += 1
+            }
+        }
+
+        mutating func value(depth: Int) throws(HTTPDNSError) -> HTTPDNSJSON {
+            guard depth < HTTPDNSJSON.maxDepth else { throw failure("JSON nested too deeply") }
+            skipWhitespace()
+            guard index < bytes.count else { throw failure("unexpected end of JSON") }
+            switch bytes[index] {
+            case UInt8(ascii: "{"): return try object(depth: depth)
+            case UInt8(ascii: "["): return try array(depth: depth)
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t"): try expect("true"); return .bool(true)
+            case UInt8(ascii: "f"): try expect("false"); return .bool(false)
+            case UInt8(ascii: "n"): try expect("null"); return .null
+            default: return .number(try number())
+            }
+        }
+
+        mutating func object(depth: Int) throws(HTTPDNSError) -> HTTPDNSJSON {
+            index += 1
+            var members: [String: HTTPDNSJSON] = [:]
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(members)
+            }
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a key") }
+                let key = try string()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
+                index += 1
+                let member = try value(depth: depth + 1)
+                guard members.updateValue(member, forKey: key) == nil else { throw failure("duplicate key") }
+                skipWhitespace()
+                guard index < bytes.count else { throw failure("unterminated object") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                guard bytes[index] == UInt8(ascii: "}") else { throw failure("expected ',' or '}'") }
+                index += 1
+                return .object(members)
+            }
+        }
+
+        mutating func array(depth: Int) throws(HTTPDNSError) -> HTTPDNSJSON {
+            index += 1
+            var items: [HTTPDNSJSON] = []
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(items)
+            }
+            while true {
+                items.append(try value(depth: depth + 1))
+                skipWhitespace()
+                guard index < bytes.count else { throw failure("unterminated array") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                guard bytes[index] == UInt8(ascii: "]") else { throw failure("expected ',' or ']'") }
+                index += 1
+                return .array(items)
+            }
+        }
+
+        mutating func number() throws(HTTPDNSError) -> String {
+            let start = index
+            func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw failure("bad number") }
+            if bytes[index] == UInt8(ascii: "0") {
+                index += 1
+            } else {
+                while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+                index += 1
+                guard index < bytes.count, isDigit(bytes[index]) else { throw failure("bad fraction") }
+                while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+                index += 1
+                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+                guard index < bytes.count, isDigit(bytes[index]) else { throw failure("bad exponent") }
+                while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            }
+            return String(decoding: bytes[start..<index], as: UTF8.self)
+        }
+
+        mutating func hex4() throws(HTTPDNSError) -> UInt32 {
+            guard index + 4 <= bytes.count else { throw failure("truncated \\u escape") }
+            var value: UInt32 = 0
+            for byte in bytes[index..<index + 4] {
+                let digit: UInt8
+                switch byte {
+                case 0x30...0x39: digit = byte - 0x30
+                case 0x61...0x66: digit = byte - 0x61 + 10
+                case 0x41...0x46: digit = byte - 0x41 + 10
+                default: throw failure("bad \\u escape")
+                }
+                value = value << 4 | UInt32(digit)
+            }
+            index += 4
+            return value
+        }
+
+        mutating func string() throws(HTTPDNSError) -> String {
+            index += 1
+            var out: [UInt8] = []
+            while true {
+                guard index < bytes.count else { throw failure("unterminated string") }
+                let byte = bytes[index]
+                index += 1
+                switch byte {
+                case UInt8(ascii: "\""):
+                    // Validate UTF-8 strictly: a lossy repair could turn junk into a plausible name.
+                    guard let text = String(validating: out, as: UTF8.self) else { throw failure("invalid UTF-8") }
+                    return text
+                case UInt8(ascii: "\\"):
+                    guard index < bytes.count else { throw failure("truncated escape") }
+                    let escape = bytes[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
+                    case UInt8(ascii: "b"): out.append(0x08)
+                    case UInt8(ascii: "f"): out.append(0x0c)
+                    case UInt8(ascii: "n"): out.append(0x0a)
+                    case UInt8(ascii: "r"): out.append(0x0d)
+                    case UInt8(ascii: "t"): out.append(0x09)
+                    case UInt8(ascii: "u"):
+                        var scalar = try hex4()
+                        if (0xd800...0xdbff).contains(scalar) {
+                            guard index + 2 <= bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                                  bytes[index + 1] == UInt8(ascii: "u") else { throw failure("lone surrogate") }
+                            index += 2
+                            let low = try hex4()
+                            guard (0xdc00...0xdfff).contains(low) else { throw failure("bad surrogate pair") }
+                            scalar = 0x10000 + ((scalar - 0xd800) << 10) + (low - 0xdc00)
+                        }
+                        guard let unicode = Unicode.Scalar(scalar) else { throw failure("lone surrogate") }
+                        out += Array(String(Character(unicode)).utf8)
+                    default:
+                        throw failure("bad escape")
+                    }
+                default:
+                    guard byte >= 0x20 else { throw failure("control character in string") }
+                    out.append(byte)
+                }
+            }
+        }
+    }
+}
