@@ -1,0 +1,182 @@
+import HTTPDNSCore
+
+extension HTTPDNSEngine {
+    /// The one upstream lookup for `key`: joins the one in flight or starts it (RFC 5452: one
+    /// outstanding query per name and type). Called under the lock.
+    func upstreamTask(_ key: HTTPDNSCacheKey, state: inout State) -> Task<HTTPDNSAnswer, any Error> {
+        if let running = state.inFlight[key] { return running }
+        state.upstreamLookups += 1
+        let task = Task<HTTPDNSAnswer, any Error> {
+            defer { _ = self.state.withLock { $0.inFlight.removeValue(forKey: key) } }
+            do {
+                let answer = try await self.resolveUpstream(key.host, family: key.family)
+                let now = self.configuration.clock.now()
+                let stored = self.state.withLock { state in
+                    state.cache.store(
+                        key, addresses: answer.addresses, ttl: answer.ttl, source: answer.source,
+                        origin: answer.origin, now: now)
+                }
+                self.persistence?.scheduleSave(self)
+                var result = answer
+                result.ttl = stored.ttl
+                self.configuration.monitor.lookupAnswered(result)
+                return result
+            } catch {
+                let failure = HTTPDNSEngine.httpdnsError(error, host: key.host)
+                if failure.code == .unauthorized {
+                    _ = self.state.withLock { $0.cache.remove(key) }
+                }
+                self.configuration.monitor.lookupFailed(host: key.host, family: key.family, error: failure)
+                throw failure
+            }
+        }
+        state.inFlight[key] = task
+        return task
+    }
+
+    /// Refreshes `key` without anyone waiting; the answer lands in the cache.
+    func startBackgroundRefresh(_ key: HTTPDNSCacheKey) {
+        let task: Task<HTTPDNSAnswer, any Error> = state.withLock { upstreamTask(key, state: &$0) }
+        let monitor = configuration.monitor
+        let clock = configuration.clock
+        Task {
+            do {
+                _ = try await task.value
+                monitor.cacheRefreshed(host: key.host, family: key.family)
+            } catch {
+                // Keep the entry; wait the retry interval before trying again.
+                _ = self.state.withLock { $0.cache.refreshFailed(key, now: clock.now()) }
+            }
+        }
+    }
+
+    /// After a failed refresh of an expired entry: the stale answer, if the entry is young enough.
+    func serveStale(_ key: HTTPDNSCacheKey) -> HTTPDNSAnswer? {
+        let now = configuration.clock.now()
+        let answer: HTTPDNSAnswer? = state.withLock { state in
+            guard let entry = state.cache.refreshFailed(key, now: now) else { return nil }
+            return makeAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true, state: state, now: now)
+        }
+        if answer != nil {
+            configuration.monitor.cacheServedStale(host: key.host, family: key.family)
+        }
+        return answer
+    }
+
+    /// Asks the providers in order within the HTTPDNS budget, then LocalDNS.
+    func resolveUpstream(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSAnswer {
+        let monitor = configuration.monitor
+        let timeouts = configuration.timeouts
+        monitor.lookupStarted(host: host, family: family)
+        var attempts: [HTTPDNSError.Attempt] = []
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(timeouts.httpdnsBudget))
+
+        for provider in orderedProviders() {
+            try checkCancelled(host)
+            let remaining = clock.now.duration(to: deadline)
+            guard remaining > .zero else {
+                attempts.append(.init(
+                    source: provider.name,
+                    error: HTTPDNSError(.timedOut, "HTTPDNS budget of \(timeouts.httpdnsBudget) s used up", host: host)))
+                break
+            }
+            let seconds = min(timeouts.perAttempt, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
+            do {
+                let records = try await withDeadline(seconds: seconds, context: provider.name) {
+                    try await provider.resolve(host, family: family)
+                }
+                let outcome = configuration.hygiene.filter(records, family: family)
+                guard !outcome.kept.isEmpty else {
+                    if outcome.rejected.isEmpty {
+                        throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: provider.name)
+                    }
+                    let list = outcome.rejected.map(\.description).joined(separator: ", ")
+                    throw HTTPDNSError(.bogonAnswer, "only bogon addresses (\(list))", host: host, source: provider.name)
+                }
+                markProvider(provider.name, failed: false)
+                return HTTPDNSAnswer(
+                    host: host, addresses: outcome.kept, ttl: records.ttl ?? configuration.cache.policy.defaultTTL,
+                    source: provider.name, origin: .httpdns)
+            } catch {
+                let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: provider.name)
+                if failure.code == .cancelled, Task.isCancelled { throw failure }
+                attempts.append(.init(source: provider.name, error: failure))
+                monitor.resolverFailed(resolver: provider.name, host: host, error: failure)
+                if HTTPDNSEngine.isProviderFault(failure) { markProvider(provider.name, failed: true) }
+            }
+        }
+
+        guard !configuration.failover.httpdnsOnly, let local = localResolver else {
+            throw HTTPDNSError(.allAttemptsFailed, "every HTTPDNS provider failed", host: host, attempts: attempts)
+        }
+        monitor.fellBackToLocalDNS(host: host)
+        do {
+            try checkCancelled(host)
+            let records = try await withDeadline(seconds: timeouts.localDNS, context: local.name) {
+                try await local.resolve(host, family: family)
+            }
+            // LocalDNS answers are what the system would have used anyway: only unusable and duplicate
+            // addresses are dropped, so that intranet names keep working.
+            var seen = Set<IPAddress>()
+            let addresses = records.addresses(for: family).filter { !$0.isUnspecified && seen.insert($0).inserted }
+            guard !addresses.isEmpty else {
+                throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: local.name)
+            }
+            return HTTPDNSAnswer(
+                host: host, addresses: addresses, ttl: records.ttl ?? configuration.cache.policy.minimumTTL,
+                source: local.name, origin: .localDNS)
+        } catch {
+            let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: local.name)
+            if failure.code == .cancelled, Task.isCancelled { throw failure }
+            attempts.append(.init(source: local.name, error: failure))
+            monitor.resolverFailed(resolver: local.name, host: host, error: failure)
+            throw HTTPDNSError(.allAttemptsFailed, "every HTTPDNS provider and LocalDNS failed", host: host, attempts: attempts)
+        }
+    }
+
+    /// Providers in configured order, those cooling down after failures moved to the back.
+    func orderedProviders() -> [any HTTPDNSResolver] {
+        let now = configuration.clock.now()
+        let cooling = state.withLock { $0.providerCooldown }
+        guard !cooling.isEmpty else { return configuration.providers }
+        let healthy = configuration.providers.filter { (cooling[$0.name] ?? 0) <= now }
+        let resting = configuration.providers.filter { (cooling[$0.name] ?? 0) > now }
+        return healthy + resting
+    }
+
+    func markProvider(_ name: String, failed: Bool) {
+        let until = configuration.clock.now() + configuration.failover.providerCooldown
+        state.withLock { state in
+            if failed {
+                state.providerCooldown[name] = until
+            } else {
+                state.providerCooldown.removeValue(forKey: name)
+            }
+        }
+    }
+
+    /// Failures that say the provider is unwell, as opposed to answers about the name.
+    static func isProviderFault(_ error: HTTPDNSError) -> Bool {
+        switch error.code {
+        case .nameNotFound, .noAddress, .bogonAnswer, .cancelled, .invalidHost: false
+        default: true
+        }
+    }
+
+    static func httpdnsError(_ error: any Error, host: String, source: String? = nil) -> HTTPDNSError {
+        if var known = error as? HTTPDNSError {
+            if known.host == nil { known.host = host }
+            if known.source == nil { known.source = source }
+            return known
+        }
+        if error is CancellationError {
+            return HTTPDNSError(.cancelled, "lookup cancelled", host: host, source: source)
+        }
+        return HTTPDNSError(.transport, String(describing: error), host: host, source: source)
+    }
+
+    func checkCancelled(_ host: String) throws {
+        if Task.isCancelled { throw HTTPDNSError(.cancelled, "lookup cancelled", host: host) }
+    }
+}

@@ -1,0 +1,196 @@
+import HTTPDNSCore
+import Synchronization
+
+/// The resolution engine: "which addresses should this request go to?", without trusting the local
+/// resolver.
+///
+/// A lookup is answered from the cache when fresh; otherwise the HTTPDNS providers are asked in order
+/// (skipping ones cooling down after failures) within a time budget, their answers cleaned of bogons
+/// and duplicates, and only then LocalDNS (unless the configuration is HTTPDNS-only). Concurrent
+/// lookups of one name share one upstream request. The cache refreshes in the background at 75 % of
+/// the TTL and serves a stale answer only when a refresh fails (RFC 8767).
+public final class HTTPDNSEngine: Sendable {
+    struct State: Sendable {
+        var cache: HTTPDNSCachePolicy
+        var inFlight: [HTTPDNSCacheKey: Task<HTTPDNSAnswer, any Error>] = [:]
+        var providerCooldown: [String: Double] = [:]
+        var addressCooldown: [IPAddress: Double] = [:]
+        var upstreamLookups = 0
+    }
+
+    /// The configuration the engine was made with.
+    public let configuration: HTTPDNSConfiguration
+    let state: Mutex<State>
+    let localResolver: (any HTTPDNSResolver)?
+    let persistence: HTTPDNSCachePersistence?
+
+    /// Creates an engine; loads a persisted cache and starts pre-resolution when configured.
+    public init(configuration: HTTPDNSConfiguration) {
+        self.configuration = configuration
+        var cache = HTTPDNSCachePolicy(settings: configuration.cache.policy)
+        if let path = configuration.cache.persistencePath {
+            let persistence = HTTPDNSCachePersistence(path: path, monitor: configuration.monitor)
+            persistence.load(into: &cache, now: configuration.clock.now())
+            self.persistence = persistence
+        } else {
+            self.persistence = nil
+        }
+        self.state = Mutex(State(cache: cache))
+        self.localResolver = HTTPDNSEngine.makeLocalResolver(configuration)
+        let names = configuration.cache.preResolve
+        if !names.isEmpty {
+            Task { [self] in await self.preResolve(names) }
+        }
+    }
+
+    /// Whether requests to `host` go through the engine (IP literals never do).
+    public func protects(_ host: String) -> Bool {
+        configuration.protectedHosts.protects(host)
+    }
+
+    /// How many lookups went upstream (to providers or LocalDNS) so far; for tests and benchmarks.
+    public var upstreamLookupCount: Int {
+        state.withLock { $0.upstreamLookups }
+    }
+
+    /// Resolves `host` to the addresses a request should go to, in order.
+    ///
+    /// - Parameters:
+    ///   - host: a DNS name; IP literals are returned as they are, without any lookup.
+    ///   - family: address family; defaults to the configuration's.
+    /// - Throws: ``HTTPDNSError``; `.allAttemptsFailed` lists every provider's failure.
+    public func resolve(_ host: String, family: HTTPDNSAddressFamily? = nil) async throws -> HTTPDNSAnswer {
+        let family = family ?? configuration.family
+        if let literal = IPAddress(host) {
+            return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
+        }
+        let name = HTTPDNSHostPolicy.normalize(host)
+        guard HTTPDNSHostPolicy.isValidHostName(name) else {
+            throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
+        }
+        let key = HTTPDNSCacheKey(host: name, family: family)
+        let now = configuration.clock.now()
+        let monitor = configuration.monitor
+
+        enum Step {
+            case answer(HTTPDNSAnswer, refresh: Bool)
+            case wait(Task<HTTPDNSAnswer, any Error>, staleFallback: Bool)
+        }
+        let step: Step = state.withLock { state in
+            switch state.cache.lookup(key, now: now) {
+            case .fresh(let entry, let remaining, let shouldRefresh):
+                let refresh = shouldRefresh && state.inFlight[key] == nil
+                let answer = makeAnswer(key, entry, ttl: remaining, stale: false, state: state, now: now)
+                return .answer(answer, refresh: refresh)
+            case .stale(let entry):
+                let ttl = configuration.cache.policy.staleTTL
+                return .answer(makeAnswer(key, entry, ttl: ttl, stale: true, state: state, now: now), refresh: false)
+            case .expired:
+                return .wait(upstreamTask(key, state: &state), staleFallback: true)
+            case .miss:
+                return .wait(upstreamTask(key, state: &state), staleFallback: false)
+            }
+        }
+
+        switch step {
+        case .answer(let answer, let refresh):
+            if answer.isStale {
+                monitor.cacheServedStale(host: name, family: family)
+            } else {
+                monitor.cacheHit(host: name, family: family)
+            }
+            if refresh { startBackgroundRefresh(key) }
+            return answer
+        case .wait(let task, let staleFallback):
+            do {
+                let answer = try await task.value
+                return reordered(answer)
+            } catch let error as HTTPDNSError {
+                if staleFallback, error.code != .cancelled, let stale = serveStale(key) {
+                    return stale
+                }
+                throw error
+            }
+        }
+    }
+
+    /// The cached answer for `host`, if a fresh one exists; never goes upstream and never waits.
+    public func cachedAnswer(_ host: String, family: HTTPDNSAddressFamily? = nil) -> HTTPDNSAnswer? {
+        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family ?? configuration.family)
+        let now = configuration.clock.now()
+        return state.withLock { state in
+            guard case .fresh(let entry, let remaining, _) = state.cache.lookup(key, now: now) else { return nil }
+            return makeAnswer(key, entry, ttl: remaining, stale: false, state: state, now: now)
+        }
+    }
+
+    /// Resolves `hosts` in the background of start-up; failures are reported to the monitor only.
+    public func preResolve(_ hosts: [String], family: HTTPDNSAddressFamily? = nil) async {
+        await withTaskGroup(of: Void.self) { group in
+            for host in hosts {
+                group.addTask { _ = try? await self.resolve(host, family: family) }
+            }
+        }
+    }
+
+    /// Forgets the cached answer for `host` (every family), for example after the provider said 401 or a
+    /// certificate did not verify at a cached address.
+    public func invalidate(_ host: String) {
+        let name = HTTPDNSHostPolicy.normalize(host)
+        state.withLock { state in
+            for family in HTTPDNSAddressFamily.allCases {
+                state.cache.remove(HTTPDNSCacheKey(host: name, family: family))
+            }
+        }
+        persistence?.scheduleSave(self)
+    }
+
+    /// Tells the engine that connecting to `address` failed: for ``HTTPDNSConfiguration/Failover/addressCooldown``
+    /// seconds it is moved behind the other addresses of every answer.
+    public func reportUnreachable(_ address: IPAddress) {
+        let until = configuration.clock.now() + configuration.failover.addressCooldown
+        state.withLock { $0.addressCooldown[address] = until }
+    }
+
+    /// Whether `address` is cooling down after a failed connection.
+    public func isCoolingDown(_ address: IPAddress) -> Bool {
+        let now = configuration.clock.now()
+        return state.withLock { ($0.addressCooldown[address] ?? 0) > now }
+    }
+
+    /// Writes the cache to the persistence file now (it is also saved after every change).
+    public func saveCache() throws {
+        guard let persistence else { return }
+        try persistence.save(entries: state.withLock { $0.cache.entries })
+    }
+
+    // MARK: - Helpers used under the lock
+
+    func makeAnswer(
+        _ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry, ttl: Int, stale: Bool, state: borrowing State, now: Double
+    ) -> HTTPDNSAnswer {
+        var addresses = entry.addresses
+        if !state.addressCooldown.isEmpty {
+            addresses = HTTPDNSEngine.coolingLast(addresses, cooldown: state.addressCooldown, now: now)
+        }
+        return HTTPDNSAnswer(
+            host: key.host, addresses: addresses, ttl: ttl, source: entry.source, origin: entry.origin,
+            fromCache: true, isStale: stale)
+    }
+
+    static func coolingLast(_ addresses: [IPAddress], cooldown: [IPAddress: Double], now: Double) -> [IPAddress] {
+        let cooling = addresses.filter { (cooldown[$0] ?? 0) > now }
+        guard !cooling.isEmpty else { return addresses }
+        return addresses.filter { (cooldown[$0] ?? 0) <= now } + cooling
+    }
+
+    func reordered(_ answer: HTTPDNSAnswer) -> HTTPDNSAnswer {
+        let now = configuration.clock.now()
+        var answer = answer
+        state.withLock { state in
+            guard !state.addressCooldown.isEmpty else { return }
+            answer.addresses = HTTPDNSEngine.coolingLast(answer.addresses, cooldown: state.addressCooldown, now: now)
+        }
+        return answer
+    }
+}

@@ -1,0 +1,56 @@
+import HTTPDNSCore
+
+/// Fixed answers, like curl's `--resolve`: for pinning, and for tests.
+public struct StaticResolver: HTTPDNSResolver {
+    public let name: String
+    private let table: [String: [IPAddress]]
+    private let ttl: Int
+
+    /// - Parameters:
+    ///   - entries: host → addresses (hosts are normalised; `*` is not special).
+    ///   - ttl: the TTL every answer carries. Default 3,600.
+    public init(_ entries: [String: [IPAddress]], ttl: Int = 3_600, name: String = "static") {
+        var table: [String: [IPAddress]] = [:]
+        for (host, addresses) in entries {
+            table[HTTPDNSHostPolicy.normalize(host), default: []].append(contentsOf: addresses)
+        }
+        self.table = table
+        self.ttl = ttl
+        self.name = name
+    }
+
+    /// Parses curl-style entries `HOST:PORT:ADDR[,ADDR…]` (the port is accepted and ignored here;
+    /// IPv6 addresses may be bracketed).
+    public init(curlStyle entries: [String], ttl: Int = 3_600) throws {
+        var table: [String: [IPAddress]] = [:]
+        for entry in entries {
+            let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, !parts[0].isEmpty, UInt16(parts[1]) != nil else {
+                throw HTTPDNSError(.invalidConfiguration, "expected HOST:PORT:ADDRESS, got \(entry)")
+            }
+            var addresses: [IPAddress] = []
+            for text in parts[2].split(separator: ",") {
+                guard let address = IPAddress(String(text)) else {
+                    throw HTTPDNSError(.invalidConfiguration, "not an IP address: \(text)")
+                }
+                addresses.append(address)
+            }
+            guard !addresses.isEmpty else {
+                throw HTTPDNSError(.invalidConfiguration, "no address in \(entry)")
+            }
+            table[HTTPDNSHostPolicy.normalize(String(parts[0])), default: []].append(contentsOf: addresses)
+        }
+        self.init(table, ttl: ttl)
+    }
+
+    public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+        guard let addresses = table[HTTPDNSHostPolicy.normalize(host)] else {
+            throw HTTPDNSError(.nameNotFound, "no static entry", host: host, source: name)
+        }
+        return HTTPDNSRecordSet(
+            host: host,
+            ipv4: addresses.filter { $0.family == .v4 },
+            ipv6: addresses.filter { $0.family == .v6 },
+            ttl: ttl)
+    }
+}

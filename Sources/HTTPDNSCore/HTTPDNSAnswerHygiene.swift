@@ -1,0 +1,48 @@
+/// Which addresses from an HTTPDNS answer may be used.
+///
+/// A hijacking or broken service can hand out 0.0.0.0, 127.0.0.1 or private space; by default those
+/// are dropped. Loopback and private space can be allowed explicitly (test beds on 127.0.0.0/8).
+public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
+    /// Accept 127.0.0.0/8 and ::1. Default false.
+    public var allowLoopback: Bool = false
+    /// Accept private and reserved space (10/8, 172.16/12, 192.168/16, fc00::/7, …). Default false.
+    public var allowPrivate: Bool = false
+
+    public init(allowLoopback: Bool = false, allowPrivate: Bool = false) {
+        self.allowLoopback = allowLoopback
+        self.allowPrivate = allowPrivate
+    }
+
+    /// The result of filtering one answer.
+    public struct Outcome: Sendable, Hashable {
+        /// Usable addresses, deduplicated, in the original order.
+        public var kept: [IPAddress]
+        /// Addresses dropped as bogons.
+        public var rejected: [IPAddress]
+    }
+
+    /// Whether one address is acceptable.
+    public func accepts(_ address: IPAddress) -> Bool {
+        let address = address.ipv4Mapped ?? address
+        if address.isUnspecified { return false }
+        if address.isLoopback { return allowLoopback }
+        if address.isPrivateOrReserved { return allowPrivate }
+        return true
+    }
+
+    /// Filters `records` to `family`: drops bogons and duplicates, keeps order (IPv4 first for `.both`).
+    public func filter(_ records: HTTPDNSRecordSet, family: HTTPDNSAddressFamily) -> Outcome {
+        filter(records.addresses(for: family))
+    }
+
+    /// Filters a list of addresses: drops bogons and duplicates, keeps order.
+    public func filter(_ addresses: [IPAddress]) -> Outcome {
+        var kept: [IPAddress] = []
+        var rejected: [IPAddress] = []
+        var seen = Set<IPAddress>()
+        for address in addresses where seen.insert(address).inserted {
+            if accepts(address) { kept.append(address) } else { rejected.append(address) }
+        }
+        return Outcome(kept: kept, rejected: rejected)
+    }
+}

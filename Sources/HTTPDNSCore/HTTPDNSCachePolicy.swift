@@ -1,0 +1,232 @@
+/// The cache key: one entry per host and address family.
+public struct HTTPDNSCacheKey: Hashable, Sendable, Codable {
+    public var host: String
+    public var family: HTTPDNSAddressFamily
+
+    public init(host: String, family: HTTPDNSAddressFamily) {
+        self.host = host
+        self.family = family
+    }
+}
+
+/// One cached answer.
+public struct HTTPDNSCacheEntry: Sendable, Hashable, Codable {
+    public var addresses: [IPAddress]
+    public var source: String
+    public var origin: HTTPDNSAnswer.Origin
+    /// When the answer was stored (seconds since 1970).
+    public var storedAt: Double
+    /// The TTL after the floor and ceiling were applied.
+    public var ttl: Int
+    /// Until when an expired entry is served stale without asking upstream again (after a failed refresh).
+    public var staleUntil: Double?
+    /// No refresh is attempted before this time (set after a failed refresh, RFC 8767 retry interval).
+    public var nextRefreshAt: Double?
+
+    public init(addresses: [IPAddress], source: String, origin: HTTPDNSAnswer.Origin, storedAt: Double, ttl: Int) {
+        self.addresses = addresses
+        self.source = source
+        self.origin = origin
+        self.storedAt = storedAt
+        self.ttl = ttl
+    }
+
+    /// When the entry stops being fresh.
+    public var expiresAt: Double { storedAt + Double(ttl) }
+}
+
+/// Cache rules as a plain value: TTL floor and ceiling, refresh at 75 %, serve-stale (RFC 8767) and an
+/// LRU size bound. Every method takes `now` explicitly; the engine wraps one of these in a lock.
+public struct HTTPDNSCachePolicy: Sendable {
+    /// Tunables, with the numbers vendors and RFC 8767 use.
+    public struct Settings: Sendable, Hashable {
+        /// Answers live at least this long (seconds), whatever the provider said. Default 60.
+        public var minimumTTL: Int = 60
+        /// Answers live at most this long (seconds). Default 86,400 (one day).
+        public var maximumTTL: Int = 86_400
+        /// TTL used when a provider gives none. Default 300.
+        public var defaultTTL: Int = 300
+        /// Fraction of the TTL after which a hit triggers a background refresh. Default 0.75.
+        public var refreshFraction: Double = 0.75
+        /// TTL given to a stale answer, and how long it is served before upstream is tried again. Default 30 (RFC 8767).
+        public var staleTTL: Int = 30
+        /// How long after expiry an entry may still be served stale (seconds). Default 86,400 (RFC 8767: 1-3 days).
+        public var maximumStaleAge: Int = 86_400
+        /// At most this many entries; the least recently used is evicted. Default 10,000.
+        public var capacity: Int = 10_000
+
+        public init() {}
+    }
+
+    /// What a lookup found.
+    public enum Lookup: Sendable, Hashable {
+        /// A fresh entry, its remaining TTL, and whether it is time to refresh it in the background.
+        case fresh(HTTPDNSCacheEntry, remainingTTL: Int, shouldRefresh: Bool)
+        /// An expired entry whose refresh failed recently: serve it stale without asking upstream.
+        case stale(HTTPDNSCacheEntry)
+        /// An expired entry still young enough to serve stale if a refresh fails.
+        case expired(HTTPDNSCacheEntry)
+        /// Nothing usable.
+        case miss
+    }
+
+    private struct Node: Sendable {
+        var key: HTTPDNSCacheKey
+        var entry: HTTPDNSCacheEntry
+        var previous: Int
+        var next: Int
+    }
+
+    public let settings: Settings
+    private var index: [HTTPDNSCacheKey: Int] = [:]
+    private var nodes: [Node] = []
+    private var freeSlots: [Int] = []
+    private var head = -1  // most recently used
+    private var tail = -1  // least recently used
+
+    public init(settings: Settings = Settings()) {
+        self.settings = settings
+    }
+
+    /// The number of entries.
+    public var count: Int { index.count }
+
+    /// Clamps a provider TTL to the floor and ceiling.
+    public func effectiveTTL(_ ttl: Int?) -> Int {
+        let value = ttl ?? settings.defaultTTL
+        return min(max(value, settings.minimumTTL), max(settings.maximumTTL, settings.minimumTTL))
+    }
+
+    /// Looks `key` up at `now` and marks it recently used.
+    public mutating func lookup(_ key: HTTPDNSCacheKey, now: Double) -> Lookup {
+        guard let slot = index[key] else { return .miss }
+        touch(slot)
+        let entry = nodes[slot].entry
+        if now < entry.expiresAt {
+            let refreshAt = entry.storedAt + Double(entry.ttl) * settings.refreshFraction
+            let allowed = entry.nextRefreshAt.map { now >= $0 } ?? true
+            let remaining = max(1, Int((entry.expiresAt - now).rounded(.up)))
+            return .fresh(entry, remainingTTL: remaining, shouldRefresh: now >= refreshAt && allowed)
+        }
+        if now - entry.expiresAt > Double(settings.maximumStaleAge) {
+            remove(key)
+            return .miss
+        }
+        if let staleUntil = entry.staleUntil, now < staleUntil {
+            return .stale(entry)
+        }
+        return .expired(entry)
+    }
+
+    /// Reads an entry without touching the LRU order or expiring anything.
+    public func peek(_ key: HTTPDNSCacheKey) -> HTTPDNSCacheEntry? {
+        index[key].map { nodes[$0].entry }
+    }
+
+    /// Stores a fresh answer; evicts the least recently used entry beyond the capacity.
+    @discardableResult
+    public mutating func store(
+        _ key: HTTPDNSCacheKey,
+        addresses: [IPAddress],
+        ttl: Int?,
+        source: String,
+        origin: HTTPDNSAnswer.Origin,
+        now: Double
+    ) -> HTTPDNSCacheEntry {
+        let entry = HTTPDNSCacheEntry(
+            addresses: addresses, source: source, origin: origin, storedAt: now, ttl: effectiveTTL(ttl))
+        insert(key, entry)
+        return entry
+    }
+
+    /// Puts a ready entry in (used when loading a persisted cache).
+    public mutating func insert(_ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry) {
+        if let slot = index[key] {
+            nodes[slot].entry = entry
+            touch(slot)
+            return
+        }
+        let node = Node(key: key, entry: entry, previous: -1, next: head)
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            nodes[free] = node
+            slot = free
+        } else {
+            nodes.append(node)
+            slot = nodes.count - 1
+        }
+        if head >= 0 { nodes[head].previous = slot }
+        head = slot
+        if tail < 0 { tail = slot }
+        index[key] = slot
+        while index.count > max(settings.capacity, 1) {
+            remove(nodes[tail].key)
+        }
+    }
+
+    /// Records a failed refresh at `now`: an expired entry is then served stale for ``Settings/staleTTL``
+    /// seconds, and no refresh is tried again before that.
+    /// - Returns: the entry to serve stale, if it is expired but within the maximum stale age.
+    public mutating func refreshFailed(_ key: HTTPDNSCacheKey, now: Double) -> HTTPDNSCacheEntry? {
+        guard let slot = index[key] else { return nil }
+        let retryAt = now + Double(settings.staleTTL)
+        nodes[slot].entry.nextRefreshAt = retryAt
+        let entry = nodes[slot].entry
+        guard now >= entry.expiresAt else { return nil }
+        guard now - entry.expiresAt <= Double(settings.maximumStaleAge) else {
+            remove(key)
+            return nil
+        }
+        nodes[slot].entry.staleUntil = retryAt
+        return nodes[slot].entry
+    }
+
+    /// Drops an entry (for example after HTTP 401 from the provider, or a certificate failure).
+    public mutating func remove(_ key: HTTPDNSCacheKey) {
+        guard let slot = index.removeValue(forKey: key) else { return }
+        unlink(slot)
+        freeSlots.append(slot)
+        // Release the entry's storage now rather than when the slot is reused.
+        nodes[slot].entry.addresses = []
+    }
+
+    /// Drops every entry.
+    public mutating func removeAll() {
+        index.removeAll()
+        nodes.removeAll()
+        freeSlots.removeAll()
+        head = -1
+        tail = -1
+    }
+
+    /// Every entry, most recently used first.
+    public var entries: [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] {
+        var result: [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] = []
+        result.reserveCapacity(index.count)
+        var slot = head
+        while slot >= 0 {
+            result.append((nodes[slot].key, nodes[slot].entry))
+            slot = nodes[slot].next
+        }
+        return result
+    }
+
+    private mutating func touch(_ slot: Int) {
+        guard slot != head else { return }
+        unlink(slot)
+        nodes[slot].previous = -1
+        nodes[slot].next = head
+        if head >= 0 { nodes[head].previous = slot }
+        head = slot
+        if tail < 0 { tail = slot }
+    }
+
+    private mutating func unlink(_ slot: Int) {
+        let previous = nodes[slot].previous
+        let next = nodes[slot].next
+        if previous >= 0 { nodes[previous].next = next } else if head == slot { head = next }
+        if next >= 0 { nodes[next].previous = previous } else if tail == slot { tail = previous }
+        nodes[slot].previous = -1
+        nodes[slot].next = -1
+    }
+}

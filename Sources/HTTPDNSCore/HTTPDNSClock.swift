@@ -1,0 +1,47 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Wall-clock time in seconds since 1970, injectable so TTL behaviour is tested without sleeping.
+///
+/// Wall time rather than a monotonic clock because cache entries are persisted across runs.
+public protocol HTTPDNSClock: Sendable {
+    /// The current time in seconds since 1970-01-01 UTC.
+    func now() -> Double
+}
+
+/// The real clock.
+public struct HTTPDNSSystemClock: HTTPDNSClock {
+    public init() {}
+
+    public func now() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+}
+
+/// A clock that moves only when told to; for tests.
+public final class HTTPDNSManualClock: HTTPDNSClock {
+    private let current: Mutex<Double>
+
+    /// Starts at `start` seconds since 1970 (default: 2026-01-01).
+    public init(start: Double = 1_767_225_600) {
+        current = Mutex(start)
+    }
+
+    public func now() -> Double {
+        current.withLock { $0 }
+    }
+
+    /// Moves the clock forward by `seconds`.
+    public func advance(by seconds: Double) {
+        current.withLock { $0 += seconds }
+    }
+}

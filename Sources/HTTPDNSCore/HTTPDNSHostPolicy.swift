@@ -1,0 +1,67 @@
+/// Which hosts the engine protects: exact names and `*.`-wildcards.
+///
+/// A wildcard `*.example.com` covers every name below `example.com` (any depth) but not
+/// `example.com` itself; list both to protect both. IP literals are never protected: there is
+/// nothing to resolve.
+public struct HTTPDNSHostPolicy: Sendable, Hashable {
+    private var exact: Set<String>
+    private var suffixes: [String]
+    private var everything: Bool
+
+    /// Protects the given patterns (`api.example.com`, `*.example.com`, or `*` for every name).
+    public init(_ patterns: [String]) {
+        var exact = Set<String>()
+        var suffixes = [String]()
+        var everything = false
+        for raw in patterns {
+            let pattern = HTTPDNSHostPolicy.normalize(raw)
+            if pattern == "*" {
+                everything = true
+            } else if pattern.hasPrefix("*.") {
+                suffixes.append(String(pattern.dropFirst(1)))  // keeps the leading dot
+            } else if !pattern.isEmpty {
+                exact.insert(pattern)
+            }
+        }
+        self.exact = exact
+        self.suffixes = suffixes
+        self.everything = everything
+    }
+
+    /// Protects every name (still never IP literals).
+    public static let all = HTTPDNSHostPolicy(["*"])
+
+    /// Protects nothing.
+    public static let none = HTTPDNSHostPolicy([])
+
+    /// Whether requests to `host` go through HTTPDNS.
+    public func protects(_ host: String) -> Bool {
+        let name = HTTPDNSHostPolicy.normalize(host)
+        guard !name.isEmpty, !IPAddress.isLiteral(name) else { return false }
+        if everything || exact.contains(name) { return true }
+        return suffixes.contains { name.hasSuffix($0) && name.count > $0.count }
+    }
+
+    /// Lower-cases and drops one trailing dot, the form hosts are compared and cached in.
+    public static func normalize(_ host: String) -> String {
+        var name = host.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        return name
+    }
+
+    /// Whether `host` is a syntactically valid DNS host name (RFC 1035 limits, LDH labels plus `_`).
+    public static func isValidHostName(_ host: String) -> Bool {
+        let name = normalize(host)
+        guard !name.isEmpty, name.utf8.count <= 253 else { return false }
+        for label in name.split(separator: ".", omittingEmptySubsequences: false) {
+            guard !label.isEmpty, label.utf8.count <= 63 else { return false }
+            guard label.utf8.first != UInt8(ascii: "-"), label.utf8.last != UInt8(ascii: "-") else { return false }
+            for byte in label.utf8 {
+                let ok = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+                guard ok else { return false }
+            }
+        }
+        return true
+    }
+}

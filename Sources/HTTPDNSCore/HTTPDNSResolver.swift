@@ -1,0 +1,14 @@
+/// A source of addresses for names: an HTTPDNS service, a DNS server, the system resolver.
+///
+/// Small on purpose (like swift-nio's `Resolver`): the engine adds caching, hygiene, failover and
+/// timeouts around it, so an implementation only asks once and reports what it got.
+public protocol HTTPDNSResolver: Sendable {
+    /// A short label for reports and events, for example `dnspod http://127.0.0.1:8053`.
+    var name: String { get }
+
+    /// Resolves `host` (lower-case, no trailing dot, never an IP literal) for `family`.
+    ///
+    /// - Returns: the addresses in the provider's order; the engine filters and deduplicates them.
+    /// - Throws: ``HTTPDNSError``; `.nameNotFound` for NXDOMAIN, `.noAddress` for an empty answer.
+    func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet
+}

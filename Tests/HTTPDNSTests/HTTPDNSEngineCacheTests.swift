@@ -1,0 +1,221 @@
+import Foundation
+import HTTPDNS
+import HTTPDNSCore
+import XCTest
+
+final class HTTPDNSEngineCacheTests: XCTestCase {
+    func testTTLFloorAndExpiry() async throws {
+        let clock = HTTPDNSManualClock()
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 5))
+        let subject = engine([provider], clock: clock)
+        let first = try await subject.resolve("a.example")
+        XCTAssertEqual(first.ttl, 60, "TTL 5 is raised to the 60 s floor")
+        clock.advance(by: 59)
+        _ = try await subject.resolve("a.example")
+        XCTAssertEqual(provider.calls, 1)
+        clock.advance(by: 2)
+        let expired = try await subject.resolve("a.example")
+        XCTAssertFalse(expired.fromCache)
+        XCTAssertEqual(provider.calls, 2)
+    }
+
+    func testTTLCeiling() async throws {
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 10_000_000))
+        let subject = engine([provider]) { $0.cache.policy.maximumTTL = 3_600 }
+        let answer = try await subject.resolve("a.example")
+        XCTAssertEqual(answer.ttl, 3_600)
+    }
+
+    func testBackgroundRefreshAtThreeQuarters() async throws {
+        let clock = HTTPDNSManualClock()
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 100))
+        let monitor = RecordingMonitor()
+        let subject = engine([provider], clock: clock, monitor: monitor)
+        _ = try await subject.resolve("r.example")
+        clock.advance(by: 74)
+        _ = try await subject.resolve("r.example")
+        XCTAssertEqual(provider.calls, 1, "before 75 % no refresh")
+        clock.advance(by: 2)
+        provider.set(.answer(["198.51.100.2"], ttl: 100))
+        let served = try await subject.resolve("r.example")
+        XCTAssertEqual(served.addresses.map(\.description), ["198.51.100.1"], "the hit is served at once")
+        try await waitUntil { monitor.events.contains("refreshed r.example") }
+        XCTAssertEqual(provider.calls, 2)
+        let refreshed = try await subject.resolve("r.example")
+        XCTAssertEqual(refreshed.addresses.map(\.description), ["198.51.100.2"])
+        XCTAssertTrue(refreshed.fromCache)
+        XCTAssertEqual(refreshed.ttl, 100)
+    }
+
+    func testStaleServedOnlyWhenRefreshFails() async throws {
+        let clock = HTTPDNSManualClock()
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 60))
+        let local = FakeResolver("system", .fail(.timedOut))
+        let subject = engine([provider], local: local, clock: clock)
+        _ = try await subject.resolve("s.example")
+        clock.advance(by: 61)
+        // Upstream healthy: an expired entry is replaced, never served stale.
+        provider.set(.answer(["198.51.100.2"], ttl: 60))
+        let fresh = try await subject.resolve("s.example")
+        XCTAssertFalse(fresh.isStale)
+        XCTAssertEqual(fresh.addresses.map(\.description), ["198.51.100.2"])
+        clock.advance(by: 61)
+        provider.set(.fail(.transport))
+        let stale = try await subject.resolve("s.example")
+        XCTAssertTrue(stale.isStale)
+        XCTAssertEqual(stale.ttl, 30)
+        XCTAssertEqual(stale.addresses.map(\.description), ["198.51.100.2"])
+        let callsAfterFailure = provider.calls
+        clock.advance(by: 10)
+        let again = try await subject.resolve("s.example")
+        XCTAssertTrue(again.isStale)
+        XCTAssertEqual(provider.calls, callsAfterFailure, "no retry within the 30 s stale window")
+        clock.advance(by: 21)
+        _ = try await subject.resolve("s.example")
+        XCTAssertEqual(provider.calls, callsAfterFailure + 1, "retried after 30 s")
+    }
+
+    func testStaleAgeIsBounded() async throws {
+        let clock = HTTPDNSManualClock()
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 60))
+        let subject = engine([provider], clock: clock) {
+            $0.cache.policy.maximumStaleAge = 3_600
+            $0.failover.httpdnsOnly = true
+        }
+        _ = try await subject.resolve("t.example")
+        provider.set(.fail(.transport))
+        clock.advance(by: 60 + 3_601)
+        do {
+            let answer = try await subject.resolve("t.example")
+            XCTFail("served \(answer) beyond the maximum stale age")
+        } catch let error as HTTPDNSError {
+            XCTAssertEqual(error.code, .allAttemptsFailed)
+        }
+    }
+
+    func testConcurrentLookupsCoalesceIntoOneUpstreamRequest() async throws {
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 60), delay: 0.2)
+        let subject = engine([provider])
+        let answers = try await withThrowingTaskGroup(of: HTTPDNSAnswer.self) { group in
+            for _ in 0..<50 {
+                group.addTask { try await subject.resolve("c.example") }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertEqual(answers.count, 50)
+        XCTAssertTrue(answers.allSatisfy { $0.addresses.map(\.description) == ["198.51.100.1"] })
+        XCTAssertEqual(provider.calls, 1)
+        XCTAssertEqual(subject.upstreamLookupCount, 1)
+    }
+
+    func testLRUBound() async throws {
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
+        let subject = engine([provider]) { $0.cache.policy.capacity = 3 }
+        for name in ["a", "b", "c"] { _ = try await subject.resolve("\(name).example") }
+        _ = try await subject.resolve("a.example")  // a is now most recently used
+        _ = try await subject.resolve("d.example")  // evicts b
+        XCTAssertNotNil(subject.cachedAnswer("a.example"))
+        XCTAssertNil(subject.cachedAnswer("b.example"))
+        XCTAssertNotNil(subject.cachedAnswer("c.example"))
+        XCTAssertNotNil(subject.cachedAnswer("d.example"))
+    }
+
+    func testInvalidateDropsEntry() async throws {
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
+        let subject = engine([provider])
+        _ = try await subject.resolve("i.example")
+        subject.invalidate("I.example.")
+        XCTAssertNil(subject.cachedAnswer("i.example"))
+    }
+
+    func testUnauthorizedDropsCachedEntry() async throws {
+        let clock = HTTPDNSManualClock()
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 60))
+        let subject = engine([provider], clock: clock) { $0.failover.httpdnsOnly = true }
+        _ = try await subject.resolve("u.example")
+        clock.advance(by: 61)
+        provider.set(.fail(.unauthorized))
+        // The chain wraps the 401 in allAttemptsFailed, so the stale entry may still be served once;
+        // what must not happen is a fresh hit afterwards.
+        _ = try? await subject.resolve("u.example")
+        XCTAssertNil(subject.cachedAnswer("u.example"))
+    }
+
+    func testPreResolutionFillsTheCache() async throws {
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
+        let subject = engine([provider]) { $0.cache.preResolve = ["pre1.example", "pre2.example"] }
+        try await waitUntil { subject.cachedAnswer("pre1.example") != nil && subject.cachedAnswer("pre2.example") != nil }
+        XCTAssertEqual(provider.calls, 2)
+    }
+
+    func testPersistenceRoundTrip() async throws {
+        let path = temporaryPath("cache.json")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let clock = HTTPDNSManualClock()
+        let provider = FakeResolver("p", .answer(["198.51.100.1", "2001:db8::5"], ttl: 600))
+        let first = engine([provider], clock: clock) {
+            $0.cache.persistencePath = path
+            $0.hygiene.allowPrivate = true
+        }
+        _ = try await first.resolve("p1.example", family: .both)
+        _ = try await first.resolve("p2.example")
+        try first.saveCache()
+
+        clock.advance(by: 100)
+        let offline = FakeResolver("p", .fail(.transport))
+        let second = engine([offline], clock: clock) { $0.cache.persistencePath = path }
+        let answer = try XCTUnwrap(second.cachedAnswer("p1.example", family: .both))
+        XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.1", "2001:db8::5"])
+        XCTAssertEqual(answer.ttl, 500)
+        XCTAssertNotNil(second.cachedAnswer("p2.example"))
+        XCTAssertEqual(offline.calls, 0)
+    }
+
+    func testCorruptOrForeignCacheFileIsIgnoredWithAWarning() async throws {
+        for content in ["{not json", "{\"format\":\"other\",\"version\":1,\"entries\":[]}",
+                        "{\"format\":\"swift-httpdns-cache\",\"version\":99,\"entries\":[]}",
+                        String(repeating: "\u{0}", count: 100)] {
+            let path = temporaryPath("corrupt.json")
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            try Data(content.utf8).write(to: URL(fileURLWithPath: path))
+            let monitor = RecordingMonitor()
+            let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
+            let subject = engine([provider], monitor: monitor) { $0.cache.persistencePath = path }
+            XCTAssertTrue(monitor.events.contains { $0.hasPrefix("warning") }, "no warning for \(content)")
+            let answer = try await subject.resolve("x.example")
+            XCTAssertEqual(answer.source, "p")
+        }
+    }
+
+    func testPersistedEntriesWithJunkAreSkipped() async throws {
+        let path = temporaryPath("junk.json")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let json = """
+        {"format":"swift-httpdns-cache","version":1,"entries":[
+          {"key":{"host":"ok.example","family":"ipv4"},"entry":{"addresses":["198.51.100.1"],"source":"p","origin":"httpdns","storedAt":1767225600,"ttl":600}},
+          {"key":{"host":"bad host","family":"ipv4"},"entry":{"addresses":["198.51.100.1"],"source":"p","origin":"httpdns","storedAt":1767225600,"ttl":600}},
+          {"key":{"host":"empty.example","family":"ipv4"},"entry":{"addresses":[],"source":"p","origin":"httpdns","storedAt":1767225600,"ttl":600}}
+        ]}
+        """
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        let subject = engine([FakeResolver("p", .fail(.transport))]) { $0.cache.persistencePath = path }
+        XCTAssertNotNil(subject.cachedAnswer("ok.example"))
+        XCTAssertNil(subject.cachedAnswer("empty.example"))
+    }
+}
+
+func temporaryPath(_ name: String) -> String {
+    NSTemporaryDirectory() + "httpdns-\(UUID().uuidString)-\(name)"
+}
+
+/// Polls `condition` for up to five seconds (for work the engine does in the background).
+func waitUntil(_ condition: @Sendable () -> Bool, file: StaticString = #filePath, line: UInt = #line) async throws {
+    let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+    while !condition() {
+        if ContinuousClock.now > deadline {
+            XCTFail("condition not met within 5 s", file: file, line: line)
+            return
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}

@@ -1,0 +1,209 @@
+import HTTPDNS
+import HTTPDNSCore
+import XCTest
+
+final class HTTPDNSEngineTests: XCTestCase {
+    func testAnswersFromFirstProviderAndCachesIt() async throws {
+        let provider = FakeResolver("p1", .answer(["93.184.216.34", "93.184.216.35"], ttl: 120))
+        let subject = engine([provider])
+        let first = try await subject.resolve("WWW.Example.com.")
+        XCTAssertEqual(first.host, "www.example.com")
+        XCTAssertEqual(first.addresses.map(\.description), ["93.184.216.34", "93.184.216.35"])
+        XCTAssertEqual(first.source, "p1")
+        XCTAssertEqual(first.origin, .httpdns)
+        XCTAssertFalse(first.fromCache)
+        let second = try await subject.resolve("www.example.com")
+        XCTAssertTrue(second.fromCache)
+        XCTAssertEqual(provider.calls, 1)
+    }
+
+    func testIPLiteralIsNeverResolved() async throws {
+        let provider = FakeResolver("p1", .answer(["93.184.216.34"], ttl: 120))
+        let subject = engine([provider])
+        let answer = try await subject.resolve("192.0.2.7")
+        XCTAssertEqual(answer.addresses, [IPAddress("192.0.2.7")!])
+        XCTAssertEqual(provider.calls, 0)
+        XCTAssertFalse(subject.protects("192.0.2.7"))
+        XCTAssertFalse(subject.protects("[::1]"))
+    }
+
+    func testInvalidHostIsRejectedBeforeAnyLookup() async {
+        let provider = FakeResolver("p1", .answer(["93.184.216.34"], ttl: 120))
+        let subject = engine([provider])
+        for bad in ["", "a..b", "bad host", String(repeating: "a", count: 64) + ".com", "-x.com"] {
+            do {
+                _ = try await subject.resolve(bad)
+                XCTFail("\(bad) resolved")
+            } catch let error as HTTPDNSError {
+                XCTAssertEqual(error.code, .invalidHost)
+            } catch {
+                XCTFail("unexpected \(error)")
+            }
+        }
+        XCTAssertEqual(provider.calls, 0)
+    }
+
+    func testFailoverToNextProviderKeepsEveryFailure() async throws {
+        let broken = FakeResolver("p1", .fail(.httpStatus))
+        let good = FakeResolver("p2", .answer(["198.51.100.1"], ttl: 60))
+        let monitor = RecordingMonitor()
+        let subject = engine([broken, good], monitor: monitor)
+        let answer = try await subject.resolve("a.example")
+        XCTAssertEqual(answer.source, "p2")
+        XCTAssertTrue(monitor.events.contains("failed p1 httpStatus"))
+    }
+
+    func testEveryProviderDownFallsBackToLocalDNS() async throws {
+        let p1 = FakeResolver("p1", .fail(.transport))
+        let p2 = FakeResolver("p2", .fail(.timedOut))
+        let local = FakeResolver("system", .answer(["203.0.113.9"], ttl: nil))
+        let monitor = RecordingMonitor()
+        let subject = engine([p1, p2], local: local, monitor: monitor)
+        let answer = try await subject.resolve("b.example")
+        XCTAssertEqual(answer.origin, .localDNS)
+        XCTAssertEqual(answer.source, "system")
+        XCTAssertEqual(answer.addresses.map(\.description), ["203.0.113.9"])
+        XCTAssertTrue(monitor.events.contains("local b.example"))
+    }
+
+    func testHTTPDNSOnlyNeverAsksLocalDNSAndListsAttempts() async {
+        let p1 = FakeResolver("p1", .fail(.transport))
+        let p2 = FakeResolver("p2", .fail(.malformedAnswer))
+        let local = FakeResolver("system", .answer(["203.0.113.9"], ttl: nil))
+        let subject = engine([p1, p2], local: local) { $0.failover.httpdnsOnly = true }
+        do {
+            _ = try await subject.resolve("c.example")
+            XCTFail("resolved")
+        } catch let error as HTTPDNSError {
+            XCTAssertEqual(error.code, .allAttemptsFailed)
+            XCTAssertEqual(error.attempts.map(\.source), ["p1", "p2"])
+            XCTAssertEqual(error.attempts.map(\.error.code), [.transport, .malformedAnswer])
+        } catch {
+            XCTFail("unexpected \(error)")
+        }
+        XCTAssertEqual(local.calls, 0)
+    }
+
+    func testAllFailingIncludingLocalListsEveryAttempt() async {
+        let p1 = FakeResolver("p1", .fail(.transport))
+        let local = FakeResolver("system", .fail(.nameNotFound))
+        let subject = engine([p1], local: local)
+        do {
+            _ = try await subject.resolve("d.example")
+            XCTFail("resolved")
+        } catch let error as HTTPDNSError {
+            XCTAssertEqual(error.code, .allAttemptsFailed)
+            XCTAssertEqual(error.attempts.map(\.source), ["p1", "system"])
+        } catch {
+            XCTFail("unexpected \(error)")
+        }
+    }
+
+    func testBogonsAreDroppedAndAllBogonAnswerFailsOver() async throws {
+        let liar = FakeResolver("liar", .answer(["127.0.0.1", "10.1.2.3", "0.0.0.0"], ttl: 60))
+        let mixed = FakeResolver("mixed", .answer(["192.168.1.1", "198.51.100.7", "198.51.100.7", "198.51.100.8"], ttl: 60))
+        let subject = engine([liar, mixed])
+        let answer = try await subject.resolve("e.example")
+        XCTAssertEqual(answer.source, "mixed")
+        XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.7", "198.51.100.8"])
+    }
+
+    func testLoopbackAllowedOnlyWhenConfigured() async throws {
+        let provider = FakeResolver("p", .answer(["127.0.0.2"], ttl: 60))
+        let subject = engine([provider]) { $0.hygiene.allowLoopback = true }
+        let answer = try await subject.resolve("f.example")
+        XCTAssertEqual(answer.addresses.map(\.description), ["127.0.0.2"])
+    }
+
+    func testFamilySelection() async throws {
+        let provider = FakeResolver("p", .answer(["198.51.100.1", "2001:db8::1"], ttl: 60))
+        let subject = engine([provider]) { $0.hygiene.allowPrivate = true }
+        let v6 = try await subject.resolve("g.example", family: .ipv6)
+        XCTAssertEqual(v6.addresses.map(\.description), ["2001:db8::1"])
+        let both = try await subject.resolve("g.example", family: .both)
+        XCTAssertEqual(both.addresses.map(\.description), ["198.51.100.1", "2001:db8::1"])
+        XCTAssertEqual(provider.calls, 2, "families are cached separately")
+    }
+
+    func testHangingProviderIsAbandonedAtTheAttemptTimeout() async throws {
+        let hung = FakeResolver("hung", .hang)
+        let good = FakeResolver("good", .answer(["198.51.100.2"], ttl: 60))
+        let subject = engine([hung, good]) {
+            $0.timeouts.perAttempt = 0.2
+            $0.timeouts.httpdnsBudget = 2
+        }
+        let answer = try await subject.resolve("h.example")
+        XCTAssertEqual(answer.source, "good")
+    }
+
+    func testBudgetExhaustedGoesToLocalDNS() async throws {
+        let hung1 = FakeResolver("hung1", .hang)
+        let hung2 = FakeResolver("hung2", .hang)
+        let never = FakeResolver("never", .answer(["198.51.100.3"], ttl: 60))
+        let local = FakeResolver("system", .answer(["198.51.100.4"], ttl: nil))
+        let subject = engine([hung1, hung2, never], local: local) {
+            $0.timeouts.perAttempt = 0.3
+            $0.timeouts.httpdnsBudget = 0.5
+        }
+        let answer = try await subject.resolve("i.example")
+        XCTAssertEqual(answer.source, "system")
+        XCTAssertEqual(never.calls, 0, "the budget ran out before the third provider")
+    }
+
+    func testFailingProviderCoolsDownAndIsTriedLast() async throws {
+        let clock = HTTPDNSManualClock()
+        let flaky = FakeResolver("flaky", .fail(.transport))
+        let good = FakeResolver("good", .answer(["198.51.100.5"], ttl: 60))
+        let subject = engine([flaky, good], clock: clock)
+        _ = try await subject.resolve("j1.example")
+        XCTAssertEqual(flaky.calls, 1)
+        _ = try await subject.resolve("j2.example")
+        XCTAssertEqual(flaky.calls, 1, "cooling down: good answered first")
+        clock.advance(by: 31)
+        flaky.set(.answer(["198.51.100.6"], ttl: 60))
+        let answer = try await subject.resolve("j3.example")
+        XCTAssertEqual(answer.source, "flaky", "after the cool-down the first provider is first again")
+    }
+
+    func testAddressCooldownMovesAddressToTheBack() async throws {
+        let clock = HTTPDNSManualClock()
+        let provider = FakeResolver("p", .answer(["198.51.100.10", "198.51.100.11"], ttl: 600))
+        let subject = engine([provider], clock: clock)
+        _ = try await subject.resolve("k.example")
+        subject.reportUnreachable(IPAddress("198.51.100.10")!)
+        let answer = try await subject.resolve("k.example")
+        XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.11", "198.51.100.10"])
+        clock.advance(by: 61)
+        let later = try await subject.resolve("k.example")
+        XCTAssertEqual(later.addresses.map(\.description), ["198.51.100.10", "198.51.100.11"])
+    }
+
+    func testHijackReportFindsBogonAnswer() async {
+        let provider = FakeResolver("p", .answer(["198.51.100.20"], ttl: 60))
+        let local = FakeResolver("system", .answer(["10.0.0.1"], ttl: nil))
+        let subject = engine([provider], local: local)
+        let report = await subject.checkHijack("l.example")
+        XCTAssertEqual(report.verdict, .bogonAnswer)
+        XCTAssertTrue(report.verdict.isHijack)
+        XCTAssertEqual(report.local.addresses.map(\.description), ["10.0.0.1"])
+        XCTAssertEqual(report.httpdns.addresses.map(\.description), ["198.51.100.20"])
+    }
+
+    func testHijackReportFindsHiddenName() async {
+        let provider = FakeResolver("p", .answer(["198.51.100.21"], ttl: 60))
+        let local = FakeResolver("system", .fail(.nameNotFound))
+        let subject = engine([provider], local: local)
+        let report = await subject.checkHijack("m.example")
+        XCTAssertEqual(report.verdict, .localMissing)
+        XCTAssertEqual(report.local.errorCode, "nameNotFound")
+    }
+
+    func testHijackReportAgreement() async {
+        let provider = FakeResolver("p", .answer(["198.51.100.22", "198.51.100.23"], ttl: 60))
+        let local = FakeResolver("system", .answer(["198.51.100.23"], ttl: nil))
+        let subject = engine([provider], local: local)
+        let report = await subject.checkHijack("n.example")
+        XCTAssertEqual(report.verdict, .agree)
+        XCTAssertFalse(report.verdict.isHijack)
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class HTTPDNSTestsPlaceholder: XCTestCase { func testBuilds() { XCTAssertTrue(true) } }
