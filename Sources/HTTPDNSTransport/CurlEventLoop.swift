@@ -1,0 +1,148 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// One `curl_multi` handle driven by its own thread.
+///
+/// Every easy handle is added, removed and cleaned up on the loop thread, and every libcurl callback
+/// runs there, so the multi handle, its connection cache and the `active` table need no lock. Other
+/// threads only touch the `inbox` (behind a mutex) and call `curl_multi_wakeup`, which libcurl
+/// documents as callable from any thread; the wakeup is issued under the same mutex that marks the
+/// multi handle closed, so it never races `curl_multi_cleanup`.
+final class CurlEventLoop: @unchecked Sendable {
+    private struct Inbox {
+        var added: [CurlTransfer] = []
+        var cancelled: [CurlTransfer] = []
+        var stopping = false
+        var closed = false
+    }
+
+    private let inbox = Mutex(Inbox())
+    /// The `CURLM *`; used on the loop thread, plus `curl_multi_wakeup` under `inbox`.
+    private let multi: UnsafeMutableRawPointer
+    /// Transfers in the multi handle, by easy handle. Loop thread only.
+    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+
+    init(configuration: HTTPTransport.Configuration) {
+        _ = CurlGlobal.initialized
+        guard let multi = curl_multi_init() else {
+            // Only fails when out of memory at startup; nothing sensible can continue.
+            fatalError("curl_multi_init failed")
+        }
+        self.multi = multi
+        _ = httpdns_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+        _ = httpdns_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxCachedConnections)
+        _ = httpdns_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        let thread = Thread { [self] in run() }
+        thread.name = "HTTPDNSTransport.curl"
+        thread.start()
+    }
+
+    /// Hands a configured transfer to the loop. Fails it with `cancelled` when the loop has stopped.
+    func submit(_ transfer: CurlTransfer) {
+        let accepted = inbox.withLock { inbox -> Bool in
+            guard !inbox.stopping, !inbox.closed else { return false }
+            inbox.added.append(transfer)
+            curl_multi_wakeup(multi)
+            return true
+        }
+        if !accepted {
+            transfer.finish(error: HTTPTransportError(.cancelled, "the transport was shut down", host: transfer.host))
+        }
+    }
+
+    /// Asks the loop to remove `transfer` now.
+    func cancel(_ transfer: CurlTransfer) {
+        inbox.withLock { inbox in
+            guard !inbox.closed else { return }
+            inbox.cancelled.append(transfer)
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    /// Stops the thread; transfers still running complete with `cancelled`.
+    func shutdown() {
+        inbox.withLock { inbox in
+            guard !inbox.closed, !inbox.stopping else { return }
+            inbox.stopping = true
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    private func run() {
+        while true {
+            let (added, cancelled, stopping) = inbox.withLock { inbox in
+                defer {
+                    inbox.added.removeAll()
+                    inbox.cancelled.removeAll()
+                }
+                return (inbox.added, inbox.cancelled, inbox.stopping)
+            }
+            if stopping {
+                for transfer in added { transfer.finish(error: transfer.cancelledError) }
+                break
+            }
+            for transfer in added { add(transfer) }
+            for transfer in cancelled {
+                guard let easy = transfer.easy, active[easy] === transfer else { continue }
+                remove(transfer)
+                transfer.finish(error: transfer.cancelledError)
+            }
+            var running: Int32 = 0
+            _ = curl_multi_perform(multi, &running)
+            readMessages()
+            var ready: Int32 = 0
+            // libcurl shortens this wait to its own next timeout; wakeups end it early.
+            _ = curl_multi_poll(multi, nil, 0, 1000, &ready)
+        }
+        for transfer in Array(active.values) {
+            remove(transfer)
+            transfer.finish(error: transfer.cancelledError)
+        }
+        let late = inbox.withLock { inbox -> [CurlTransfer] in
+            inbox.closed = true
+            defer { inbox.added.removeAll() }
+            return inbox.added
+        }
+        for transfer in late { transfer.finish(error: transfer.cancelledError) }
+        curl_multi_cleanup(multi)
+    }
+
+    private func add(_ transfer: CurlTransfer) {
+        guard let easy = transfer.easy else { return }
+        if transfer.isCancelled {
+            transfer.finish(error: transfer.cancelledError)
+            return
+        }
+        let code = curl_multi_add_handle(multi, easy)
+        guard code == CURLM_OK else {
+            let text = String(cString: curl_multi_strerror(code))
+            transfer.finish(error: HTTPTransportError(.unknown, "curl_multi_add_handle: \(text)", host: transfer.host))
+            return
+        }
+        active[easy] = transfer
+    }
+
+    private func remove(_ transfer: CurlTransfer) {
+        guard let easy = transfer.easy else { return }
+        active[easy] = nil
+        _ = curl_multi_remove_handle(multi, easy)
+    }
+
+    private func readMessages() {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                let transfer = active[easy]
+            else { continue }
+            let result = message.pointee.data.result
+            remove(transfer)
+            transfer.finish(code: result)
+        }
+    }
+}
+
+/// `curl_global_init` exactly once per process, before the first handle is made.
+enum CurlGlobal {
+    static let initialized: Bool = httpdns_curl_global_init() == CURLE_OK
+}

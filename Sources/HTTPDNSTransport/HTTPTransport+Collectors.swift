@@ -1,0 +1,93 @@
+import Foundation
+import Synchronization
+
+/// Collects a whole response for ``HTTPTransport/send(_:)``.
+///
+/// Events come from the loop thread; the continuation is set by the caller before the transfer is
+/// submitted, so the mutex only orders those two hand-overs.
+final class ResponseCollector: HTTPTransportDelegate {
+    private struct State {
+        var continuation: CheckedContinuation<Result<HTTPTransportResponse, HTTPTransportError>, Never>?
+        var head: HTTPTransportResponseHead?
+        var body = Data()
+    }
+
+    private let state = Mutex(State())
+
+    func setContinuation(_ continuation: CheckedContinuation<Result<HTTPTransportResponse, HTTPTransportError>, Never>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func didReceiveResponse(_ head: HTTPTransportResponseHead) {
+        state.withLock { $0.head = head }
+    }
+
+    func didReceiveData(_ data: Data) {
+        state.withLock { $0.body.append(data) }
+    }
+
+    func didComplete(_ result: Result<HTTPTransportMetrics, HTTPTransportError>) {
+        let (continuation, outcome) = state.withLock { state in
+            defer { state.continuation = nil; state.body = Data() }
+            let outcome = result.map { metrics in
+                HTTPTransportResponse(
+                    head: state.head ?? HTTPTransportResponseHead(statusCode: 0, headers: [], connectedAddress: nil, httpVersion: ""),
+                    body: state.body, metrics: metrics)
+            }
+            return (state.continuation, outcome)
+        }
+        continuation?.resume(returning: outcome)
+    }
+}
+
+/// Hands the head to ``HTTPTransport/stream(_:)`` and the body chunks to its stream.
+final class ResponseStreamer: HTTPTransportDelegate {
+    private struct State {
+        var headContinuation: CheckedContinuation<Result<HTTPTransportResponseHead, HTTPTransportError>, Never>?
+        /// A result that arrived before the caller installed its continuation.
+        var earlyHead: Result<HTTPTransportResponseHead, HTTPTransportError>?
+    }
+
+    private let state = Mutex(State())
+    private let body: AsyncThrowingStream<Data, any Error>.Continuation
+
+    init(body: AsyncThrowingStream<Data, any Error>.Continuation) {
+        self.body = body
+    }
+
+    func setHeadContinuation(_ continuation: CheckedContinuation<Result<HTTPTransportResponseHead, HTTPTransportError>, Never>) {
+        let early = state.withLock { state -> Result<HTTPTransportResponseHead, HTTPTransportError>? in
+            if let early = state.earlyHead { return early }
+            state.headContinuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(returning: early) }
+    }
+
+    private func resolveHead(_ result: Result<HTTPTransportResponseHead, HTTPTransportError>) {
+        let continuation = state.withLock { state in
+            defer { state.headContinuation = nil }
+            if state.headContinuation == nil, state.earlyHead == nil { state.earlyHead = result }
+            return state.headContinuation
+        }
+        continuation?.resume(returning: result)
+    }
+
+    func didReceiveResponse(_ head: HTTPTransportResponseHead) {
+        resolveHead(.success(head))
+    }
+
+    func didReceiveData(_ data: Data) {
+        body.yield(data)
+    }
+
+    func didComplete(_ result: Result<HTTPTransportMetrics, HTTPTransportError>) {
+        switch result {
+        case .success:
+            body.finish()
+        case .failure(let error):
+            resolveHead(.failure(error))
+            body.finish(throwing: error)
+        }
+    }
+}

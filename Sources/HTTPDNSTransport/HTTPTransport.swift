@@ -1,0 +1,108 @@
+import Foundation
+
+/// Sends HTTP requests with libcurl, optionally to pinned addresses, from one event-loop thread.
+///
+/// One `curl_multi` handle serves every request, so connections (and HTTP/2 sessions) are reused
+/// across requests to the same host and pinned address list. Requests may be started from any
+/// thread or task; cancelling the task cancels the transfer at once.
+///
+/// TLS verification of the URL's host is always on; pinning changes only where the connection
+/// goes (see ``HTTPTransportRequest/pinnedAddresses``). Redirects are returned, never followed.
+public final class HTTPTransport: Sendable {
+    /// Settings shared by every request of one transport.
+    public struct Configuration: Sendable {
+        /// Most connections open to one host at a time (`CURLMOPT_MAX_HOST_CONNECTIONS`); further
+        /// requests wait for a free connection. 0 means no limit. Default 8.
+        public var maxConnectionsPerHost: Int = 8
+        /// Idle connections kept for reuse (`CURLMOPT_MAXCONNECTS`). Default 64.
+        public var maxCachedConnections: Int = 64
+        /// Offer HTTP/2 over TLS (ALPN) and use it when the server agrees. Default true.
+        public var enableHTTP2: Bool = true
+        /// Honour `http_proxy`/`https_proxy` from the environment. Default false: a pinned request
+        /// must reach the pinned address itself.
+        public var useEnvironmentProxy: Bool = false
+        /// The `User-Agent` sent when the request has none; nil sends none. Default `swift-httpdns`.
+        public var userAgent: String? = "swift-httpdns"
+        /// Largest total size of response header lines before failing with `responseTooLarge`.
+        /// Default 256 KiB.
+        public var maxResponseHeaderBytes: Int = 256 * 1024
+
+        public init() {}
+    }
+
+    /// The settings this transport was made with.
+    public let configuration: Configuration
+    let loop: CurlEventLoop
+
+    /// A process-wide transport, for callers that need no special configuration.
+    public static let shared = HTTPTransport()
+
+    /// Starts the event-loop thread. It stops when the transport is released and no transfer runs.
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        self.loop = CurlEventLoop(configuration: configuration)
+    }
+
+    deinit {
+        loop.shutdown()
+    }
+
+    /// Starts a transfer whose events go to `delegate` (on the loop thread).
+    ///
+    /// - Throws: ``HTTPTransportError`` with `badURL` or `invalidRequest` when the request cannot be
+    ///   sent; every later failure goes to ``HTTPTransportDelegate/didComplete(_:)``.
+    @discardableResult
+    public func start(_ request: HTTPTransportRequest, delegate: some HTTPTransportDelegate) throws(HTTPTransportError) -> HTTPTransportTask {
+        let transfer = try CurlTransfer(
+            request: request, configuration: configuration, delegate: delegate, loop: loop, owner: self)
+        loop.submit(transfer)
+        return HTTPTransportTask(transfer: transfer)
+    }
+
+    /// Sends a request and collects the whole response.
+    ///
+    /// - Throws: ``HTTPTransportError``; `cancelled` when the calling task is cancelled.
+    public func send(_ request: HTTPTransportRequest) async throws(HTTPTransportError) -> HTTPTransportResponse {
+        let collector = ResponseCollector()
+        let transfer = try CurlTransfer(
+            request: request, configuration: configuration, delegate: collector, loop: loop, owner: self)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                collector.setContinuation(continuation)
+                loop.submit(transfer)
+            }
+        } onCancel: {
+            transfer.cancel()
+        }
+        return try result.get()
+    }
+
+    /// Sends a request and returns as soon as the response head arrives; the body follows as a
+    /// stream of chunks in arrival order.
+    ///
+    /// Ending the iteration early, or cancelling the task that iterates, cancels the transfer.
+    /// Chunks not yet consumed are buffered, so read steadily.
+    ///
+    /// - Throws: ``HTTPTransportError`` from this call for failures before the head; the body
+    ///   stream throws ``HTTPTransportError`` for failures after it.
+    public func stream(
+        _ request: HTTPTransportRequest
+    ) async throws(HTTPTransportError) -> (head: HTTPTransportResponseHead, body: AsyncThrowingStream<Data, any Error>) {
+        let (body, bodyContinuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        let streamer = ResponseStreamer(body: bodyContinuation)
+        let transfer = try CurlTransfer(
+            request: request, configuration: configuration, delegate: streamer, loop: loop, owner: self)
+        bodyContinuation.onTermination = { termination in
+            if case .cancelled = termination { transfer.cancel() }
+        }
+        let head = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                streamer.setHeadContinuation(continuation)
+                loop.submit(transfer)
+            }
+        } onCancel: {
+            transfer.cancel()
+        }
+        return (try head.get(), body)
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+/// Receives the events of one transfer started with ``HTTPTransport/start(_:delegate:)``.
+///
+/// All methods are called on the transport's event-loop thread, in order, and must return quickly
+/// (hand data over, never wait). ``didComplete(_:)`` is called exactly once and is the last call;
+/// after ``HTTPTransportTask/cancel()`` returns no more response or data calls are made and
+/// completion reports ``HTTPTransportError/Code/cancelled``.
+public protocol HTTPTransportDelegate: Sendable {
+    /// The final (non-1xx) status line and headers arrived.
+    func didReceiveResponse(_ head: HTTPTransportResponseHead)
+    /// A piece of the body arrived (at most libcurl's receive buffer, 16 KiB by default).
+    func didReceiveData(_ data: Data)
+    /// The transfer ended, successfully or not.
+    func didComplete(_ result: Result<HTTPTransportMetrics, HTTPTransportError>)
+}
+
+/// A running transfer; use it to cancel.
+public final class HTTPTransportTask: Sendable {
+    let transfer: CurlTransfer
+
+    init(transfer: CurlTransfer) {
+        self.transfer = transfer
+    }
+
+    /// Stops the transfer at once: the loop thread removes it from libcurl and reports
+    /// ``HTTPTransportError/Code/cancelled``. Calling it again, or after completion, does nothing.
+    public func cancel() {
+        transfer.cancel()
+    }
+}
