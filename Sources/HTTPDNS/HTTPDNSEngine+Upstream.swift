@@ -24,7 +24,7 @@ extension HTTPDNSEngine {
             } catch {
                 let failure = HTTPDNSEngine.httpdnsError(error, host: key.host)
                 if failure.code == .unauthorized {
-                    _ = self.state.withLock { $0.cache.remove(key) }
+                    self.state.withLock { $0.cache.remove(key) }
                 }
                 self.configuration.monitor.lookupFailed(host: key.host, family: key.family, error: failure)
                 throw failure

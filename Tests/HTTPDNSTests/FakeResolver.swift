@@ -1,3 +1,4 @@
+import Dispatch
 import HTTPDNS
 import HTTPDNSCore
 import Synchronization
@@ -39,9 +40,10 @@ final class FakeResolver: HTTPDNSResolver {
         case .fail(let code):
             throw HTTPDNSError(code, "scripted failure", host: host, source: name)
         case .hang:
-            // Ignores cancellation on purpose: the engine must still return on time.
-            let until = ContinuousClock.now.advanced(by: .seconds(30))
-            while ContinuousClock.now < until { try? await Task.sleep(for: .milliseconds(50)) }
+            // Suspends for 30 s ignoring cancellation on purpose: the engine must still return on time.
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 30) { continuation.resume() }
+            }
             throw HTTPDNSError(.timedOut, "hung", host: host, source: name)
         }
     }
