@@ -1,2 +1,0 @@
-import XCTest
-final class HTTPDNSCoreTestsPlaceholder: XCTestCase { func testBuilds() { XCTAssertTrue(true) } }
