@@ -1,2 +1,0 @@
-import XCTest
-final class DNSWireTestsPlaceholder: XCTestCase { func testBuilds() { XCTAssertTrue(true) } }
