@@ -1,0 +1,113 @@
+import DNSWire
+import HTTPDNSCore
+
+/// A plain-DNS stub client: one query to one chosen server over UDP, retried over TCP when the
+/// answer is truncated.
+///
+/// Follows RFC 5452: a CSPRNG query ID, a fresh socket (so a random source port) per query, and a
+/// reply is accepted only from the server's address and port with the query's ID and question;
+/// anything else is ignored until the timeout. Blocking socket work runs on a dedicated thread, never
+/// on the cooperative pool, and task cancellation ends the wait at once.
+public struct DNSSocketClient: Sendable {
+    /// How queries are built and sent.
+    public struct Configuration: Sendable {
+        /// Retry over TCP when the UDP answer has TC=1 (RFC 7766 §5). Default true.
+        public var tcpFallback: Bool = true
+        /// EDNS(0) to advertise; default `DNSEDNS()` (UDP payload 1232, the DNS Flag Day 2020 size).
+        /// `nil` sends classic queries, whose UDP answers are capped at 512 bytes.
+        public var edns: DNSEDNS? = DNSEDNS()
+        /// Set RD in queries. Default true (the server is a recursive resolver).
+        public var recursionDesired: Bool = true
+
+        public init() {}
+    }
+
+    public var configuration: Configuration
+
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+    }
+
+    /// Asks `server` about `name` and returns its answer, whatever the RCODE.
+    ///
+    /// NXDOMAIN and SERVFAIL come back as messages (see ``DNSMessage/rcode``); use
+    /// ``lookupAddresses(_:family:server:port:timeout:)`` for addresses or a typed error.
+    ///
+    /// - Parameters:
+    ///   - name: any DNS name in presentation format (`www.example.com`, trailing dot optional).
+    ///   - timeout: for the whole exchange, TCP retry included.
+    /// - Throws: `HTTPDNSError` `.invalidHost`, `.timedOut`, `.transport`, `.malformedAnswer`, `.cancelled`.
+    public func resolve(
+        _ name: String, type: DNSRecordType, server: IPAddress, port: UInt16 = 53, timeout: Duration
+    ) async throws -> DNSMessage {
+        let dnsName: DNSName
+        do {
+            dnsName = try DNSName(name)
+        } catch {
+            throw HTTPDNSError(.invalidHost, "not a DNS name: \(error)", host: name)
+        }
+        let query = DNSMessage.makeQuery(
+            name: dnsName, type: type, id: Self.randomID(), recursionDesired: configuration.recursionDesired,
+            edns: configuration.edns
+        )
+        do {
+            return try await exchange(query, server: server, port: port, timeout: timeout)
+        } catch var error as HTTPDNSError {
+            error.host = error.host ?? name
+            throw error
+        }
+    }
+
+    /// Sends `query` as is and returns the matching answer.
+    ///
+    /// The caller picks the ID; for plain DNS it must be random (``randomID()``).
+    ///
+    /// - Throws: `HTTPDNSError` `.invalidConfiguration` when `query` cannot be encoded, then as
+    ///   ``resolve(_:type:server:port:timeout:)``.
+    public func exchange(_ query: DNSMessage, server: IPAddress, port: UInt16 = 53, timeout: Duration) async throws -> DNSMessage {
+        let bytes: [UInt8]
+        do {
+            bytes = try query.encode()
+        } catch {
+            throw HTTPDNSError(.invalidConfiguration, "query cannot be encoded: \(error)")
+        }
+        let answer = try await exchangeBytes(bytes, query: query, server: server, port: port, timeout: timeout)
+        do {
+            return try DNSMessage(decoding: answer)
+        } catch {
+            throw HTTPDNSError.malformed("\(error)", source: "\(server.uriText):\(port)")
+        }
+    }
+
+    /// Sends a raw query message and returns the raw answer bytes (accepted by the same rules).
+    ///
+    /// - Throws: `HTTPDNSError` `.invalidConfiguration` when `query` does not decode, then as
+    ///   ``resolve(_:type:server:port:timeout:)``.
+    public func exchange(_ query: [UInt8], server: IPAddress, port: UInt16 = 53, timeout: Duration) async throws -> [UInt8] {
+        let message: DNSMessage
+        do {
+            message = try DNSMessage(decoding: query)
+        } catch {
+            throw HTTPDNSError(.invalidConfiguration, "query does not decode: \(error)")
+        }
+        return try await exchangeBytes(query, query: message, server: server, port: port, timeout: timeout)
+    }
+
+    private func exchangeBytes(
+        _ bytes: [UInt8], query: DNSMessage, server: IPAddress, port: UInt16, timeout: Duration
+    ) async throws -> [UInt8] {
+        let exchange = DNSSocketExchange(
+            query: bytes, queryMessage: query, server: SocketAddress(address: server, port: port),
+            deadline: .now + timeout, tcpFallback: configuration.tcpFallback
+        )
+        return try await BlockingCall<[UInt8]>.run(timeout: nil) { call in
+            exchange.run(shouldStop: { call.isFinished })
+        }
+    }
+
+    /// A query ID from the system CSPRNG (`getrandom` on Linux), as RFC 5452 §9.2 requires.
+    public static func randomID() -> UInt16 {
+        var generator = SystemRandomNumberGenerator()
+        return UInt16.random(in: 0...UInt16.max, using: &generator)
+    }
+}
