@@ -36,21 +36,23 @@ struct DNSPodAnswerParser {
         return sets
     }
 
-    /// Separates a `name.:` prefix from the answer. A line has one when the text before its first
-    /// `:` is a requested name or contains a dot (an IPv6 address has no dot before its first colon).
+    /// Separates a `name.:` prefix from the answer. The text before the first `:` is a name only
+    /// when it is one of the requested names: anything else (an IPv6 address, a stray name) stays
+    /// in the answer and fails there, so an unrequested name can never be taken for a requested one.
+    /// `couldBeGroup` is checked on the raw prefix, so `ab.:` still counts as the name `ab`.
     private func splitName(_ line: Substring) throws(HTTPDNSError) -> (String, Substring) {
-        if let colon = line.firstIndex(of: ":") {
+        if let colon = line.firstIndex(of: ":"), line.distance(from: line.startIndex, to: colon) <= 254 {
             let prefix = line[..<colon]
-            let name = HTTPDNSHostPolicy.normalize(String(prefix.prefix(260)))
-            if prefix.contains(".") || request.hosts.contains(name) {
-                guard request.hosts.contains(name) else {
-                    throw HTTPDNSError.malformed("answer for a name that was not asked", source: source)
-                }
+            let name = HTTPDNSHostPolicy.normalize(String(prefix))
+            // A bare one-label hex name such as `ab` could be the first group of an IPv6 address;
+            // take it as a name only in the dotted `ab.:` form the service writes.
+            let couldBeGroup = prefix.count <= 4 && prefix.allSatisfy(\.isHexDigit)
+            if request.hosts.contains(name), !couldBeGroup {
                 return (name, line[line.index(after: colon)...])
             }
         }
         guard request.hosts.count == 1 else {
-            throw HTTPDNSError.malformed("batch answer line without a name", source: source)
+            throw HTTPDNSError.malformed("batch answer line without a requested name", source: source)
         }
         return (request.hosts[0], line)
     }

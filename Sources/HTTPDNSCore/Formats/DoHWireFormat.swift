@@ -1,0 +1,125 @@
+import DNSWire
+import Foundation
+
+/// DNS over HTTPS in the RFC 8484 wire format: a DNS message with ID 0, sent as
+/// `GET URL?dns=<base64url, no padding>` or POSTed raw with `content-type: application/dns-message`.
+///
+/// The answer must be `application/dns-message` (captive portals answer HTML with 200; the transport
+/// shell checks the type) and at most 64 KiB. Addresses are found by following the CNAME chain from
+/// the question name; the TTL is the smallest along the chain (RFC 8484 §5.1). NXDOMAIN is
+/// `.nameNotFound`; SERVFAIL and other codes travel as HTTP 200 and become `.malformedAnswer`-free
+/// provider errors (`.transport`), never a cached "no address".
+public struct DoHWireFormat: HTTPDNSProviderFormat {
+    /// How queries are sent.
+    public enum Method: String, Sendable, Hashable {
+        /// `GET ?dns=` (cache-friendly). The default.
+        case get
+        /// `POST` with the message as body.
+        case post
+    }
+
+    /// The media type of requests and answers.
+    public static let contentType = "application/dns-message"
+
+    /// The endpoint, for example `https://dns.example/dns-query`.
+    public var url: String
+    /// GET or POST. Default GET.
+    public var method: Method
+
+    public init(url: String, method: Method = .get) {
+        self.url = url
+        self.method = method
+    }
+
+    static let source = "doh"
+
+    /// One question per DNS message: one name per request.
+    public var maxHostsPerRequest: Int { 1 }
+
+    /// One request for `.ipv4`/`.ipv6`, two (A, AAAA) for `.both`.
+    public func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
+        switch family {
+        case .ipv4, .ipv6: [try request(for: hosts, family: family)]
+        case .both: [try request(for: hosts, family: .ipv4), try request(for: hosts, family: .ipv6)]
+        }
+    }
+
+    func request(for hosts: [String], family: HTTPDNSAddressFamily) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
+        let names = try HTTPDNSFormatLimits.normalizeHosts(hosts, max: 1, source: Self.source)
+        let base = try HTTPDNSURLQuery.checkedBase(url, source: Self.source)
+        let name: DNSName
+        do {
+            name = try DNSName(names[0])
+        } catch {
+            throw HTTPDNSError(.invalidHost, "not a DNS name", host: names[0], source: Self.source)
+        }
+        let message = DNSMessage.query(name: name, type: family == .ipv6 ? .AAAA : .A, id: 0)
+        switch method {
+        case .get:
+            var query = HTTPDNSURLQuery()
+            query.add("dns", Self.base64URL(message))
+            return HTTPDNSProviderRequest(
+                url: query.appended(to: base), headers: ["accept": Self.contentType], hosts: names, family: family)
+        case .post:
+            return HTTPDNSProviderRequest(
+                url: base, method: "POST",
+                headers: ["accept": Self.contentType, "content-type": Self.contentType],
+                body: message, hosts: names, family: family)
+        }
+    }
+
+    public func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
+        let source = Self.source
+        guard (200..<300).contains(status) else {
+            if status == 401 || status == 403 {
+                throw HTTPDNSError(.unauthorized, "HTTP \(status)", source: source)
+            }
+            throw HTTPDNSError(.httpStatus, "HTTP \(status)", source: source)
+        }
+        try HTTPDNSFormatLimits.checkBody(body, source: source)
+        guard let host = request.hosts.first else {
+            throw HTTPDNSError(.invalidConfiguration, "request without a host", source: source)
+        }
+        let message: DNSMessage
+        do {
+            message = try DNSMessage(decoding: body)
+        } catch {
+            throw HTTPDNSError.malformed("not a DNS message: \(error)", source: source)
+        }
+        let type: DNSRecordType = request.family == .ipv6 ? .AAAA : .A
+        guard message.isResponse, message.questions.count == 1,
+              let question = message.questions.first, question.type == type,
+              (try? DNSName(host)) == question.name
+        else {
+            throw HTTPDNSError.malformed("answer does not match the question", source: source)
+        }
+        switch message.rcode {
+        case .noError:
+            break
+        case .nameError:
+            throw HTTPDNSError(.nameNotFound, "NXDOMAIN", host: host, source: source)
+        default:
+            throw HTTPDNSError(.transport, "DNS rcode \(message.rcode)", host: host, source: source)
+        }
+        let found = message.addresses(for: question.name)
+        var set = HTTPDNSRecordSet(host: host)
+        for bytes in found.addresses.prefix(HTTPDNSFormatLimits.maxAddressesPerName) {
+            guard let address = IPAddress(bytes: bytes) else { continue }
+            if address.family == .v4, type == .A { set.ipv4.append(address) }
+            if address.family == .v6, type == .AAAA { set.ipv6.append(address) }
+        }
+        guard !set.isEmpty else {
+            throw HTTPDNSError(.noAddress, "no \(type) record", host: host, source: source)
+        }
+        set.ttl = found.ttl.map { Int($0) }
+        return [set]
+    }
+
+    /// base64url without padding (RFC 4648 §5, RFC 8484 §4.1).
+    public static func base64URL(_ bytes: [UInt8]) -> String {
+        var text = Data(bytes).base64EncodedString()
+        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while text.hasSuffix("=") { text.removeLast() }
+        return text
+    }
+}
