@@ -39,7 +39,13 @@ public final class HTTPServer: Sendable {
     /// The port actually bound.
     public let port: Int
     let core: HTTPServerCore
-    private let daemon: Mutex<OpaquePointer?>
+    private let daemon: Mutex<DaemonHandle?>
+
+    /// The `MHD_Daemon *`; libmicrohttpd's daemon calls are thread-safe, and the mutex makes sure
+    /// only one caller stops it.
+    private struct DaemonHandle: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
 
     /// Starts listening; requests go to `handler`.
     ///
@@ -85,7 +91,7 @@ public final class HTTPServer: Sendable {
             Unmanaged<HTTPServerCore>.fromOpaque(context).release()
             throw StartError("cannot listen on \(configuration.address.uriText):\(configuration.port)")
         }
-        self.daemon = Mutex(started)
+        self.daemon = Mutex(DaemonHandle(pointer: started))
         self.port = Int(httpdns_mhd_bound_port(started))
     }
 
@@ -96,11 +102,11 @@ public final class HTTPServer: Sendable {
     /// Closes the listening socket and every connection, waiting for running handlers to return.
     /// Safe to call more than once.
     public func stop() {
-        guard let daemon = daemon.withLock({ value -> OpaquePointer? in
+        guard let daemon = daemon.withLock({ value -> DaemonHandle? in
             defer { value = nil }
             return value
         }) else { return }
-        MHD_stop_daemon(daemon)
+        MHD_stop_daemon(daemon.pointer)
         Unmanaged.passUnretained(core).release()
     }
 

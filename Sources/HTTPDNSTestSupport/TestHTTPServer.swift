@@ -1,0 +1,92 @@
+import Foundation
+import HTTPDNSCore
+import HTTPDNSServer
+import Synchronization
+
+/// A loopback ``HTTPServer`` with a few fixed routes that tests of HTTP clients need, recording
+/// every request it handles.
+///
+/// Routes (anything else echoes):
+/// - `/bytes?n=N`: N bytes of `x` with `Content-Length`;
+/// - `/chunked?n=N`: N bytes of `y` with chunked encoding;
+/// - `/sleep?ms=N`: waits N ms (at most 10 s), then answers `slept`;
+/// - `/endless?chunk=N&delayms=M`: chunks of N bytes every M ms until the client goes away
+///   (``endlessChunksSent`` counts them);
+/// - `/redirect`: `302` to `/echo`;
+/// - `/echo` and every other path: `200`, the request body back, with `X-Echo-Method`, `X-Echo-Host`,
+///   `X-Echo-Query` and `X-Server-Address` headers and every request header as `X-Echo-<name>`.
+public final class TestHTTPServer: Sendable {
+    /// The server itself.
+    public let server: HTTPServer
+    private let state: State
+
+    /// What the handler shares with the test.
+    private final class State: Sendable {
+        let recorded = Mutex<[HTTPServer.Request]>([])
+        let endless = Atomic<Int>(0)
+    }
+
+    /// Starts on `address` (`port` 0 picks one); with `tls` it serves HTTPS with that leaf.
+    public init(address: String = "127.0.0.1", port: Int = 0, tls: TestCertificates.Leaf? = nil) throws {
+        guard let ip = IPAddress(address) else { throw HTTPServer.StartError("bad address \(address)") }
+        var configuration = HTTPServer.Configuration(address: ip, port: port)
+        configuration.tlsCertificatePEM = tls?.certificatePEM
+        configuration.tlsKeyPEM = tls?.keyPEM
+        let state = State()
+        self.state = state
+        self.server = try HTTPServer(configuration: configuration) { request in
+            state.recorded.withLock { $0.append(request) }
+            return TestHTTPServer.route(request, address: ip, state: state)
+        }
+    }
+
+    /// The bound port.
+    public var port: Int { server.port }
+    /// Every request handled so far, in order.
+    public var requests: [HTTPServer.Request] { state.recorded.withLock { $0 } }
+    /// Chunks the `/endless` route has produced so far.
+    public var endlessChunksSent: Int { state.endless.load(ordering: .relaxed) }
+
+    /// Stops the server.
+    public func stop() { server.stop() }
+
+    private static func route(_ request: HTTPServer.Request, address: IPAddress, state: State) -> HTTPServer.Response {
+        let number = { (name: String) in request.queryValue(name).flatMap(Int.init) ?? 0 }
+        switch request.path {
+        case "/bytes":
+            return HTTPServer.Response(body: Data(repeating: UInt8(ascii: "x"), count: min(number("n"), 1 << 26)))
+        case "/chunked":
+            let left = Mutex(min(number("n"), 1 << 26))
+            return HTTPServer.Response(streamLength: nil) {
+                left.withLock { left -> Data? in
+                    guard left > 0 else { return nil }
+                    let count = min(left, 8192)
+                    left -= count
+                    return Data(repeating: UInt8(ascii: "y"), count: count)
+                }
+            }
+        case "/sleep":
+            usleep(UInt32(min(max(number("ms"), 0), 10_000)) * 1000)
+            return .text("slept")
+        case "/endless":
+            let chunk = max(1, min(number("chunk"), 65536))
+            let delay = UInt32(min(max(number("delayms"), 0), 1000))
+            return HTTPServer.Response(streamLength: nil) {
+                if delay > 0 { usleep(delay * 1000) }
+                state.endless.add(1, ordering: .relaxed)
+                return Data(repeating: UInt8(ascii: "z"), count: chunk)
+            }
+        case "/redirect":
+            return HTTPServer.Response(status: 302, headers: [HTTPServer.Header(name: "Location", value: "/echo")])
+        default:
+            var headers = [
+                HTTPServer.Header(name: "X-Echo-Method", value: request.method),
+                HTTPServer.Header(name: "X-Echo-Host", value: request.header("Host") ?? ""),
+                HTTPServer.Header(name: "X-Echo-Query", value: request.rawQuery ?? ""),
+                HTTPServer.Header(name: "X-Server-Address", value: address.description),
+            ]
+            headers += request.headers.map { HTTPServer.Header(name: "X-Echo-\($0.name)", value: $0.value) }
+            return HTTPServer.Response(headers: headers, body: request.body)
+        }
+    }
+}
