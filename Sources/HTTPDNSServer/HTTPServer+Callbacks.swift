@@ -16,8 +16,17 @@ let serverRequestCompleted: MHD_RequestCompletedCallback = { _, _, requestContex
 }
 
 let serverConnectionNotified: MHD_NotifyConnectionCallback = { context, _, _, event in
-    guard let context, event == .CONNECTION_NOTIFY_STARTED else { return }
-    Unmanaged<HTTPServerCore>.fromOpaque(context).takeUnretainedValue().connections.add(1, ordering: .relaxed)
+    guard let context else { return }
+    let core = Unmanaged<HTTPServerCore>.fromOpaque(context).takeUnretainedValue()
+    switch event {
+    case .CONNECTION_NOTIFY_STARTED:
+        core.connections.add(1, ordering: .relaxed)
+        core.openConnections.add(1, ordering: .relaxed)
+    case .CONNECTION_NOTIFY_CLOSED:
+        core.openConnections.subtract(1, ordering: .relaxed)
+    @unknown default:
+        break
+    }
 }
 
 let serverAccessHandler: MHD_AccessHandlerCallback = { context, connection, url, method, version, upload, uploadSize, requestContext in

@@ -15,6 +15,7 @@ final class HTTPServerCore: @unchecked Sendable {
     let key: UnsafeMutablePointer<CChar>?
     let connections = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
+    let openConnections = Atomic<Int>(0)
 
     init(
         configuration: HTTPServer.Configuration,

@@ -119,6 +119,9 @@ public final class HTTPServer: Sendable {
     /// TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests).
     public var connectionCount: Int { core.connections.load(ordering: .relaxed) }
 
+    /// TCP connections open right now (a client that cancelled shows up as a drop here).
+    public var openConnectionCount: Int { core.openConnections.load(ordering: .relaxed) }
+
     /// Requests whose handler has run so far.
     public var requestCount: Int { core.requests.load(ordering: .relaxed) }
 

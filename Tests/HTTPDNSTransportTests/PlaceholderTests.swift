@@ -1,2 +1,0 @@
-import XCTest
-final class HTTPDNSTransportTestsPlaceholder: XCTestCase { func testBuilds() { XCTAssertTrue(true) } }

@@ -1,0 +1,61 @@
+import CCurl
+import Foundation
+import HTTPDNSCore
+@testable import HTTPDNSTransport
+import XCTest
+
+final class TransportUnitTests: XCTestCase {
+    func testPinningEntriesEncodeTheExactList() throws {
+        let two = try XCTUnwrap(IPAddress("127.0.0.2"))
+        let three = try XCTUnwrap(IPAddress("127.0.0.3"))
+        let six = try XCTUnwrap(IPAddress("2001:db8::1"))
+        let entries = try XCTUnwrap(CurlPinning.entries(port: 8443, addresses: [two, six]))
+        XCTAssertEqual(entries.connectTo, "::7f000002.20010db8000000000000000000000001.pin.httpdns.invalid:8443")
+        XCTAssertEqual(
+            entries.resolve, "7f000002.20010db8000000000000000000000001.pin.httpdns.invalid:8443:127.0.0.2,[2001:db8::1]")
+        // Different lists (or orders) never share a name.
+        let names = Set([[two], [three], [two, three], [three, two]].map {
+            CurlPinning.entries(port: 80, addresses: $0)!.connectTo
+        })
+        XCTAssertEqual(names.count, 4)
+        XCTAssertNil(CurlPinning.entries(port: 80, addresses: []))
+    }
+
+    func testPinningNameStaysWithinLibcurlLimits() throws {
+        let many = (1...40).map { IPAddress(bytes: [32, 1, 13, 184] + Array(repeating: 0, count: 11) + [UInt8($0)])! }
+        let entries = try XCTUnwrap(CurlPinning.entries(port: 443, addresses: many))
+        let name = entries.resolve.split(separator: ":").first.map(String.init) ?? ""
+        XCTAssertLessThanOrEqual(name.utf8.count, CurlPinning.maxNameLength)
+        XCTAssertEqual(entries.addresses, Array(many.prefix(entries.addresses.count)))
+        XCTAssertGreaterThanOrEqual(entries.addresses.count, 6)
+    }
+
+    func testCurlCodeMapping() {
+        XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_COULDNT_RESOLVE_HOST), .cannotFindHost)
+        XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_COULDNT_CONNECT), .cannotConnectToHost)
+        XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_OPERATION_TIMEDOUT), .timedOut)
+        XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_PEER_FAILED_VERIFICATION), .serverCertificateUntrusted)
+        XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_SSL_CONNECT_ERROR), .secureConnectionFailed)
+        for code in [CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE] {
+            XCTAssertEqual(CurlTransfer.errorCode(for: code), .networkConnectionLost)
+        }
+        XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_FILESIZE_EXCEEDED), .responseTooLarge)
+        XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_URL_MALFORMAT), .badURL)
+        XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_OUT_OF_MEMORY), .unknown)
+    }
+
+    func testURLErrorCarriesTheDetail() {
+        let error = HTTPTransportError(.cannotFindHost, "no such name", curlCode: 6, host: "a.test")
+        XCTAssertEqual(error.urlError.code, .cannotFindHost)
+        let text = error.urlError.userInfo[NSLocalizedDescriptionKey] as? String
+        XCTAssertEqual(text, error.description)
+        XCTAssertTrue(text?.contains("a.test") ?? false)
+    }
+
+    func testTimeoutConversion() {
+        XCTAssertEqual(CurlTransfer.milliseconds(.seconds(10)), 10_000)
+        XCTAssertEqual(CurlTransfer.milliseconds(.milliseconds(250)), 250)
+        XCTAssertEqual(CurlTransfer.milliseconds(.zero), 1)
+        XCTAssertEqual(CurlTransfer.milliseconds(.seconds(-5)), 1)
+    }
+}
