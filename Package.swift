@@ -52,7 +52,10 @@ let package = Package(
         .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire"]),
         .testTarget(name: "HTTPDNSTransportTests", dependencies: ["HTTPDNSTransport", "HTTPDNSTestSupport"]),
         .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "HTTPDNSTestSupport"]),
-        .testTarget(name: "HTTPDNSTests", dependencies: ["HTTPDNS", "HTTPDNSTestSupport"]),
+        .testTarget(
+            name: "HTTPDNSTests",
+            dependencies: ["HTTPDNS", "HTTPDNSCore", "DNSWire", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+        ),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -6,8 +6,10 @@ extension HTTPDNSEngine {
         switch configuration.localDNS {
         case .custom(let resolver):
             return resolver
-        case .system, .server:
-            return nil  // FIXME(session): wire DNSSockets resolvers once that module lands
+        case .system:
+            return SystemDNSResolver(timeout: .milliseconds(Int64(configuration.timeouts.localDNS * 1000)))
+        case .server(let address, let port):
+            return DNSServerResolver(server: address, port: port, timeout: configuration.timeouts.localDNS)
         }
     }
 }

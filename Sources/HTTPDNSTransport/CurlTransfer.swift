@@ -99,7 +99,7 @@ final class CurlTransfer: @unchecked Sendable {
         // Lines after the head are trailers or 1xx leftovers; they are not reported.
         guard !headDelivered, !isCancelled else { return bytes.count }
         var line = Substring(String(decoding: bytes, as: UTF8.self))
-        while let last = line.last, last == "\r" || last == "\n" { line = line.dropLast() }
+        while let last = line.last, last.isNewline { line = line.dropLast() }  // "\r\n" is one Character
         if line.hasPrefix("HTTP/") {
             headers.removeAll()
         } else if line.isEmpty {

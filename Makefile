@@ -1,0 +1,29 @@
+# swift-httpdns: `make demo` runs the main job, `make test` the tests (see README.md).
+SWIFT ?= swift
+# Warnings are errors in every build the project makes (Swift 6 mode, strict concurrency).
+SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
+TEST_FLAGS ?= --disable-swift-testing
+
+.PHONY: all deps build test test-tsan demo bench clean
+
+all: build
+
+deps:
+	@scripts/ensure-deps.sh
+
+build: deps
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+test: deps
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build $(TEST_FLAGS)
+
+test-tsan: deps
+	$(SWIFT) test --sanitize=thread $(TEST_FLAGS)
+
+demo: deps
+	$(SWIFT) build $(SWIFT_FLAGS) --product httpdns
+	$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/httpdns demo
+
+clean:
+	rm -rf .build

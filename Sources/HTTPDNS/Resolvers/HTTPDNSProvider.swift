@@ -1,0 +1,128 @@
+import Foundation
+import HTTPDNSCore
+import HTTPDNSTransport
+
+/// An HTTPDNS service reached over HTTP(S): one of the pure wire formats (``DNSPodFormat``,
+/// ``AlibabaFormat``, ``DoHWireFormat``, ``DoHJSONFormat``, ``IPListFormat``) plus the libcurl
+/// transport.
+///
+/// With ``Options/bootstrapAddresses`` the service is reached at those addresses (tried in order,
+/// the next when one fails to connect) while TLS still verifies the URL's host, so finding the
+/// HTTPDNS service never needs the local resolver.
+public struct HTTPDNSProvider: HTTPDNSResolver {
+    /// How the service is reached.
+    public struct Options: Sendable {
+        /// Addresses of the service; empty lets libcurl resolve the URL's host (IP URLs need none).
+        public var bootstrapAddresses: [IPAddress] = []
+        /// Certificate authorities for HTTPS services. Default: the system's.
+        public var trust: HTTPTransportTrust = .system
+        /// Connection time limit. Default 2 s (the engine's per-attempt limit usually ends it first).
+        public var connectTimeout: Duration = .seconds(2)
+        /// Whole-request time limit. Default 5 s.
+        public var totalTimeout: Duration = .seconds(5)
+        /// Accepted `content-type` values of answers (compared without parameters, case-insensitively);
+        /// nil accepts any. The DoH wire format sets `application/dns-message` (RFC 8484 §6).
+        public var acceptedContentTypes: [String]? = nil
+
+        public init() {}
+    }
+
+    public let name: String
+    /// The wire format.
+    public let format: any HTTPDNSProviderFormat
+    public let options: Options
+    let transport: HTTPTransport
+    let clock: any HTTPDNSClock
+
+    /// - Parameters:
+    ///   - name: the label used in answers, events and errors.
+    ///   - format: the wire format.
+    ///   - options: bootstrap addresses, trust, timeouts.
+    ///   - transport: the libcurl transport; default the shared one.
+    ///   - clock: time for signatures and expiry anchors.
+    public init(
+        name: String,
+        format: any HTTPDNSProviderFormat,
+        options: Options = .init(),
+        transport: HTTPTransport = .shared,
+        clock: any HTTPDNSClock = HTTPDNSSystemClock()
+    ) {
+        self.name = name
+        self.format = format
+        self.options = options
+        self.transport = transport
+        self.clock = clock
+    }
+
+    public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+        let name = HTTPDNSHostPolicy.normalize(host)
+        let requests = try format.requests(for: [name], family: family, now: Int64(clock.now()))
+        var sets: [HTTPDNSRecordSet] = []
+        var firstError: HTTPDNSError?
+        // `.both` may need two requests (A and AAAA); one family without records is not a failure.
+        try await withThrowingTaskGroup(of: Result<[HTTPDNSRecordSet], HTTPDNSError>.self) { group in
+            for request in requests {
+                group.addTask { await self.exchange(request) }
+            }
+            for try await result in group {
+                switch result {
+                case .success(let found): sets += found
+                case .failure(let error): if firstError == nil || firstError?.code == .noAddress { firstError = error }
+                }
+            }
+        }
+        let merged = HTTPDNSRecordSets.merge(sets).first { $0.host == name && !$0.isEmpty }
+        if let merged { return merged }
+        throw firstError ?? HTTPDNSError(.noAddress, "no address in answer", host: name, source: self.name)
+    }
+
+    /// Sends one request and parses its answer; every failure becomes an ``HTTPDNSError``.
+    func exchange(_ request: HTTPDNSProviderRequest) async -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
+        guard let url = URL(string: request.url) else {
+            return .failure(HTTPDNSError(.invalidConfiguration, "bad service URL", source: name))
+        }
+        var transportRequest = HTTPTransportRequest(url: url, method: request.method)
+        transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPHeader(name: $0.key, value: $0.value) }
+        if let body = request.body { transportRequest.body = .data(Data(body)) }
+        transportRequest.pinnedAddresses = options.bootstrapAddresses
+        transportRequest.trust = options.trust
+        transportRequest.timeouts = .init(connect: options.connectTimeout, total: options.totalTimeout, idle: options.totalTimeout)
+        transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes
+
+        let response: HTTPTransportResponse
+        do {
+            response = try await transport.send(transportRequest)
+        } catch {
+            return .failure(HTTPDNSProvider.translate(error, source: name))
+        }
+        if let accepted = options.acceptedContentTypes, (200..<300).contains(response.statusCode) {
+            let type = (response.header("content-type") ?? "").split(separator: ";").first
+                .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            guard accepted.contains(where: { $0.lowercased() == type }) else {
+                return .failure(.malformed("content type \"\(type)\" is not \(accepted.joined(separator: " or "))", source: name))
+            }
+        }
+        do throws(HTTPDNSError) {
+            return .success(try format.parse(status: response.statusCode, body: [UInt8](response.body), for: request))
+        } catch {
+            var error = error
+            error.source = name
+            return .failure(error)
+        }
+    }
+
+    static func translate(_ error: HTTPTransportError, source: String) -> HTTPDNSError {
+        switch error.code {
+        case .timedOut:
+            HTTPDNSError(.timedOut, error.detail, source: source)
+        case .cancelled:
+            HTTPDNSError(.cancelled, error.detail, source: source)
+        case .responseTooLarge:
+            .malformed("answer larger than \(HTTPDNSFormatLimits.maxBodyBytes) bytes", source: source)
+        case .badURL, .invalidRequest:
+            HTTPDNSError(.invalidConfiguration, error.detail, source: source)
+        default:
+            HTTPDNSError(.transport, error.description, source: source)
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import DNSSockets
+import HTTPDNSCore
+
+/// The system resolver (`getaddrinfo`) as an ``HTTPDNSResolver``: the usual LocalDNS fallback.
+///
+/// The blocking call runs on a dedicated thread, never on the cooperative pool; it gives no TTL, so
+/// the engine applies its floor.
+public struct SystemDNSResolver: HTTPDNSResolver {
+    public let name = "system"
+    private let resolver: SystemResolver
+
+    /// - Parameter timeout: how long to wait for `getaddrinfo`. Default 5 s.
+    public init(timeout: Duration = .seconds(5)) {
+        resolver = SystemResolver(timeout: timeout)
+    }
+
+    public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+        let addresses = try await resolver.resolve(host, family: family)
+        return HTTPDNSRecordSet(
+            host: host, ipv4: addresses.filter { $0.family == .v4 }, ipv6: addresses.filter { $0.family == .v6 })
+    }
+}
+
+/// Plain DNS (UDP, TCP on truncation) to a chosen server, as an ``HTTPDNSResolver``.
+///
+/// Spoofing resistance per RFC 5452 lives in ``DNSSocketClient``: random ID and source port, and a
+/// reply is accepted only when ID, question, server address and port match.
+public struct DNSServerResolver: HTTPDNSResolver {
+    public let name: String
+    public let server: IPAddress
+    public let port: UInt16
+    private let timeout: Duration
+    private let client = DNSSocketClient()
+
+    /// - Parameters:
+    ///   - server: the DNS server's address.
+    ///   - port: its port. Default 53.
+    ///   - timeout: time limit of one query. Default 5 s.
+    public init(server: IPAddress, port: UInt16 = 53, timeout: Duration = .seconds(5)) {
+        self.server = server
+        self.port = port
+        self.timeout = timeout
+        self.name = "udp \(server.uriText):\(port)"
+    }
+
+    /// Same, with the timeout in seconds (as the engine configuration holds it).
+    public init(server: IPAddress, port: UInt16 = 53, timeout seconds: Double) {
+        self.init(server: server, port: port, timeout: .milliseconds(Int64(seconds * 1000)))
+    }
+
+    public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+        let found = try await client.lookupAddresses(host, family: family, server: server, port: port, timeout: timeout)
+        return HTTPDNSRecordSet(
+            host: host,
+            ipv4: found.addresses.filter { $0.family == .v4 },
+            ipv6: found.addresses.filter { $0.family == .v6 },
+            ttl: found.ttl.map { Int($0) })
+    }
+}

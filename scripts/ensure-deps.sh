@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Makes sure the Debian packages the build, the tests and the demo need are installed.
+# As root it installs what is missing; otherwise it prints the exact apt-get line and fails.
+set -euo pipefail
+
+packages=(
+  libcurl4-openssl-dev   # the transport (libcurl, multi interface)
+  libssl-dev             # libcrypto: MD5, HMAC-SHA256, AES, DES for provider signatures
+  libmicrohttpd-dev      # the HTTP layer of `httpdns serve` and of test servers
+  pkg-config             # SwiftPM finds the C libraries through it
+  openssl                # tests and the demo make a private CA and certificates on the fly
+  nginx-light            # the real HTTPS origin in tests and the demo
+  dnsmasq-base           # a real (and lying) DNS server in tests and the demo
+  curl                   # interoperability tests: curl --doh-url against httpdns serve
+  dnsutils               # dig, for captured fixtures and interoperability
+)
+
+if ! command -v swift >/dev/null 2>&1; then
+  echo "error: the Swift toolchain (6.0 or newer) is not on PATH; see https://www.swift.org/install/linux/" >&2
+  exit 1
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  name=${package%% *}
+  if ! dpkg-query -W -f='${Status}' "$name" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$name")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  echo "Installing missing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # nginx-light's package scripts may start a system nginx on port 80; the project never uses it.
+  if command -v systemctl >/dev/null 2>&1; then systemctl stop nginx >/dev/null 2>&1 || true; fi
+else
+  echo "Missing Debian packages. Install them with:" >&2
+  echo "  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
