@@ -80,7 +80,8 @@ public final class HTTPTransport: Sendable {
     /// Sends a request and returns as soon as the response head arrives; the body follows as a
     /// stream of chunks in arrival order.
     ///
-    /// Ending the iteration early, or cancelling the task that iterates, cancels the transfer.
+    /// Cancelling the task that iterates, or releasing the body stream, cancels the transfer
+    /// (breaking out of a `for try await` loop is enough once the stream goes out of scope).
     /// Chunks not yet consumed are buffered, so read steadily.
     ///
     /// - Throws: ``HTTPTransportError`` from this call for failures before the head; the body
