@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
         .library(name: "DNSWire", targets: ["DNSWire"]),
+        .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
     ],
     targets: [
         // C libraries from Debian packages, with small shims for their variadic calls.
@@ -45,6 +46,12 @@ let package = Package(
         // The self-hostable HTTPDNS server (libmicrohttpd).
         .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
 
+        // The `httpdns` command: resolve, fetch, check, serve, demo.
+        .executableTarget(
+            name: "HTTPDNSTool",
+            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSServer"]
+        ),
+
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
         .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
 
@@ -56,6 +63,7 @@ let package = Package(
             name: "HTTPDNSTests",
             dependencies: ["HTTPDNS", "HTTPDNSCore", "DNSWire", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
+        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
