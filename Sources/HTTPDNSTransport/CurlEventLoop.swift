@@ -1,6 +1,5 @@
 import CCurl
 import Foundation
-import Synchronization
 
 /// One `curl_multi` handle driven by its own thread.
 ///
@@ -17,7 +16,7 @@ final class CurlEventLoop: @unchecked Sendable {
         var closed = false
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = TransportLock(Inbox())
     /// The `CURLM *`; used on the loop thread, plus `curl_multi_wakeup` under `inbox`.
     private let multi: UnsafeMutableRawPointer
     /// Transfers in the multi handle, by easy handle. Loop thread only.

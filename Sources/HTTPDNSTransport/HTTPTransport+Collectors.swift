@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Collects a whole response for ``HTTPTransport/send(_:)``.
 ///
@@ -12,7 +11,7 @@ final class ResponseCollector: HTTPTransportDelegate {
         var body = Data()
     }
 
-    private let state = Mutex(State())
+    private let state = TransportLock(State())
 
     func setContinuation(_ continuation: CheckedContinuation<Result<HTTPTransportResponse, HTTPTransportError>, Never>) {
         state.withLock { $0.continuation = continuation }
@@ -48,7 +47,7 @@ final class ResponseStreamer: HTTPTransportDelegate {
         var earlyHead: Result<HTTPTransportResponseHead, HTTPTransportError>?
     }
 
-    private let state = Mutex(State())
+    private let state = TransportLock(State())
     private let body: AsyncThrowingStream<Data, any Error>.Continuation
 
     init(body: AsyncThrowingStream<Data, any Error>.Continuation) {
