@@ -1,0 +1,200 @@
+import Foundation
+import HTTPDNSCore
+
+/// The names the service answers itself, with their addresses: the "your own server hands out the
+/// IPs" option.
+///
+/// The zone file is JSON, one member per name:
+/// `{"www.example.test": {"A": ["192.0.2.1"], "AAAA": ["2001:db8::1"], "ttl": 60},
+///   "*.example.test": {"A": ["192.0.2.9"]}, "alias.example.test": {"CNAME": "www.example.test"}}`.
+/// Names are case-insensitive with an optional trailing dot; member names inside an entry are
+/// case-insensitive too, and unknown members are an error so that a typo cannot silently drop data.
+///
+/// A `*.` name is a wildcard in the sense of RFC 4592: it answers for names below its base that
+/// have no entry of their own, the closest wildcard winning, and it stops at a name that exists.
+/// Every entry's parent (the base of a wildcard) is taken as a zone apex: names there with no
+/// entry exist without data (NODATA), and negative answers carry an SOA named after it.
+public struct HTTPDNSZone: Sendable, Hashable {
+    /// What one name answers.
+    public struct Entry: Sendable, Hashable {
+        /// IPv4 addresses, in the order given.
+        public var ipv4: [IPAddress]
+        /// IPv6 addresses, in the order given.
+        public var ipv6: [IPAddress]
+        /// The name this one is an alias for (normalised); an alias has no addresses of its own.
+        public var cname: String?
+        /// Seconds the answer may be cached.
+        public var ttl: Int
+
+        public init(ipv4: [IPAddress] = [], ipv6: [IPAddress] = [], cname: String? = nil, ttl: Int = 300) {
+            self.ipv4 = ipv4
+            self.ipv6 = ipv6
+            self.cname = cname
+            self.ttl = ttl
+        }
+    }
+
+    /// The entry a name found, and under which key (the name itself or a wildcard).
+    public struct Match: Sendable, Hashable {
+        /// The zone key that matched (`www.example.test` or `*.example.test`).
+        public var key: String
+        /// Its entry.
+        public var entry: Entry
+    }
+
+    /// Most names in one zone; a larger file is refused rather than slowly loaded.
+    public static let maxNames = 100_000
+    /// Largest zone file read.
+    public static let maxFileBytes = 16 << 20
+    /// TTL used for entries without `ttl`, unless the loader is given another. 300 s.
+    public static let defaultTTL = 300
+
+    /// The entries by normalised name (lower case, no trailing dot; wildcards keep their `*.`).
+    public let entries: [String: Entry]
+    /// The zone apexes (see the type's documentation).
+    public let apexes: Set<String>
+
+    /// An empty zone: every name goes upstream, or is NXDOMAIN without upstreams.
+    public init() {
+        self.entries = [:]
+        self.apexes = []
+    }
+
+    /// A zone from entries; names are checked and normalised.
+    ///
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone` naming the first bad name or entry.
+    public init(entries: [String: Entry]) throws(HTTPDNSServiceError) {
+        guard entries.count <= Self.maxNames else {
+            throw HTTPDNSServiceError(.invalidZone, "more than \(Self.maxNames) names")
+        }
+        var normalised: [String: Entry] = [:]
+        var apexes = Set<String>()
+        for (raw, entry) in entries.sorted(by: { $0.key < $1.key }) {
+            let name = try Self.checkedName(raw)
+            guard normalised[name] == nil else {
+                throw HTTPDNSServiceError(.invalidZone, "\(Self.shown(raw)): name listed twice")
+            }
+            normalised[name] = try Self.checkedEntry(entry, name: name)
+            apexes.insert(Self.apex(of: name))
+        }
+        self.entries = normalised
+        self.apexes = apexes
+    }
+
+    /// Parses zone file JSON.
+    ///
+    /// - Parameters:
+    ///   - json: the file's bytes, at most ``maxFileBytes``.
+    ///   - defaultTTL: TTL of entries without `ttl`. Default ``defaultTTL``.
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone`: not JSON, not an object of objects, a bad
+    ///   name, address, TTL or CNAME, or an unknown member.
+    public init(json: Data, defaultTTL: Int = HTTPDNSZone.defaultTTL) throws(HTTPDNSServiceError) {
+        guard json.count <= Self.maxFileBytes else {
+            throw HTTPDNSServiceError(.invalidZone, "zone file larger than \(Self.maxFileBytes) bytes")
+        }
+        let file: HTTPDNSZoneFile
+        do {
+            let decoder = JSONDecoder()
+            decoder.userInfo[HTTPDNSZoneFile.defaultTTLKey] = defaultTTL
+            file = try decoder.decode(HTTPDNSZoneFile.self, from: json)
+        } catch let error as HTTPDNSServiceError {
+            throw error
+        } catch let error as DecodingError {
+            throw HTTPDNSServiceError(.invalidZone, HTTPDNSZoneFile.explain(error))
+        } catch {
+            throw HTTPDNSServiceError(.invalidZone, "zone file is not valid JSON")
+        }
+        try self.init(entries: file.entries)
+    }
+
+    /// Reads and parses a zone file (see ``init(json:defaultTTL:)``).
+    public init(contentsOfFile path: String, defaultTTL: Int = HTTPDNSZone.defaultTTL) throws(HTTPDNSServiceError) {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        if let size = attributes?[.size] as? Int, size > Self.maxFileBytes {
+            throw HTTPDNSServiceError(.invalidZone, "zone file larger than \(Self.maxFileBytes) bytes")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw HTTPDNSServiceError(.invalidZone, "cannot read zone file \(path)")
+        }
+        try self.init(json: data, defaultTTL: defaultTTL)
+    }
+
+    /// The entry for `host` (normalised), exact name first, then the closest wildcard.
+    public func match(_ host: String) -> Match? {
+        let name = HTTPDNSHostPolicy.normalize(host)
+        if let entry = entries[name] { return Match(key: name, entry: entry) }
+        var labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        while labels.count > 1 {
+            labels.removeFirst()
+            let base = labels.joined(separator: ".")
+            if let entry = entries["*." + base] { return Match(key: "*." + base, entry: entry) }
+            // RFC 4592 §3.3.1: a wildcard does not reach past a name that exists.
+            if entries[base] != nil { return nil }
+        }
+        return nil
+    }
+
+    /// The longest apex `host` is at or below, for the SOA of negative answers.
+    public func apex(for host: String) -> String? {
+        let name = HTTPDNSHostPolicy.normalize(host)
+        var best: String?
+        for apex in apexes where name == apex || name.hasSuffix("." + apex) {
+            if apex.count > (best?.count ?? -1) { best = apex }
+        }
+        return best
+    }
+
+    /// Whether `host` exists in the zone without an entry of its own (an apex): NODATA, not NXDOMAIN.
+    public func isApex(_ host: String) -> Bool {
+        apexes.contains(HTTPDNSHostPolicy.normalize(host))
+    }
+
+    static func apex(of name: String) -> String {
+        let base = name.hasPrefix("*.") ? String(name.dropFirst(2)) : name
+        guard !name.hasPrefix("*."), let dot = base.firstIndex(of: ".") else { return base }
+        return String(base[base.index(after: dot)...])
+    }
+
+    static func checkedName(_ raw: String) throws(HTTPDNSServiceError) -> String {
+        let name = HTTPDNSHostPolicy.normalize(raw)
+        let base = name.hasPrefix("*.") ? String(name.dropFirst(2)) : name
+        guard !IPAddress.isLiteral(base), HTTPDNSHostPolicy.isValidHostName(base), name.utf8.count <= 253 else {
+            throw HTTPDNSServiceError(.invalidZone, "\(shown(raw)): not a valid host name")
+        }
+        return name
+    }
+
+    static func checkedEntry(_ entry: Entry, name: String) throws(HTTPDNSServiceError) -> Entry {
+        var entry = entry
+        guard (0...HTTPDNSFormatLimits.maxTTL).contains(entry.ttl) else {
+            throw HTTPDNSServiceError(.invalidZone, "\(name): ttl must be 0...\(HTTPDNSFormatLimits.maxTTL)")
+        }
+        guard entry.ipv4.allSatisfy({ $0.family == .v4 }), entry.ipv6.allSatisfy({ $0.family == .v6 }) else {
+            throw HTTPDNSServiceError(.invalidZone, "\(name): A needs IPv4 and AAAA IPv6 addresses")
+        }
+        guard entry.ipv4.count <= HTTPDNSFormatLimits.maxAddressesPerName,
+              entry.ipv6.count <= HTTPDNSFormatLimits.maxAddressesPerName
+        else {
+            throw HTTPDNSServiceError(.invalidZone, "\(name): more than \(HTTPDNSFormatLimits.maxAddressesPerName) addresses")
+        }
+        if let target = entry.cname {
+            let normalised = HTTPDNSHostPolicy.normalize(target)
+            guard HTTPDNSHostPolicy.isValidHostName(normalised), !IPAddress.isLiteral(normalised) else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME \(shown(target)) is not a host name")
+            }
+            // RFC 1034 §3.6.2: an alias has no other data.
+            guard entry.ipv4.isEmpty, entry.ipv6.isEmpty else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME cannot have addresses too")
+            }
+            guard normalised != name else { throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME to itself") }
+            entry.cname = normalised
+        }
+        return entry
+    }
+
+    /// A name as it may appear in a message: bounded and printable.
+    static func shown(_ raw: String) -> String {
+        let clipped = raw.unicodeScalars.prefix(80).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f ? Character($0) : "?" }
+        return "\"" + String(clipped) + "\""
+    }
+}
