@@ -1,0 +1,107 @@
+import HTTPDNSCore
+
+/// The `httpdns` command: picks the subcommand and turns every error into its exit status and one
+/// line on stderr. The subcommands live in `Command+<Name>.swift`.
+enum Command {
+    /// Runs the tool with `arguments` (without the program name) and returns the exit status.
+    static func main(_ arguments: [String]) async -> Int32 {
+        guard let first = arguments.first else {
+            Output.stderrRaw(ToolHelp.rendered)
+            Output.error("missing subcommand")
+            return ExitStatus.usage
+        }
+        let rest = Array(arguments.dropFirst())
+        switch first {
+        case "-h", "--help":
+            return printHelp(ToolHelp.rendered)
+        case "help":
+            return help(for: rest)
+        case "--version", "version":
+            return printHelp(ToolHelp.version + "\n")
+        case "resolve":
+            return await run("httpdns resolve") { try await resolve(rest) }
+        case "fetch":
+            return await run("httpdns fetch") { try await fetch(rest) }
+        case "check":
+            return await run("httpdns check") { try await check(rest) }
+        case "serve":
+            return await run("httpdns serve") { try await serve(rest) }
+        case "demo":
+            if rest.contains("--help") || rest.contains("-h") { return printHelp(demoHelp.rendered) }
+            return await runDemo(arguments: rest)
+        default:
+            let message = first.hasPrefix("-") ? "unknown option '\(first)'" : "unknown subcommand '\(first)'"
+            Output.usage(UsageError(message + " (subcommands: resolve, fetch, check, serve, demo)"))
+            return ExitStatus.usage
+        }
+    }
+
+    static let demoHelp = HelpText(
+        overview: "Run the demonstration of DNS hijacking and how HTTPDNS avoids it, on loopback.",
+        usage: "httpdns demo",
+        options: [HelpText.helpOption])
+
+    /// `httpdns help [SUBCOMMAND]`.
+    static func help(for arguments: [String]) -> Int32 {
+        guard let name = arguments.first else { return printHelp(ToolHelp.rendered) }
+        switch name {
+        case "resolve": return printHelp(resolveHelp.rendered)
+        case "fetch": return printHelp(fetchHelp.rendered)
+        case "check": return printHelp(checkHelp.rendered)
+        case "serve": return printHelp(serveHelp.rendered)
+        case "demo": return printHelp(demoHelp.rendered)
+        default:
+            Output.usage(UsageError("unknown subcommand '\(name)'"))
+            return ExitStatus.usage
+        }
+    }
+
+    static func printHelp(_ text: String) -> Int32 {
+        do {
+            try Output.stdout(.init(text.utf8))
+            return ExitStatus.success
+        } catch {
+            return ExitStatus.failure
+        }
+    }
+
+    /// Parses `arguments` for a subcommand; prints the help and returns nil for `-h`/`--help`.
+    static func parse(_ arguments: [String], command: String, help: HelpText) throws(UsageError) -> ParsedArguments? {
+        let parsed = try CommandLineParser(command: command, options: help.options).parse(arguments)
+        if parsed.flag("help") {
+            _ = printHelp(help.rendered)
+            return nil
+        }
+        return parsed
+    }
+
+    /// A short, one-line account of a resolution failure: each attempt with its code and detail,
+    /// without repeating the host (the caller names it).
+    static func explain(_ error: HTTPDNSError) -> String {
+        if !error.attempts.isEmpty {
+            let attempts = error.attempts.map { "\($0.source): \($0.error.code): \($0.error.detail)" }
+            return "\(error.detail) (" + attempts.joined(separator: "; ") + ")"
+        }
+        return "\(error.code)" + (error.source.map { " from \($0)" } ?? "") + ": \(error.detail)"
+    }
+
+    /// Runs a subcommand body and maps its errors: usage → 64 with a hint, anything else → 1 with one
+    /// `httpdns: error:` line.
+    static func run(_ command: String, _ body: () async throws -> Int32) async -> Int32 {
+        do {
+            return try await body()
+        } catch let error as UsageError {
+            Output.usage(error)
+            return ExitStatus.usage
+        } catch let error as ToolFailure {
+            Output.error(error.message)
+            return ExitStatus.failure
+        } catch let error as HTTPDNSError {
+            Output.error(explain(error))
+            return ExitStatus.failure
+        } catch {
+            Output.error(String(describing: error))
+            return ExitStatus.failure
+        }
+    }
+}
