@@ -34,7 +34,13 @@ struct HTTPDNSZoneFile: Decodable {
                 case "cname":
                     entry.cname = try members.decode(String.self, forKey: member)
                 case "ttl":
-                    entry.ttl = try members.decode(Int.self, forKey: member)
+                    // Decoded as a number and checked here, so that `1.5` gets a clear message.
+                    let ttl = try members.decode(Double.self, forKey: member)
+                    guard ttl.rounded() == ttl, ttl >= 0, ttl <= Double(HTTPDNSFormatLimits.maxTTL) else {
+                        throw HTTPDNSServiceError(
+                            .invalidZone, "\(HTTPDNSZone.shown(name)): ttl must be an integer 0...\(HTTPDNSFormatLimits.maxTTL)")
+                    }
+                    entry.ttl = Int(ttl)
                 default:
                     throw HTTPDNSServiceError(
                         .invalidZone, "\(HTTPDNSZone.shown(name)): unknown member \(HTTPDNSZone.shown(member.stringValue)) (expected A, AAAA, CNAME, ttl)")
