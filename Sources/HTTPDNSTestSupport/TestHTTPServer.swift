@@ -20,10 +20,15 @@ public final class TestHTTPServer: Sendable {
     public let server: HTTPServer
     private let state: State
 
-    /// What the handler shares with the test.
-    private final class State: Sendable {
-        let recorded = Mutex<[HTTPServer.Request]>([])
+    /// What the handler shares with the test. An `NSLock` rather than `Mutex`: ThreadSanitizer on
+    /// Linux does not see `Mutex`'s futex waits and would report false races between connections.
+    private final class State: @unchecked Sendable {
+        private let lock = NSLock()
+        private var requests: [HTTPServer.Request] = []
         let endless = Atomic<Int>(0)
+
+        func record(_ request: HTTPServer.Request) { lock.withLock { requests.append(request) } }
+        var recorded: [HTTPServer.Request] { lock.withLock { requests } }
     }
 
     /// Starts on `address` (`port` 0 picks one); with `tls` it serves HTTPS with that leaf.
@@ -35,7 +40,7 @@ public final class TestHTTPServer: Sendable {
         let state = State()
         self.state = state
         self.server = try HTTPServer(configuration: configuration) { request in
-            state.recorded.withLock { $0.append(request) }
+            state.record(request)
             return TestHTTPServer.route(request, address: ip, state: state)
         }
     }
@@ -43,7 +48,7 @@ public final class TestHTTPServer: Sendable {
     /// The bound port.
     public var port: Int { server.port }
     /// Every request handled so far, in order.
-    public var requests: [HTTPServer.Request] { state.recorded.withLock { $0 } }
+    public var requests: [HTTPServer.Request] { state.recorded }
     /// Chunks the `/endless` route has produced so far.
     public var endlessChunksSent: Int { state.endless.load(ordering: .relaxed) }
 
