@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
         .library(name: "DNSWire", targets: ["DNSWire"]),
+        .library(name: "HTTPDNSURLProtocol", targets: ["HTTPDNSURLProtocol"]),
         .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
     ],
     targets: [
@@ -43,13 +44,18 @@ let package = Package(
         // The resolution engine: cache, providers in order, LocalDNS fallback.
         .target(name: "HTTPDNS", dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets"]),
 
+        // IP direct connect for apps: the URLProtocol, the direct client API, connection failover.
+        .target(name: "HTTPDNSURLProtocol", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+
         // The self-hostable HTTPDNS server (libmicrohttpd).
         .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
 
         // The `httpdns` command: resolve, fetch, check, serve, demo.
         .executableTarget(
             name: "HTTPDNSTool",
-            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSServer"]
+            dependencies: [
+                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSURLProtocol", "HTTPDNSServer",
+            ]
         ),
 
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
@@ -62,6 +68,10 @@ let package = Package(
         .testTarget(
             name: "HTTPDNSTests",
             dependencies: ["HTTPDNS", "HTTPDNSCore", "DNSWire", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+        ),
+        .testTarget(
+            name: "HTTPDNSURLProtocolTests",
+            dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSTestSupport"]),

@@ -13,3 +13,29 @@ extension HTTPDNSEngine {
         }
     }
 }
+
+extension HTTPDNSEngine {
+    /// Resolves `host` through LocalDNS only, bypassing the cache and the providers: the last resort
+    /// when every HTTPDNS address of a host refused connections.
+    ///
+    /// - Throws: ``HTTPDNSError``; `.invalidConfiguration` when the engine is HTTPDNS-only.
+    public func resolveLocally(_ host: String, family: HTTPDNSAddressFamily? = nil) async throws -> HTTPDNSAnswer {
+        let family = family ?? configuration.family
+        guard !configuration.failover.httpdnsOnly, let local = localResolver else {
+            throw HTTPDNSError(.invalidConfiguration, "LocalDNS fallback is disabled", host: host)
+        }
+        let name = HTTPDNSHostPolicy.normalize(host)
+        configuration.monitor.fellBackToLocalDNS(host: name)
+        let records = try await withDeadline(seconds: configuration.timeouts.localDNS, context: local.name) {
+            try await local.resolve(name, family: family)
+        }
+        var seen = Set<IPAddress>()
+        let addresses = records.addresses(for: family).filter { !$0.isUnspecified && seen.insert($0).inserted }
+        guard !addresses.isEmpty else {
+            throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: name, source: local.name)
+        }
+        return HTTPDNSAnswer(
+            host: name, addresses: addresses, ttl: records.ttl ?? configuration.cache.policy.minimumTTL,
+            source: local.name, origin: .localDNS)
+    }
+}

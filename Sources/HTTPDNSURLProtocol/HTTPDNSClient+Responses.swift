@@ -1,0 +1,111 @@
+import Foundation
+import HTTPDNSTransport
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension HTTPDNSClient {
+    /// The transport's head as the `HTTPURLResponse` of the ORIGINAL URL (never the IP).
+    ///
+    /// Repeated fields are joined with ", " as Foundation does; `Set-Cookie` lines are kept apart for
+    /// cookie parsing by ``storeCookies(from:url:in:)``.
+    static func makeResponse(_ head: HTTPTransportResponseHead, url: URL) -> HTTPURLResponse {
+        var fields: [String: String] = [:]
+        var canonical: [String: String] = [:]  // lower-cased name → first spelling seen
+        for header in head.headers {
+            let key = canonical[header.name.lowercased(), default: header.name]
+            canonical[header.name.lowercased()] = key
+            if let existing = fields[key] {
+                fields[key] = existing + ", " + header.value
+            } else {
+                fields[key] = header.value
+            }
+        }
+        let version = head.httpVersion == "2" ? "HTTP/2" : "HTTP/\(head.httpVersion)"
+        return HTTPURLResponse(url: url, statusCode: head.statusCode, httpVersion: version, headerFields: fields)
+            ?? HTTPURLResponse(url: url, statusCode: head.statusCode, httpVersion: version, headerFields: [:])!
+    }
+
+    /// Stores each `Set-Cookie` of `head` under the original URL.
+    static func storeCookies(from head: HTTPTransportResponseHead, url: URL, in storage: HTTPCookieStorage) {
+        let lines = head.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)
+        guard !lines.isEmpty else { return }
+        var cookies: [HTTPCookie] = []
+        for line in lines {
+            cookies += HTTPCookie.cookies(withResponseHeaderFields: ["Set-Cookie": line], for: url)
+        }
+        storage.setCookies(cookies, for: url, mainDocumentURL: url)
+    }
+
+    /// Adds the `Cookie` header `storage` holds for the request's URL.
+    static func addCookies(to request: inout URLRequest, from storage: HTTPCookieStorage) {
+        guard request.httpShouldHandleCookies, let url = request.url, let cookies = storage.cookies(for: url), !cookies.isEmpty else { return }
+        for (name, value) in HTTPCookie.requestHeaderFields(with: cookies) {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+    }
+}
+
+/// Turns delegate events into the `(response, body stream)` of ``HTTPDNSClient/bytes(for:)``.
+final class StreamingCollector: HTTPDNSClientDelegate {
+    private struct State {
+        var head: CheckedContinuation<HTTPURLResponse, any Error>?
+        var earlyResult: Result<HTTPURLResponse, any Error>?
+        var responded = false
+    }
+
+    private let state = Mutex(State())
+    let body: AsyncThrowingStream<Data, any Error>
+    private let bodyContinuation: AsyncThrowingStream<Data, any Error>.Continuation
+
+    init() {
+        (body, bodyContinuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+    }
+
+    func response(task: HTTPDNSClientTask) async throws -> (HTTPURLResponse, AsyncThrowingStream<Data, any Error>) {
+        bodyContinuation.onTermination = { termination in
+            if case .cancelled = termination { task.cancel() }
+        }
+        let response = try await withCheckedThrowingContinuation { continuation in
+            let early = state.withLock { state -> Result<HTTPURLResponse, any Error>? in
+                if let result = state.earlyResult { return result }
+                state.head = continuation
+                return nil
+            }
+            if let early { continuation.resume(with: early) }
+        }
+        return (response, body)
+    }
+
+    private func deliverHead(_ result: Result<HTTPURLResponse, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<HTTPURLResponse, any Error>? in
+            guard !state.responded else { return nil }
+            state.responded = true
+            if let head = state.head {
+                state.head = nil
+                return head
+            }
+            state.earlyResult = result
+            return nil
+        }
+        continuation?.resume(with: result)
+    }
+
+    func didReceive(response: HTTPURLResponse, connection: HTTPDNSConnectionReport) {
+        deliverHead(.success(response))
+    }
+
+    func didReceive(data: Data) {
+        bodyContinuation.yield(data)
+    }
+
+    func didComplete(error: (any Error)?) {
+        if let error {
+            deliverHead(.failure(error))
+            bodyContinuation.finish(throwing: error)
+        } else {
+            bodyContinuation.finish()
+        }
+    }
+}

@@ -1,0 +1,255 @@
+import Foundation
+import HTTPDNS
+import HTTPDNSCore
+import HTTPDNSServer
+import HTTPDNSTestSupport
+import HTTPDNSURLProtocol
+import XCTest
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// URLSession + the protocol, and the direct client, against loopback origins (HTTP and HTTPS).
+final class HTTPDNSURLProtocolTests: XCTestCase {
+    func testURLSessionRequestGoesToTheHTTPDNSAddressWithTheRealHost() async throws {
+        let origin = try Origin(address: "127.0.0.3")
+        defer { origin.stop() }
+        let client = makeClient(["app.test": ["127.0.0.3"]])
+        let session = protectedSession(client)
+        let url = URL(string: "http://app.test:\(origin.port)/hello")!
+        let (data, response) = try await session.data(from: url)
+        let http = try XCTUnwrap(response as? HTTPURLResponse)
+        XCTAssertEqual(http.statusCode, 200)
+        XCTAssertEqual(http.url, url, "the response belongs to the original URL, not the IP")
+        XCTAssertEqual(http.value(forHTTPHeaderField: "X-Host"), "app.test:\(origin.port)")
+        XCTAssertEqual(data.count, 0)
+        XCTAssertEqual(origin.requests.count, 1)
+    }
+
+    func testUnprotectedHostsAndIPLiteralsAreNotTaken() throws {
+        let client = makeClient(["app.test": ["127.0.0.3"]])
+        HTTPDNSURLProtocol.install(client, into: .ephemeral)
+        XCTAssertTrue(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://app.test/")!)))
+        XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://other.example/")!)))
+        XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "http://127.0.0.1/")!)))
+        XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "http://[::1]/")!)))
+        XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "ftp://app.test/")!)))
+    }
+
+    func testInstallPrependsAndKeepsOtherProtocolClasses() {
+        final class Other: URLProtocol {}
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [Other.self]
+        configuration.httpdnsInstall(makeClient([:]))
+        configuration.httpdnsInstall(makeClient([:]))
+        let classes = configuration.protocolClasses ?? []
+        XCTAssertTrue(classes.first == HTTPDNSURLProtocol.self)
+        XCTAssertTrue(classes.contains { $0 == Other.self })
+        XCTAssertEqual(classes.filter { $0 == HTTPDNSURLProtocol.self }.count, 1)
+    }
+
+    func testHTTPSVerifiesTheRealHostAtThePinnedAddress() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let leaf = try certificates.issue(dnsNames: ["secure.test"])
+        let origin = try Origin(address: "127.0.0.4", tls: leaf)
+        defer { origin.stop() }
+        let client = makeClient(["secure.test": ["127.0.0.4"]], trust: .caFile(certificates.caCertificatePath))
+        let session = protectedSession(client)
+        let (_, response) = try await session.data(from: URL(string: "https://secure.test:\(origin.port)/")!)
+        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 200)
+        XCTAssertEqual(origin.requests.first?.header("host"), "secure.test:\(origin.port)")
+    }
+
+    func testCertificateForAnotherNameIsAHardFailure() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let impostor = try certificates.issue(dnsNames: ["ads.test"])
+        let origin = try Origin(address: "127.0.0.5", tls: impostor)
+        defer { origin.stop() }
+        let client = makeClient(["bank.test": ["127.0.0.5"]], trust: .caFile(certificates.caCertificatePath))
+        do {
+            _ = try await client.data(for: URLRequest(url: URL(string: "https://bank.test:\(origin.port)/")!))
+            XCTFail("a certificate for ads.test was accepted for bank.test")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .serverCertificateUntrusted)
+            XCTAssertTrue(error.localizedDescription.contains("bank.test"), error.localizedDescription)
+        }
+        XCTAssertTrue(origin.requests.isEmpty, "no request reached the impostor")
+    }
+
+    func testFirstAddressRefusingSecondServing() async throws {
+        let origin = try Origin(address: "127.0.0.1")
+        defer { origin.stop() }
+        // 127.0.0.6 has nothing listening on the origin's port: the connection is refused.
+        let client = makeClient(["two.test": ["127.0.0.6", "127.0.0.1"]])
+        let (_, response) = try await client.data(for: URLRequest(url: URL(string: "http://two.test:\(origin.port)/")!))
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertTrue(client.engine.isCoolingDown(IPAddress("127.0.0.6")!))
+        let again = try await client.engine.resolve("two.test")
+        XCTAssertEqual(again.addresses.first, IPAddress("127.0.0.1"), "the refusing address moved to the back")
+    }
+
+    func testEveryHTTPDNSAddressDownFallsBackToLocalDNSAddresses() async throws {
+        let origin = try Origin(address: "127.0.0.7")
+        defer { origin.stop() }
+        let client = makeClient(["down.test": ["127.0.0.8"]], local: ["down.test": ["127.0.0.7"]])
+        let (_, response) = try await client.data(for: URLRequest(url: URL(string: "http://down.test:\(origin.port)/")!))
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertEqual(origin.requests.count, 1)
+    }
+
+    func testHTTPDNSOnlyNeverUsesLocalDNSAddresses() async throws {
+        let origin = try Origin(address: "127.0.0.7")
+        defer { origin.stop() }
+        let client = makeClient(["down.test": ["127.0.0.8"]], local: ["down.test": ["127.0.0.7"]]) { engine, _ in
+            engine.failover.httpdnsOnly = true
+        }
+        do {
+            _ = try await client.data(for: URLRequest(url: URL(string: "http://down.test:\(origin.port)/")!))
+            XCTFail("reached LocalDNS's address")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .cannotConnectToHost)
+        }
+        XCTAssertTrue(origin.requests.isEmpty)
+    }
+
+    func testBlockedDomainIsRetriedOnTheRedirectAddress() async throws {
+        let origin = try Origin(address: "127.0.0.9")
+        defer { origin.stop() }
+        let ipList = try Origin { request in
+            guard request.queryValue("host") == "blocked.test" else { return .text("{}", status: 404) }
+            return HTTPServer.Response(body: Data(#"{"ips":["127.0.0.9"],"ttl":60}"#.utf8))
+        }
+        defer { ipList.stop() }
+        let redirect = try HTTPDNSProviderSpec(parsing: "ips=http://127.0.0.1:\(ipList.port)/ips").makeResolver()
+        // HTTPDNS and LocalDNS both point at a dead address: the domain is "blocked".
+        let client = makeClient(["blocked.test": ["127.0.0.10"]], local: ["blocked.test": ["127.0.0.11"]]) { _, client in
+            client.blockRedirect = redirect
+        }
+        let (_, response) = try await client.data(for: URLRequest(url: URL(string: "http://blocked.test:\(origin.port)/")!))
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertEqual(origin.requests.first?.header("host"), "blocked.test:\(origin.port)")
+    }
+
+    func testPostBodiesArriveByteExact() async throws {
+        let origin = try Origin(address: "127.0.0.1")
+        defer { origin.stop() }
+        let client = makeClient(["post.test": ["127.0.0.1"]])
+        let session = protectedSession(client)
+        let payload = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+
+        var request = URLRequest(url: URL(string: "http://post.test:\(origin.port)/upload")!)
+        request.httpMethod = "POST"
+        request.httpBody = payload
+        let (echo, _) = try await session.data(for: request)
+        XCTAssertEqual(echo, payload)
+
+        var streamed = URLRequest(url: URL(string: "http://post.test:\(origin.port)/upload")!)
+        streamed.httpMethod = "POST"
+        streamed.httpBodyStream = InputStream(data: payload)
+        streamed.setValue(String(payload.count), forHTTPHeaderField: "Content-Length")
+        let (streamedEcho, _) = try await session.data(for: streamed)
+        XCTAssertEqual(streamedEcho, payload)
+    }
+
+    func testCookiesSetByTheServerComeBack() async throws {
+        let origin = try Origin(address: "127.0.0.1") { request in
+            var response = Origin.echo(request)
+            if request.path == "/login" {
+                response.headers.append(.init(name: "Set-Cookie", value: "session=abc123; Path=/"))
+            }
+            return response
+        }
+        defer { origin.stop() }
+        let client = makeClient(["cookie.test": ["127.0.0.1"]])
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpdnsInstall(client)
+        let session = URLSession(configuration: configuration)
+        _ = try await session.data(from: URL(string: "http://cookie.test:\(origin.port)/login")!)
+        let (_, response) = try await session.data(from: URL(string: "http://cookie.test:\(origin.port)/profile")!)
+        XCTAssertEqual((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Cookie"), "session=abc123")
+    }
+
+    func testRedirectAfterPostBecomesGetOnTheReResolvedHost() async throws {
+        let target = try Origin(address: "127.0.0.12")
+        defer { target.stop() }
+        let first = try Origin(address: "127.0.0.1") { request in
+            let code = request.path == "/307" ? 307 : 302
+            return HTTPServer.Response(
+                status: code, headers: [.init(name: "Location", value: "http://moved.test:\(target.port)/landing")])
+        }
+        defer { first.stop() }
+        let client = makeClient(["start.test": ["127.0.0.1"], "moved.test": ["127.0.0.12"]])
+        let session = protectedSession(client)
+
+        var post = URLRequest(url: URL(string: "http://start.test:\(first.port)/302")!)
+        post.httpMethod = "POST"
+        post.httpBody = Data("form=1".utf8)
+        let (body, response) = try await session.data(for: post)
+        let http = try XCTUnwrap(response as? HTTPURLResponse)
+        XCTAssertEqual(http.value(forHTTPHeaderField: "X-Method"), "GET")
+        XCTAssertEqual(http.value(forHTTPHeaderField: "X-Host"), "moved.test:\(target.port)")
+        XCTAssertEqual(body.count, 0, "the body is dropped")
+
+        var keep = URLRequest(url: URL(string: "http://start.test:\(first.port)/307")!)
+        keep.httpMethod = "POST"
+        keep.httpBody = Data("form=2".utf8)
+        let (kept, keptResponse) = try await session.data(for: keep)
+        XCTAssertEqual((keptResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Method"), "POST")
+        XCTAssertEqual(String(decoding: kept, as: UTF8.self), "form=2")
+    }
+
+    func testCancellingMidDownloadStopsTheTransfer() async throws {
+        let origin = try Origin(address: "127.0.0.1") { _ in
+            HTTPServer.Response(streamLength: nil) {
+                Thread.sleep(forTimeInterval: 0.01)
+                return Data(repeating: 0x61, count: 16_384)
+            }
+        }
+        defer { origin.stop() }
+        let client = makeClient(["stream.test": ["127.0.0.1"]])
+        let (response, body) = try await client.bytes(for: URLRequest(url: URL(string: "http://stream.test:\(origin.port)/")!))
+        XCTAssertEqual(response.statusCode, 200)
+        var received = 0
+        for try await chunk in body {
+            received += chunk.count
+            if received > 100_000 { break }
+        }
+        XCTAssertGreaterThan(received, 100_000)
+    }
+
+    func testTwoHundredConcurrentRequestsThroughOneSession() async throws {
+        let origin = try Origin(address: "127.0.0.1")
+        defer { origin.stop() }
+        let client = makeClient(["many.test": ["127.0.0.1"]])
+        let session = protectedSession(client)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    var request = URLRequest(url: URL(string: "http://many.test:\(origin.port)/\(index)")!)
+                    request.httpMethod = "POST"
+                    request.httpBody = Data("request-\(index)".utf8)
+                    let (data, _) = try await session.data(for: request)
+                    XCTAssertEqual(String(decoding: data, as: UTF8.self), "request-\(index)")
+                }
+            }
+            try await group.waitForAll()
+        }
+        XCTAssertEqual(origin.requests.count, 200)
+    }
+
+    func testDirectURLForPlainHTTPOnly() async throws {
+        let client = makeClient(["media.test": ["127.0.0.13"]])
+        let (url, headers) = try await client.directURL(for: URL(string: "http://media.test:8080/v.mp4?x=1")!)
+        XCTAssertEqual(url.absoluteString, "http://127.0.0.13:8080/v.mp4?x=1")
+        XCTAssertEqual(headers, ["Host": "media.test:8080"])
+        do {
+            _ = try await client.directURL(for: URL(string: "https://media.test/v.mp4")!)
+            XCTFail("HTTPS direct URL")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .unsupportedURL)
+        }
+    }
+}
+
