@@ -73,6 +73,10 @@ let package = Package(
             name: "HTTPDNSURLProtocolTests",
             dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
+        .testTarget(
+            name: "HTTPDNSAcceptanceTests",
+            dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
+        ),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSTestSupport"]),
     ],
