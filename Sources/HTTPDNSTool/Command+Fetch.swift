@@ -1,12 +1,51 @@
+import HTTPDNS
+import HTTPDNSCore
+import HTTPDNSTransport
+
 extension Command {
     static let fetchHelp = HelpText(
-        overview: "Fetch a URL.",
+        overview: """
+            Fetch a URL like curl, protected by HTTPDNS: the host is resolved over HTTPDNS and the connection \
+            goes to that address, while the Host header, TLS SNI and certificate verification stay on the \
+            real name. The body goes to stdout.
+            """,
         usage: "httpdns fetch [<options>] <url>",
-        options: [HelpText.helpOption])
+        arguments: [("<url>", "An http:// or https:// URL (http:// is assumed when no scheme is given).")],
+        options: FetchOptions.specs + SharedOptions.specs.filter { $0.key != "json" } + [HelpText.helpOption],
+        sections: [
+            ("EXIT STATUS", ToolHelp.exitStatus + " With --fail, an HTTP status of 400 or above is a failure."),
+            ("EXAMPLES", """
+                httpdns fetch https://www.example.com/
+                httpdns fetch -L -o page.html https://example.com/
+                httpdns fetch -X POST -H 'Content-Type: application/json' -d '{"a":1}' https://api.example.com/v1
+                httpdns fetch --data-binary @big.bin https://upload.example.com/
+                httpdns fetch -v --resolve example.com:443:203.0.113.7 https://example.com/
+                """),
+        ])
 
-    /// `httpdns fetch`.
+    /// `httpdns fetch`; SIGINT/SIGTERM cancel the transfer (the `-o` file is then left untouched).
     static func fetch(_ arguments: [String]) async throws -> Int32 {
-        guard try parse(arguments, command: "httpdns fetch", help: fetchHelp) != nil else { return ExitStatus.success }
-        throw ToolFailure("fetch: not built yet")
+        let command = "httpdns fetch"
+        guard let parsed = try parse(arguments, command: command, help: fetchHelp) else { return ExitStatus.success }
+        let shared = try SharedOptions(parsed, command: command)
+        let options = try FetchOptions(parsed, shared: shared, command: command)
+        let transport = HTTPTransport()
+        let trust = try shared.makeTrust(command: command)
+        let resolver = try shared.makeResolver(transport: transport, trust: trust, command: command)
+        var fallback: (any HTTPDNSResolver)?
+        if let url = options.fallbackIPs {
+            do {
+                fallback = try HTTPDNSProviderSpec(kind: .ips, location: url)
+                    .makeResolver(transport: transport, trust: trust, timeout: .milliseconds(Int64((shared.timeout ?? 5) * 1000)))
+            } catch {
+                throw UsageError("bad --fallback-ips '\(url)': \(SharedOptions.detail(error))", command: command)
+            }
+        }
+        let fetcher = Fetcher(
+            options: options, shared: shared, resolver: resolver, transport: transport, trust: trust, fallback: fallback)
+        let task = Task { try await fetcher.run() }
+        let signals = SignalWatcher { _ in task.cancel() }
+        defer { signals.stop() }
+        return try await task.value
     }
 }

@@ -126,6 +126,11 @@ struct SharedOptions: Sendable {
     /// The TLS trust for providers and origins: the system bundle plus `--cacert`.
     /// - Throws: ``UsageError`` when the file cannot be read or holds no certificate.
     func makeTrust(command: String) throws(UsageError) -> HTTPTransportTrust {
+        try SharedOptions.makeTrust(cacert: cacert, command: command)
+    }
+
+    /// The system bundle plus the PEM file `cacert`, or `.system` without one.
+    static func makeTrust(cacert: String?, command: String) throws(UsageError) -> HTTPTransportTrust {
         guard let cacert else { return .system }
         guard let extra = FileManager.default.contents(atPath: cacert), extra.count <= 16 << 20 else {
             throw UsageError("cannot read --cacert file \(cacert)", command: command)

@@ -51,7 +51,7 @@ enum Output {
     /// Whether stdout is a terminal.
     static var stdoutIsTerminal: Bool { isatty(1) == 1 }
 
-    static func write(fd: Int32, _ data: Data) throws(ToolFailure) {
+    static func write(fd: Int32, _ data: Data, name: String? = nil) throws(ToolFailure) {
         let failed: Int32? = data.withUnsafeBytes { raw -> Int32? in
             guard var pointer = raw.baseAddress else { return nil }
             var left = raw.count
@@ -67,7 +67,8 @@ enum Output {
             return nil
         }
         if let failed {
-            throw ToolFailure("cannot write to \(fd == 1 ? "stdout" : "stderr"): \(String(cString: strerror(failed)))")
+            let target = name ?? (fd == 1 ? "stdout" : fd == 2 ? "stderr" : "file")
+            throw ToolFailure("cannot write to \(target): \(String(cString: strerror(failed)))")
         }
     }
 }
