@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"], resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire"]),
         .testTarget(name: "HTTPDNSTransportTests", dependencies: ["HTTPDNSTransport", "HTTPDNSTestSupport"]),
-        .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "HTTPDNSTestSupport"]),
+        .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNSTestSupport"]),
         .testTarget(
             name: "HTTPDNSTests",
             dependencies: ["HTTPDNS", "HTTPDNSCore", "DNSWire", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
@@ -78,7 +78,7 @@ let package = Package(
             dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNSCore", "HTTPDNSServer"]),
-        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSTestSupport"]),
+        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import HTTPDNSCore
-import Synchronization
 
 /// Runs one blocking job on a thread of its own and hands its result to an async caller.
 ///
@@ -17,7 +16,7 @@ final class BlockingCall<Value: Sendable>: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = HTTPDNSLock(State())
 
     /// True once a result, timeout or cancellation has been delivered; the job may stop.
     var isFinished: Bool { state.withLock { $0.finished } }

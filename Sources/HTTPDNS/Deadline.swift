@@ -1,5 +1,4 @@
 import HTTPDNSCore
-import Synchronization
 
 /// Runs `operation` with a time limit and returns on time even if the operation is slow to honour
 /// cancellation (a task group would wait for it); the operation is cancelled when time runs out or the
@@ -48,7 +47,7 @@ private final class ResumeOnce<T: Sendable>: Sendable {
         var cleanup: (@Sendable () -> Void)?
     }
 
-    private let state = Mutex(State())
+    private let state = HTTPDNSLock(State())
 
     func install(_ continuation: CheckedContinuation<T, any Error>) {
         let pending: Result<T, any Error>? = state.withLock { state in

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import HTTPDNSCore
-import Synchronization
 
 /// Saves the cache to a file and loads it back.
 ///
@@ -30,7 +29,7 @@ final class HTTPDNSCachePersistence: Sendable {
     let path: String
     private let monitor: any HTTPDNSEventMonitor
     private let queue = DispatchQueue(label: "swift-httpdns.cache-persistence")
-    private let savePending = Mutex(false)
+    private let savePending = HTTPDNSLock(false)
 
     init(path: String, monitor: any HTTPDNSEventMonitor) {
         self.path = path

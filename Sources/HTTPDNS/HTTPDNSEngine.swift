@@ -1,5 +1,4 @@
 import HTTPDNSCore
-import Synchronization
 
 /// The resolution engine: "which addresses should this request go to?", without trusting the local
 /// resolver.
@@ -20,7 +19,7 @@ public final class HTTPDNSEngine: Sendable {
 
     /// The configuration the engine was made with.
     public let configuration: HTTPDNSConfiguration
-    let state: Mutex<State>
+    let state: HTTPDNSLock<State>
     let localResolver: (any HTTPDNSResolver)?
     let persistence: HTTPDNSCachePersistence?
 
@@ -35,7 +34,7 @@ public final class HTTPDNSEngine: Sendable {
         } else {
             self.persistence = nil
         }
-        self.state = Mutex(State(cache: cache))
+        self.state = HTTPDNSLock(State(cache: cache))
         self.localResolver = HTTPDNSEngine.makeLocalResolver(configuration)
         let names = configuration.cache.preResolve
         if !names.isEmpty {

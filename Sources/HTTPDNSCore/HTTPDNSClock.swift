@@ -1,4 +1,3 @@
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -29,11 +28,11 @@ public struct HTTPDNSSystemClock: HTTPDNSClock {
 
 /// A clock that moves only when told to; for tests.
 public final class HTTPDNSManualClock: HTTPDNSClock {
-    private let current: Mutex<Double>
+    private let current: HTTPDNSLock<Double>
 
     /// Starts at `start` seconds since 1970 (default: 2026-01-01).
     public init(start: Double = 1_767_225_600) {
-        current = Mutex(start)
+        current = HTTPDNSLock(start)
     }
 
     public func now() -> Double {

@@ -1,7 +1,6 @@
 import CMicroHTTPD
 import Foundation
 import HTTPDNSCore
-import Synchronization
 
 /// A small HTTP/1.1 server on libmicrohttpd, with optional TLS (GnuTLS inside libmicrohttpd).
 ///
@@ -39,7 +38,7 @@ public final class HTTPServer: Sendable {
     /// The port actually bound.
     public let port: Int
     let core: HTTPServerCore
-    private let daemon: Mutex<DaemonHandle?>
+    private let daemon: HTTPDNSLock<DaemonHandle?>
 
     /// The `MHD_Daemon *`; libmicrohttpd's daemon calls are thread-safe, and the mutex makes sure
     /// only one caller stops it.
@@ -91,7 +90,7 @@ public final class HTTPServer: Sendable {
             Unmanaged<HTTPServerCore>.fromOpaque(context).release()
             throw StartError("cannot listen on \(configuration.address.uriText):\(configuration.port)")
         }
-        self.daemon = Mutex(DaemonHandle(pointer: started))
+        self.daemon = HTTPDNSLock(DaemonHandle(pointer: started))
         self.port = Int(httpdns_mhd_bound_port(started))
     }
 

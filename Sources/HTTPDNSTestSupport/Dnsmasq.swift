@@ -7,7 +7,6 @@ import Darwin
 #endif
 import Foundation
 import HTTPDNSCore
-import Synchronization
 
 /// A real dnsmasq (Debian `dnsmasq-base`) on a loopback address and a free port, for tests.
 ///
@@ -72,7 +71,7 @@ public final class Dnsmasq: Sendable {
     /// The temporary directory with the config file and dnsmasq's log.
     public let directory: URL
 
-    private let process: Mutex<Process?>
+    private let process: HTTPDNSLock<Process?>
 
     /// Starts dnsmasq and waits until it answers a query.
     ///
@@ -92,7 +91,7 @@ public final class Dnsmasq: Sendable {
                 let port = try configuration.port ?? Self.freePort(on: configuration.listenAddress)
                 let running = try Self.launch(configuration, port: port, directory: directory)
                 self.port = port
-                self.process = Mutex(running)
+                self.process = HTTPDNSLock(running)
                 return
             } catch {
                 lastError = error

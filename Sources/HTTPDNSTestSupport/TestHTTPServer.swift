@@ -1,7 +1,7 @@
 import Foundation
+import Synchronization
 import HTTPDNSCore
 import HTTPDNSServer
-import Synchronization
 
 /// A loopback ``HTTPServer`` with a few fixed routes that tests of HTTP clients need, recording
 /// every request it handles.
@@ -61,7 +61,7 @@ public final class TestHTTPServer: Sendable {
         case "/bytes":
             return HTTPServer.Response(body: Data(repeating: UInt8(ascii: "x"), count: min(number("n"), 1 << 26)))
         case "/chunked":
-            let left = Mutex(min(number("n"), 1 << 26))
+            let left = HTTPDNSLock(min(number("n"), 1 << 26))
             return HTTPServer.Response(streamLength: nil) {
                 left.withLock { left -> Data? in
                     guard left > 0 else { return nil }

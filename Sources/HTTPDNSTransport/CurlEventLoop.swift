@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import HTTPDNSCore
 
 /// One `curl_multi` handle driven by its own thread.
 ///
@@ -16,7 +17,7 @@ final class CurlEventLoop: @unchecked Sendable {
         var closed = false
     }
 
-    private let inbox = TransportLock(Inbox())
+    private let inbox = HTTPDNSLock(Inbox())
     /// The `CURLM *`; used on the loop thread, plus `curl_multi_wakeup` under `inbox`.
     private let multi: UnsafeMutableRawPointer
     /// Transfers in the multi handle, by easy handle. Loop thread only.

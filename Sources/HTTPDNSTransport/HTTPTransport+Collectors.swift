@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSCore
 
 /// Collects a whole response for ``HTTPTransport/send(_:)``.
 ///
@@ -11,7 +12,7 @@ final class ResponseCollector: HTTPTransportDelegate {
         var body = Data()
     }
 
-    private let state = TransportLock(State())
+    private let state = HTTPDNSLock(State())
 
     func setContinuation(_ continuation: CheckedContinuation<Result<HTTPTransportResponse, HTTPTransportError>, Never>) {
         state.withLock { $0.continuation = continuation }
@@ -47,7 +48,7 @@ final class ResponseStreamer: HTTPTransportDelegate {
         var earlyHead: Result<HTTPTransportResponseHead, HTTPTransportError>?
     }
 
-    private let state = TransportLock(State())
+    private let state = HTTPDNSLock(State())
     private let body: AsyncThrowingStream<Data, any Error>.Continuation
 
     init(body: AsyncThrowingStream<Data, any Error>.Continuation) {

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPDNSCore
 import HTTPDNSTransport
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -23,11 +22,11 @@ final class AttemptDelegate: HTTPTransportDelegate {
         var cancelWhenKnown = false
     }
 
-    private let state = Mutex(State())
+    private let state = HTTPDNSLock(State())
     private let originalURL: URL
     private let interceptRedirects: Bool
     private let client: any HTTPDNSClientDelegate
-    private let report: Mutex<HTTPDNSConnectionReport>
+    private let report: HTTPDNSLock<HTTPDNSConnectionReport>
     private let request: URLRequest
     private let cookieStorage: HTTPCookieStorage?
 
@@ -38,7 +37,7 @@ final class AttemptDelegate: HTTPTransportDelegate {
         self.originalURL = originalURL
         self.interceptRedirects = interceptRedirects
         self.client = client
-        self.report = Mutex(report)
+        self.report = HTTPDNSLock(report)
         self.request = request
         self.cookieStorage = cookieStorage
     }

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPDNSTransport
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import HTTPDNSCore
 #endif
 
 extension HTTPDNSClient {
@@ -55,7 +55,7 @@ final class StreamingCollector: HTTPDNSClientDelegate {
         var responded = false
     }
 
-    private let state = Mutex(State())
+    private let state = HTTPDNSLock(State())
     let body: AsyncThrowingStream<Data, any Error>
     private let bodyContinuation: AsyncThrowingStream<Data, any Error>.Continuation
 

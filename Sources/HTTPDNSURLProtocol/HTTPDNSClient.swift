@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
@@ -177,7 +176,7 @@ public final class HTTPDNSClientTask: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = HTTPDNSLock(State())
 
     /// Stops the request at once; the delegate gets `URLError(.cancelled)` unless it already completed.
     public func cancel() {

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -41,8 +40,8 @@ open class HTTPDNSURLProtocol: URLProtocol {
         var cookieStorage: HTTPCookieStorage?
     }
 
-    private static let installation = Mutex<Installation?>(nil)
-    private let running = Mutex<HTTPDNSClientTask?>(nil)
+    private static let installation = HTTPDNSLock<Installation?>(nil)
+    private let running = HTTPDNSLock<HTTPDNSClientTask?>(nil)
 
     /// Makes `client` serve this protocol and puts the protocol first in `configuration.protocolClasses`,
     /// keeping the classes already there.
@@ -105,7 +104,7 @@ private final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendabl
     // The protocol instance outlives its loading; URLProtocolClient calls are safe from any thread
     // in swift-corelibs-foundation (they hop to the session's queues).
     private let owner: HTTPDNSURLProtocol
-    private let body = Mutex(Data())
+    private let body = HTTPDNSLock(Data())
 
     init(_ owner: HTTPDNSURLProtocol) {
         self.owner = owner

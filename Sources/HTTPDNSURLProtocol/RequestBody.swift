@@ -1,8 +1,8 @@
 import Foundation
 import HTTPDNSTransport
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import HTTPDNSCore
 #endif
 
 /// A request's body as the transport sends it: `httpBody` in memory, or `httpBodyStream` read
@@ -49,7 +49,7 @@ struct RequestBody: Sendable {
 ///
 /// `InputStream` is not thread-safe; every access happens under the lock, one read at a time.
 final class InputStreamSource: HTTPTransportBodySource, @unchecked Sendable {
-    private let lock = Mutex(false)  // true once a byte was read
+    private let lock = HTTPDNSLock(false)  // true once a byte was read
     private let stream: InputStream
 
     init(_ stream: InputStream) {

@@ -5,7 +5,6 @@ import DNSWire
 import Foundation
 import HTTPDNSCore
 import HTTPDNSTestSupport
-import Synchronization
 
 /// A scripted UDP (and optionally TCP) server on 127.0.0.1 for the cases dnsmasq cannot play:
 /// spoofed replies, silence, TC=1 with a hand-made TCP answer delivered byte by byte.
@@ -19,9 +18,9 @@ final class FakeDNSServer: Sendable {
     private let udp: Int32
     private let other: Int32
     private let tcp: Int32
-    private let stopped = Mutex(false)
+    private let stopped = HTTPDNSLock(false)
     private let done = DispatchSemaphore(value: 0)
-    let queries = Mutex<[DNSMessage]>([])
+    let queries = HTTPDNSLock<[DNSMessage]>([])
 
     init(udp udpScript: @escaping UDPScript, tcp tcpScript: TCPScript? = nil) throws {
         let address = IPAddress("127.0.0.1")!

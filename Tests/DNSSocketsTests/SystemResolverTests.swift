@@ -1,7 +1,6 @@
 import DNSSockets
 import Foundation
 import HTTPDNSCore
-import Synchronization
 import XCTest
 
 /// Only `localhost` and /etc/hosts names reach the real getaddrinfo here (and only for IPv4, the
@@ -29,7 +28,7 @@ final class SystemResolverTests: XCTestCase {
     }
 
     func testInvalidNamesNeverReachTheLookup() async {
-        let calls = Mutex(0)
+        let calls = HTTPDNSLock(0)
         let resolver = SystemResolver { _, _ in
             calls.withLock { $0 += 1 }
             return []

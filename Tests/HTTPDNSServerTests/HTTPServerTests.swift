@@ -2,7 +2,6 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
-import Synchronization
 import XCTest
 
 /// Drives the server with the `curl` command (the Debian package), so these tests do not depend on
@@ -45,7 +44,7 @@ final class HTTPServerTests: XCTestCase {
     }
 
     func testRequestPartsReachTheHandler() throws {
-        let seen = Mutex<HTTPServer.Request?>(nil)
+        let seen = HTTPDNSLock<HTTPServer.Request?>(nil)
         let server = try start { request in
             seen.withLock { $0 = request }
             return HTTPServer.Response(
@@ -88,7 +87,7 @@ final class HTTPServerTests: XCTestCase {
     func testOversizedBodyGets413() throws {
         var configuration = HTTPServer.Configuration()
         configuration.maxRequestBodyBytes = 1000
-        let called = Mutex(false)
+        let called = HTTPDNSLock(false)
         let server = try start(configuration) { _ in
             called.withLock { $0 = true }
             return HTTPServer.Response()
@@ -136,7 +135,7 @@ final class HTTPServerTests: XCTestCase {
 
     func testStreamingResponseAndKeepAlive() throws {
         let server = try start { _ in
-            let parts = Mutex(["one ", "two ", "three"])
+            let parts = HTTPDNSLock(["one ", "two ", "three"])
             return HTTPServer.Response(streamLength: nil) {
                 parts.withLock { $0.isEmpty ? nil : Data($0.removeFirst().utf8) }
             }

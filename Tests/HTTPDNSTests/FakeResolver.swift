@@ -1,7 +1,6 @@
 import Dispatch
 import HTTPDNS
 import HTTPDNSCore
-import Synchronization
 
 /// A resolver whose answers, failures and delays the test scripts; counts its calls.
 final class FakeResolver: HTTPDNSResolver {
@@ -12,11 +11,11 @@ final class FakeResolver: HTTPDNSResolver {
     }
 
     let name: String
-    private let state: Mutex<(behaviour: Behaviour, calls: Int, delay: Double)>
+    private let state: HTTPDNSLock<(behaviour: Behaviour, calls: Int, delay: Double)>
 
     init(_ name: String, _ behaviour: Behaviour, delay: Double = 0) {
         self.name = name
-        self.state = Mutex((behaviour, 0, delay))
+        self.state = HTTPDNSLock((behaviour, 0, delay))
     }
 
     var calls: Int { state.withLock { $0.calls } }
@@ -51,7 +50,7 @@ final class FakeResolver: HTTPDNSResolver {
 
 /// Collects events for assertions.
 final class RecordingMonitor: HTTPDNSEventMonitor {
-    private let log = Mutex<[String]>([])
+    private let log = HTTPDNSLock<[String]>([])
 
     var events: [String] { log.withLock { $0 } }
 

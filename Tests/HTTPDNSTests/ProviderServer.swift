@@ -1,8 +1,8 @@
 import DNSWire
 import Foundation
 import HTTPDNSServer
-import Synchronization
 import XCTest
+import HTTPDNSCore
 
 /// A loopback HTTP server that answers like an HTTPDNS service, with scripted misbehaviour, and
 /// counts the requests it gets (for coalescing assertions).
@@ -17,7 +17,7 @@ final class ProviderServer: Sendable {
     }
 
     private final class Log: Sendable {
-        let state = Mutex<(requests: [HTTPServer.Request], mode: Mode)>(([], .normal))
+        let state = HTTPDNSLock<(requests: [HTTPServer.Request], mode: Mode)>(([], .normal))
     }
 
     let server: HTTPServer

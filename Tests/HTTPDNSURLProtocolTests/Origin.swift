@@ -4,7 +4,6 @@ import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSURLProtocol
-import Synchronization
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -13,7 +12,7 @@ import FoundationNetworking
 /// A loopback origin (libmicrohttpd) that records what it received and answers with a script.
 final class Origin: Sendable {
     private final class Log: Sendable {
-        let requests = Mutex<[HTTPServer.Request]>([])
+        let requests = HTTPDNSLock<[HTTPServer.Request]>([])
     }
 
     let server: HTTPServer
