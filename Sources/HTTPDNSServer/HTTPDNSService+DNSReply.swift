@@ -52,12 +52,13 @@ extension HTTPDNSService {
                 owner = target
             }
             if type == .A || type == .AAAA || type == .ANY {
-                let ttl = UInt32(clamping: answer.ttl)
+                let ttl = UInt32(clamping: answer.addressTTL)
                 reply.answers += answer.ipv4.map { DNSRecord(name: owner, ttl: ttl, data: .a($0.bytes)) }
                 reply.answers += answer.ipv6.map { DNSRecord(name: owner, ttl: ttl, data: .aaaa($0.bytes)) }
             }
         }
-        if reply.answers.isEmpty, let apex = answer.apex, let soa = soaRecord(apex) {
+        let apex = answer.apex ?? (answer.authoritative ? configuration.zone.apex(for: host) : nil)
+        if reply.answers.isEmpty, let apex, let soa = soaRecord(apex) {
             reply.authorities.append(soa)
         }
         return reply

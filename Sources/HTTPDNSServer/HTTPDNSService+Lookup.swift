@@ -27,8 +27,10 @@ struct HTTPDNSServiceAnswer: Sendable {
     var aliases: [Alias] = []
     var ipv4: [IPAddress] = []
     var ipv6: [IPAddress] = []
-    /// TTL of the addresses (the smallest along the chain).
+    /// TTL of the answer as a whole: the smallest along the CNAME chain (what the text formats give).
     var ttl: Int
+    /// TTL of the address records themselves (what DNS gives them, the chain links having their own).
+    var addressTTL: Int = 0
     /// True when every part of the answer came from the zone (DNS AA bit).
     var authoritative: Bool
     /// The zone apex for the SOA of a negative answer, when the name lies in the zone.
@@ -66,6 +68,7 @@ extension HTTPDNSService {
                 answer.ipv4 = family.includes(.v4) ? entry.ipv4 : []
                 answer.ipv6 = family.includes(.v6) ? entry.ipv6 : []
                 answer.ttl = chainTTL
+                answer.addressTTL = entry.ttl
                 if answer.ipv4.isEmpty, answer.ipv6.isEmpty { answer.apex = zone.apex(for: current) }
                 return answer
             }
@@ -73,6 +76,7 @@ extension HTTPDNSService {
                 var upstream = upstreamLookup(current, family: family)
                 upstream.host = name
                 upstream.aliases = answer.aliases
+                upstream.addressTTL = upstream.ttl
                 upstream.ttl = min(upstream.ttl, chainTTL)
                 return upstream
             }
