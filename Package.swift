@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "DNSWire", targets: ["DNSWire"]),
         .library(name: "HTTPDNSURLProtocol", targets: ["HTTPDNSURLProtocol"]),
         .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
+        .executable(name: "httpdns-bench", targets: ["HTTPDNSBench"]),
     ],
     targets: [
         // C libraries from Debian packages, with small shims for their variadic calls.
@@ -55,6 +56,15 @@ let package = Package(
             name: "HTTPDNSTool",
             dependencies: [
                 "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSURLProtocol", "HTTPDNSServer",
+            ]
+        ),
+
+        // `make bench`: what protection costs, against baselines measured in the same run.
+        .executableTarget(
+            name: "HTTPDNSBench",
+            dependencies: [
+                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSURLProtocol", "HTTPDNSServer",
+                "HTTPDNSTestSupport",
             ]
         ),
 
