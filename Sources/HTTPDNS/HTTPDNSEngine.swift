@@ -102,7 +102,10 @@ public final class HTTPDNSEngine: Sendable {
             return answer
         case .wait(let task, let staleFallback):
             do {
-                let answer = try await task.value
+                // The shared lookup is not cancelled with one waiter (others may wait on it), but a
+                // cancelled waiter leaves at once.
+                let limit = configuration.timeouts.httpdnsBudget + configuration.timeouts.localDNS + 1
+                let answer = try await withDeadline(seconds: limit, context: name) { try await task.value }
                 return reordered(answer)
             } catch let error as HTTPDNSError {
                 if staleFallback, error.code != .cancelled, let stale = serveStale(key) {

@@ -207,3 +207,25 @@ final class HTTPDNSEngineTests: XCTestCase {
         XCTAssertFalse(report.verdict.isHijack)
     }
 }
+
+final class HTTPDNSEngineCancellationTests: XCTestCase {
+    func testCancelledWaiterLeavesAtOnceWhileTheSharedLookupGoesOn() async throws {
+        let slow = FakeResolver("slow", .answer(["198.51.100.30"], ttl: 60), delay: 1)
+        let subject = engine([slow]) { $0.timeouts.perAttempt = 3; $0.timeouts.httpdnsBudget = 3 }
+        let waiter = Task { try await subject.resolve("slow.example") }
+        let survivor = Task { try await subject.resolve("slow.example") }
+        try await Task.sleep(for: .milliseconds(100))
+        let started = ContinuousClock.now
+        waiter.cancel()
+        do {
+            _ = try await waiter.value
+            XCTFail("the cancelled waiter got an answer")
+        } catch let error as HTTPDNSError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        XCTAssertLessThan(ContinuousClock.now - started, .milliseconds(500), "left without waiting for the lookup")
+        let answer = try await survivor.value
+        XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.30"])
+        XCTAssertEqual(slow.calls, 1)
+    }
+}
