@@ -10,7 +10,7 @@ import HTTPDNSTransport
 /// client adds `?host=HOST`), `udp` (`IP:PORT`, plain DNS), `system` (getaddrinfo; no URL).
 ///
 /// Credentials ride as query parameters on the URL and are taken off before requests are built:
-/// `id`, `key`, `alg`, `token` for dnspod; `secret` for alibaba. `bootstrap=IP[,IP…]` on any HTTP
+/// `id`, `key`, `alg`, `token`, `ip` for dnspod; `secret`, `api=legacy|v2`, `aes=HEXKEY`, `ip` for alibaba. `bootstrap=IP[,IP…]` on any HTTP
 /// kind gives the service's addresses so that reaching it needs no DNS.
 public struct HTTPDNSProviderSpec: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, Hashable, CaseIterable {
@@ -107,6 +107,9 @@ public struct HTTPDNSProviderSpec: Sendable, Hashable, CustomStringConvertible {
                 configuration.algorithm = algorithm
             }
             format = DNSPodFormat(configuration: configuration)
+            if configuration.algorithm != nil, configuration.key == nil || configuration.accountID == nil {
+                throw HTTPDNSError(.invalidConfiguration, "dnspod alg needs id and key")
+            }
         case .alibaba:
             guard let slash = base.lastIndex(of: "/"), base[base.index(after: slash)...].allSatisfy(\.isNumber),
                   base.index(after: slash) < base.endIndex, !base[..<slash].hasSuffix("/")
@@ -116,6 +119,20 @@ public struct HTTPDNSProviderSpec: Sendable, Hashable, CustomStringConvertible {
             var configuration = AlibabaFormat.Configuration(
                 serviceURL: String(base[..<slash]), accountID: String(base[base.index(after: slash)...]))
             configuration.secret = parameters.removeValue(forKey: "secret")
+            configuration.clientSubnet = parameters.removeValue(forKey: "ip")
+            if let api = parameters.removeValue(forKey: "api") {
+                guard let value = AlibabaFormat.API(rawValue: api.lowercased()) else {
+                    throw HTTPDNSError(.invalidConfiguration, "alibaba api must be legacy or v2, got \(api)")
+                }
+                configuration.api = value
+            }
+            if let key = parameters.removeValue(forKey: "aes") {
+                do {
+                    configuration.encryptionKey = try HTTPDNSCrypto.hexDecode(key)
+                } catch {
+                    throw HTTPDNSError(.invalidConfiguration, "alibaba aes key must be hex")
+                }
+            }
             format = AlibabaFormat(configuration: configuration)
         case .doh, .dohPost:
             format = DoHWireFormat(url: HTTPDNSProviderSpec.join(base, parameters), method: kind == .doh ? .get : .post)
