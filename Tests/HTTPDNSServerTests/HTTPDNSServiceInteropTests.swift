@@ -1,5 +1,8 @@
 import DNSWire
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
@@ -7,7 +10,7 @@ import XCTest
 
 /// Clients nobody here wrote: curl's `--doh-url` and dig's `+https`, run as the real binaries
 /// against the service on 127.0.0.1.
-final class HTTPDNSServiceInteropTests: HTTPDNSServiceTestCase {
+class HTTPDNSServiceInteropTestsBase: HTTPDNSServiceTestCase {
     struct Run {
         var status: Int32
         var output: String
@@ -45,6 +48,9 @@ final class HTTPDNSServiceInteropTests: HTTPDNSServiceTestCase {
         }
         return (service, certificates)
     }
+}
+
+final class HTTPDNSServiceInteropTests: HTTPDNSServiceInteropTestsBase {
 
     func testCurlResolvesThroughTheServiceAndConnectsToTheZoneAddress() throws {
         let (service, certificates) = try startHTTPSService()
@@ -86,5 +92,157 @@ final class HTTPDNSServiceInteropTests: HTTPDNSServiceTestCase {
             "http://nowhere.example.test:9/",
         ])
         XCTAssertEqual(result.status, 6, result.errors)  // CURLE_COULDNT_RESOLVE_HOST
+    }
+}
+
+/// dig 9.18 speaks DNS over HTTPS only over HTTP/2 (it fails with "ALPN for HTTP/2 failed" against
+/// an HTTP/1.1 server, and `+http-plain` is h2c), while libmicrohttpd speaks HTTP/1.1. So dig
+/// reaches the service the way a deployment would: through nginx terminating TLS and HTTP/2 and
+/// proxying `/dns-query` to the service over HTTP/1.1.
+final class HTTPDNSServiceDigTests: HTTPDNSServiceInteropTestsBase {
+    func testDigOverHTTPSThroughNginx() throws {
+        let service = try startService()
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let nginx = try NginxFront(backendPort: try XCTUnwrap(service.port), leaf: leaf)
+        defer { nginx.stop() }
+        let common = [
+            "@127.0.0.1", "-p", "\(nginx.port)", "+tries=1", "+timeout=5",
+            "+tls-ca=\(certificates.caCertificatePath)", "+tls-hostname=localhost",
+        ]
+        for method in ["+https", "+https-get"] {
+            let answer = try run("/usr/bin/dig", [method] + common + ["name.test", "A"])
+            XCTAssertEqual(answer.status, 0, answer.errors + answer.output + nginx.log())
+            XCTAssertTrue(answer.output.contains("status: NOERROR"), answer.output)
+            XCTAssertTrue(answer.output.contains("flags: qr aa rd ra"), answer.output)
+            XCTAssertTrue(answer.output.range(of: #"name\.test\.\s+5\s+IN\s+A\s+127\.0\.0\.1"#, options: .regularExpression) != nil, answer.output)
+        }
+        let v6 = try run("/usr/bin/dig", ["+https"] + common + ["www.example.test", "AAAA", "+short"])
+        XCTAssertEqual(v6.output.trimmingCharacters(in: .whitespacesAndNewlines), "2001:db8::1", v6.errors)
+        let missing = try run("/usr/bin/dig", ["+https"] + common + ["nowhere.example.test", "A"])
+        XCTAssertTrue(missing.output.contains("status: NXDOMAIN"), missing.output)
+        XCTAssertTrue(missing.output.contains("example.test.\t\t60\tIN\tSOA"), missing.output)
+    }
+
+    func testDigCannotSpeakToHTTP1DirectlyWhichIsWhyNginxIsInFront() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let service = try startService { configuration in
+            configuration.tlsCertificatePEM = leaf.certificatePEM
+            configuration.tlsKeyPEM = leaf.keyPEM
+        }
+        let direct = try run("/usr/bin/dig", ["+https", "@127.0.0.1", "-p", "\(try XCTUnwrap(service.port))", "+tries=1", "+timeout=3", "name.test"])
+        XCTAssertNotEqual(direct.status, 0)
+        XCTAssertTrue((direct.output + direct.errors).contains("ALPN for HTTP/2 failed"), direct.output + direct.errors)
+    }
+}
+
+/// nginx (the Debian package) in the foreground on a free loopback port, terminating TLS with
+/// HTTP/2 and proxying `/dns-query` to the service over HTTP/1.1.
+final class NginxFront {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    let port: Int
+    let directory: URL
+    let process = Process()
+
+    init(backendPort: Int, leaf: TestCertificates.Leaf) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        let root = directory.path
+        let configuration = """
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            pid \(root)/nginx.pid;
+            error_log \(root)/error.log info;
+            events { worker_connections 64; }
+            http {
+                access_log off;
+                client_body_temp_path \(root)/body;
+                proxy_temp_path \(root)/proxy;
+                fastcgi_temp_path \(root)/fastcgi;
+                uwsgi_temp_path \(root)/uwsgi;
+                scgi_temp_path \(root)/scgi;
+                server {
+                    listen 127.0.0.1:\(port) ssl http2;
+                    ssl_certificate \(leaf.certificatePath);
+                    ssl_certificate_key \(leaf.keyPath);
+                    location /dns-query {
+                        proxy_pass http://127.0.0.1:\(backendPort);
+                        proxy_http_version 1.1;
+                    }
+                }
+            }
+            """
+        let file = directory.appendingPathComponent("nginx.conf").path
+        try configuration.write(toFile: file, atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-e", "\(root)/stderr.log", "-p", root, "-c", file]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Ready when the port accepts connections; fail loudly if it never does.
+        for _ in 0..<100 {
+            if Self.accepts(port) { return }
+            guard process.isRunning else { break }
+            usleep(50_000)
+        }
+        let log = self.log()
+        stop()
+        throw NginxFront.Failure("nginx did not start: \(log)")
+    }
+
+    func log() -> String {
+        ["error.log", "stderr.log"].compactMap {
+            try? String(contentsOfFile: directory.appendingPathComponent($0).path, encoding: .utf8)
+        }.joined(separator: "\n")
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A port the kernel just handed out on 127.0.0.1 (bound, read back, released).
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw NginxFront.Failure("socket() failed") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+            }
+        }
+        guard bound else { throw NginxFront.Failure("bind() failed") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accepts(_ port: Int) -> Bool {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { return false }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
     }
 }
