@@ -32,7 +32,7 @@ public final class HTTPDNSLock<Value>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the value. Do not call back into the same lock inside.
     @inlinable
-    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         lock()
         defer { unlock() }
         return try body(&valueStorage)

@@ -1,7 +1,6 @@
 import Dispatch
 import HTTPDNS
 import HTTPDNSCore
-import Synchronization
 
 /// What the service knows about one name, before it is put into a wire format.
 struct HTTPDNSServiceAnswer: Sendable {
@@ -123,7 +122,7 @@ extension HTTPDNSService {
         seconds: Double, fallback: T, _ operation: @escaping @Sendable () async -> T
     ) -> T {
         let semaphore = DispatchSemaphore(value: 0)
-        let box = Mutex<T?>(nil)
+        let box = HTTPDNSLock<T?>(nil)
         let task = Task {
             let value = await operation()
             box.withLock { $0 = value }

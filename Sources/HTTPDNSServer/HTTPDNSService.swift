@@ -1,7 +1,6 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
-import Synchronization
 
 /// The self-hostable HTTPDNS server: answers names from a zone, and optionally from upstream
 /// resolvers, in every wire format the clients of this package speak.
@@ -111,7 +110,7 @@ public final class HTTPDNSService: Sendable {
     /// The configuration the service was made with.
     public let configuration: Configuration
     let engine: HTTPDNSEngine?
-    private let server = Mutex<HTTPServer?>(nil)
+    private let server = HTTPDNSLock<HTTPServer?>(nil)
 
     /// Creates the service; nothing listens until ``start()``.
     public init(configuration: Configuration) {
