@@ -1,1 +1,63 @@
-print("httpdns-bench: not built yet")
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// `httpdns-bench`: what protection costs, next to what users would use instead, measured in one run
+// on loopback servers the bench starts and stops itself. See BenchOptions.usage.
+
+let options: BenchOptions
+do {
+    guard let parsed = try BenchOptions.parse(Array(CommandLine.arguments.dropFirst())) else {
+        print(BenchOptions.usage)
+        exit(0)
+    }
+    options = parsed
+} catch {
+    FileHandle.standardError.write(Data("httpdns-bench: \(error)\n\n\(BenchOptions.usage)\n".utf8))
+    exit(64)
+}
+
+// Row 4's baseline is plain URLSession, which on Linux trusts only the system CA bundle. As root, the
+// bench re-runs itself in a private mount namespace where a bundle with its test CA is bind-mounted
+// over the system one: nothing outside this process tree sees it.
+if options.runs(4) {
+    BenchTrust.enterPrivateMountNamespaceIfPossible()
+}
+
+signal(SIGPIPE, SIG_IGN)
+let runner = BenchRunner(options: options)
+var report = BenchReport(machine: BenchSystem.machine(), quick: options.quick)
+let measurements: [(row: Int, name: String, run: @Sendable (BenchRunner) async throws -> [BenchRow])] = [
+    (1, "cache-hit lookup", CacheHitBench.run),
+    (2, "cold resolve per provider format", ColdResolveBench.run),
+    (3, "10,000 concurrent lookups", CoalescingBench.run),
+    (4, "URLSession + protocol", URLSessionBench.run),
+    (5, "direct client vs curl CLI", DirectClientBench.run),
+    (6, "64 MiB streamed upload", UploadBench.run),
+    (7, "memory per cached host", CacheMemoryBench.run),
+]
+for measurement in measurements where options.runs(measurement.row) {
+    FileHandle.standardError.write(Data("httpdns-bench: row \(measurement.row): \(measurement.name)…\n".utf8))
+    do {
+        report.rows += try await measurement.run(runner)
+    } catch {
+        report.failures[String(measurement.row)] = String(describing: error)
+    }
+}
+report.machine.loadAfter = BenchSystem.loadAverage()
+
+print(report.table())
+if let path = options.jsonPath {
+    do {
+        try report.write(json: path)
+    } catch {
+        FileHandle.standardError.write(Data("httpdns-bench: cannot write \(path): \(error)\n".utf8))
+        exit(1)
+    }
+}
+let missed = report.missed
+if !missed.isEmpty {
+    FileHandle.standardError.write(Data(("httpdns-bench: missed:\n" + missed.map { "  \($0)\n" }.joined()).utf8))
+    exit(1)
+}

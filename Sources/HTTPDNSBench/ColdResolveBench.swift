@@ -1,0 +1,110 @@
+import Foundation
+import HTTPDNS
+import HTTPDNSCore
+import HTTPDNSTransport
+
+/// Row 2: a lookup that misses the cache and goes to the provider, through each wire format, against
+/// ``HTTPDNSService`` on 127.0.0.1; µs per lookup, one lookup at a time.
+///
+/// Every lookup asks a name never asked before (`cN.bench.test`), so the engine's cache never
+/// answers. The baseline is libcurl alone: ``HTTPTransport/send(_:)`` of the very request the
+/// provider would build for a fresh name, on the same reused connection, without the engine or the
+/// parser. The ratio is therefore the whole cost of the HTTPDNS layers above the HTTP exchange.
+enum ColdResolveBench {
+    static let kinds: [HTTPDNSProviderSpec.Kind] = [.dnspod, .alibaba, .doh, .dohPost, .dohJSON, .ips]
+
+    static func run(_ runner: BenchRunner) async throws -> [BenchRow] {
+        let server = try BenchServers.CountingHTTPDNS()
+        defer { server.stop() }
+        let transport = HTTPTransport()
+        let lookups = runner.options.quick ? 40 : 200
+        let names = NameSource()
+        var rows: [BenchRow] = []
+        for (offset, kind) in kinds.enumerated() {
+            let provider = try makeProvider(kind, base: server.base, transport: transport)
+            var configuration = HTTPDNSConfiguration(providers: [provider])
+            configuration.failover.httpdnsOnly = true
+            configuration.localDNS = .custom(StaticResolver([:]))
+            configuration.cache.policy.capacity = 100_000
+            let engine = HTTPDNSEngine(configuration: configuration)
+
+            let subject: () async throws -> Double = {
+                let batch = names.next(lookups)
+                let elapsed = try await benchMeasureNanoseconds {
+                    for name in batch {
+                        let answer = try await engine.resolve(name)
+                        guard answer.addresses == [BenchServers.zoneAddress], !answer.fromCache else {
+                            throw BenchFailure("\(kind.rawValue): unexpected answer \(answer)")
+                        }
+                    }
+                }
+                return elapsed / Double(lookups) / 1000
+            }
+            let baseline: () async throws -> Double = {
+                let requests = try names.next(lookups).map { name in
+                    try provider.format.requests(for: [name], family: .ipv4, now: Int64(Date().timeIntervalSince1970))[0]
+                }
+                let elapsed = try await benchMeasureNanoseconds {
+                    for request in requests {
+                        let response = try await transport.send(transportRequest(request, provider: provider))
+                        guard response.statusCode == 200 else {
+                            throw BenchFailure("\(kind.rawValue): HTTP \(response.statusCode) for \(request.url)")
+                        }
+                    }
+                }
+                return elapsed / Double(lookups) / 1000
+            }
+            let results = try await runner.interleave(
+                rounds: runner.rounds, deadline: runner.deadline(seconds: 40), [baseline, subject])
+            let ratio = BenchStats.ratios(results[1], over: results[0])
+            rows.append(BenchRow(
+                id: "2\(Character(UnicodeScalar(UInt8(ascii: "a") + UInt8(offset))))",
+                title: "cold engine.resolve via \(kind.rawValue)", unit: "µs/lookup", subject: BenchStats(results[1]),
+                baselineTitle: "HTTPTransport.send, same URL", baseline: BenchStats(results[0]), ratio: ratio,
+                target: "≤ 1.2×", passed: ratio.median <= 1.2))
+        }
+        return rows
+    }
+
+    /// The provider a user would configure for `kind`, pointed at the local service.
+    static func makeProvider(_ kind: HTTPDNSProviderSpec.Kind, base: String, transport: HTTPTransport) throws -> HTTPDNSProvider {
+        let location: String
+        switch kind {
+        case .dnspod: location = base
+        case .alibaba: location = "\(base)/100000"
+        case .doh, .dohPost: location = "\(base)/dns-query"
+        case .dohJSON: location = "\(base)/resolve"
+        case .ips: location = "\(base)/ips"
+        case .udp, .system: throw BenchFailure("\(kind.rawValue) is not an HTTP provider")
+        }
+        let resolver = try HTTPDNSProviderSpec(kind: kind, location: location).makeResolver(transport: transport)
+        guard let provider = resolver as? HTTPDNSProvider else { throw BenchFailure("\(kind.rawValue) is not an HTTPDNSProvider") }
+        return provider
+    }
+
+    /// The transport request ``HTTPDNSProvider`` sends for `request` (same headers, body, limits).
+    static func transportRequest(_ request: HTTPDNSProviderRequest, provider: HTTPDNSProvider) -> HTTPTransportRequest {
+        var transportRequest = HTTPTransportRequest(url: URL(string: request.url)!, method: request.method)
+        transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPHeader(name: $0.key, value: $0.value) }
+        if let body = request.body { transportRequest.body = .data(Data(body)) }
+        transportRequest.pinnedAddresses = provider.options.bootstrapAddresses
+        transportRequest.trust = provider.options.trust
+        transportRequest.timeouts = .init(
+            connect: provider.options.connectTimeout, total: provider.options.totalTimeout, idle: provider.options.totalTimeout)
+        transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes
+        return transportRequest
+    }
+
+    /// Names never asked before: `c1.bench.test`, `c2.bench.test`, …
+    final class NameSource: Sendable {
+        private let counter = HTTPDNSLock(0)
+
+        func next(_ count: Int) -> [String] {
+            let start = counter.withLock { value -> Int in
+                defer { value += count }
+                return value
+            }
+            return (start..<start + count).map { "c\($0).bench.test" }
+        }
+    }
+}
