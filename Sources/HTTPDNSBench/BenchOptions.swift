@@ -6,6 +6,9 @@ struct BenchOptions: Sendable {
     var only: Set<Int> = []
     /// Where to write the figures as JSON. Default nil: table only.
     var jsonPath: String? = nil
+    /// Internal: run only this row and write its figures to ``childOutput`` (see ``BenchChild``).
+    var childRow: Int? = nil
+    var childOutput: String? = nil
 
     static let allRows = 1...7
 
@@ -48,6 +51,13 @@ struct BenchOptions: Sendable {
                 options.quick = true
             case "--json":
                 options.jsonPath = try value(argument)
+            case "--row-child":
+                guard let row = Int(try value(argument)), allRows.contains(row) else {
+                    throw UsageError(description: "--row-child takes a row number 1-7")
+                }
+                options.childRow = row
+            case "--child-output":
+                options.childOutput = try value(argument)
             case "--only":
                 for part in try value(argument).split(separator: ",") {
                     guard let row = Int(part), allRows.contains(row) else {

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The median is what targets are judged on: on a shared 2-core machine single rounds are hit by
 /// other processes, and the median ignores a few bad rounds where a mean would not.
-struct BenchStats: Sendable, Encodable {
+struct BenchStats: Sendable, Codable {
     var median: Double
     var min: Double
     var max: Double
@@ -30,7 +30,7 @@ struct BenchStats: Sendable, Encodable {
 
 /// One line of the result table: a measured figure, optionally its same-run baseline, and the
 /// target it is judged against.
-struct BenchRow: Sendable, Encodable {
+struct BenchRow: Sendable, Codable {
     /// `1a`, `1b`, … : the row of the brief's table and a letter per variant.
     var id: String
     var title: String

@@ -18,16 +18,6 @@ do {
     exit(64)
 }
 
-// Row 4's baseline is plain URLSession, which on Linux trusts only the system CA bundle. As root, the
-// bench re-runs itself in a private mount namespace where a bundle with its test CA is bind-mounted
-// over the system one: nothing outside this process tree sees it.
-if options.runs(4) {
-    BenchTrust.enterPrivateMountNamespaceIfPossible()
-}
-
-signal(SIGPIPE, SIG_IGN)
-let runner = BenchRunner(options: options)
-var report = BenchReport(machine: BenchSystem.machine(), quick: options.quick)
 let measurements: [(row: Int, name: String, run: @Sendable (BenchRunner) async throws -> [BenchRow])] = [
     (1, "cache-hit lookup", CacheHitBench.run),
     (2, "cold resolve per provider format", ColdResolveBench.run),
@@ -37,16 +27,35 @@ let measurements: [(row: Int, name: String, run: @Sendable (BenchRunner) async t
     (6, "64 MiB streamed upload", UploadBench.run),
     (7, "memory per cached host", CacheMemoryBench.run),
 ]
+signal(SIGPIPE, SIG_IGN)
+
+// A child runs one row and hands its figures back in a file (see BenchChild).
+if let row = options.childRow, let output = options.childOutput, let measurement = measurements.first(where: { $0.row == row }) {
+    do {
+        BenchChild.write(rows: try await measurement.run(BenchRunner(options: options)), failure: nil, to: output)
+    } catch {
+        BenchChild.write(rows: [], failure: String(describing: error), to: output)
+    }
+    exit(0)
+}
+
+// Row 4's baseline is plain URLSession, which on Linux trusts only the system CA bundle. As root, the
+// bench re-runs itself in a private mount namespace where a bundle with its test CA is bind-mounted
+// over the system one: nothing outside this process tree sees it.
+if options.runs(4) {
+    BenchTrust.enterPrivateMountNamespaceIfPossible()
+}
+
+var report = BenchReport(machine: BenchSystem.machine(), quick: options.quick)
 for measurement in measurements where options.runs(measurement.row) {
     FileHandle.standardError.write(Data("httpdns-bench: row \(measurement.row): \(measurement.name)…\n".utf8))
     do {
-        report.rows += try await measurement.run(runner)
+        report.rows += try BenchChild.run(row: measurement.row, options: options)
     } catch {
         report.failures[String(measurement.row)] = String(describing: error)
     }
 }
 report.machine.loadAfter = BenchSystem.loadAverage()
-
 print(report.table())
 if let path = options.jsonPath {
     do {
