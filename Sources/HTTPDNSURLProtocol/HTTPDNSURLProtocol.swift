@@ -41,7 +41,7 @@ open class HTTPDNSURLProtocol: URLProtocol {
     }
 
     private static let installation = HTTPDNSLock<Installation?>(nil)
-    private let running = HTTPDNSLock<HTTPDNSClientTask?>(nil)
+    private let running = HTTPDNSLock<(task: HTTPDNSClientTask?, forwarder: ProtocolForwarder?)>((nil, nil))
 
     /// Makes `client` serve this protocol and puts the protocol first in `configuration.protocolClasses`,
     /// keeping the classes already there.
@@ -82,53 +82,88 @@ open class HTTPDNSURLProtocol: URLProtocol {
         let cookies: HTTPDNSClient.CookieHandling = installation.cookieStorage.map { .storeOnly($0) } ?? .none
         let forwarder = ProtocolForwarder(self)
         let task = installation.client.start(request, followRedirects: true, cookies: cookies, delegate: forwarder)
-        running.withLock { $0 = task }
+        running.withLock { $0 = (task, forwarder) }
     }
 
     open override func stopLoading() {
-        let task = running.withLock { task -> HTTPDNSClientTask? in
-            defer { task = nil }
-            return task
+        let (task, forwarder) = running.withLock { running in
+            defer { running = (nil, nil) }
+            return running
         }
+        forwarder?.stop()
         task?.cancel()
     }
 }
 
-/// Hands client events to the protocol's `URLProtocolClient`.
+/// Hands client events to the protocol's `URLProtocolClient`, on the task's own work queue.
+///
+/// swift-corelibs-foundation requires every `URLProtocolClient` call to run on the task's
+/// `workQueue` ("All operations must run on this queue"): the calls read the session's task
+/// registry, which that queue mutates, and concurrent tasks crash otherwise. The queue is internal,
+/// so it is found by reflection once per request; should a future Foundation rename it, a private
+/// serial queue keeps the calls ordered (and the limitation is back).
 ///
 /// The body is handed over in one piece at the end: swift-corelibs-foundation keeps only the LAST
 /// `didLoad` chunk for tasks with a completion handler (and for the async `data(for:)`), so
 /// streaming chunk by chunk would lose data there. Code that needs a streamed body uses
 /// ``HTTPDNSClient/bytes(for:)``.
 private final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
-    // The protocol instance outlives its loading; URLProtocolClient calls are safe from any thread
-    // in swift-corelibs-foundation (they hop to the session's queues).
     private let owner: HTTPDNSURLProtocol
-    private let body = HTTPDNSLock(Data())
+    private let queue: DispatchQueue
+    private let state = HTTPDNSLock((body: Data(), stopped: false))
 
     init(_ owner: HTTPDNSURLProtocol) {
         self.owner = owner
+        self.queue = ProtocolForwarder.workQueue(of: owner.task)
+            ?? DispatchQueue(label: "swift-httpdns.url-protocol.client")
+    }
+
+    /// No calls reach the client after `stopLoading`.
+    func stop() {
+        state.withLock { $0.stopped = true }
+    }
+
+    private func deliver(_ call: @escaping @Sendable (HTTPDNSURLProtocol, any URLProtocolClient) -> Void) {
+        queue.async { [self] in
+            guard !state.withLock({ $0.stopped }), let client = owner.client else { return }
+            call(owner, client)
+        }
     }
 
     func didReceive(response: HTTPURLResponse, connection: HTTPDNSConnectionReport) {
-        owner.client?.urlProtocol(owner, didReceive: response, cacheStoragePolicy: .notAllowed)
+        deliver { owner, client in client.urlProtocol(owner, didReceive: response, cacheStoragePolicy: .notAllowed) }
     }
 
     func didReceive(data: Data) {
-        body.withLock { $0.append(data) }
+        state.withLock { $0.body.append(data) }
     }
 
     func didComplete(error: (any Error)?) {
         if let error {
-            owner.client?.urlProtocol(owner, didFailWithError: error)
+            deliver { owner, client in client.urlProtocol(owner, didFailWithError: error) }
             return
         }
-        let data = body.withLock { body -> Data in
-            defer { body = Data() }
-            return body
+        let data = state.withLock { state -> Data in
+            defer { state.body = Data() }
+            return state.body
         }
-        if !data.isEmpty { owner.client?.urlProtocol(owner, didLoad: data) }
-        owner.client?.urlProtocolDidFinishLoading(owner)
+        deliver { owner, client in
+            if !data.isEmpty { client.urlProtocol(owner, didLoad: data) }
+            client.urlProtocolDidFinishLoading(owner)
+        }
+    }
+
+    /// The internal `workQueue` of a corelibs `URLSessionTask`.
+    static func workQueue(of task: URLSessionTask?) -> DispatchQueue? {
+        guard let task else { return nil }
+        var mirror: Mirror? = Mirror(reflecting: task)
+        while let current = mirror {
+            for child in current.children where child.label == "workQueue" {
+                if let queue = child.value as? DispatchQueue { return queue }
+            }
+            mirror = current.superclassMirror
+        }
+        return nil
     }
 }
 

@@ -253,3 +253,34 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
     }
 }
 
+
+final class HTTPDNSURLProtocolStressTests: XCTestCase {
+    /// Many short requests, 16 in flight: client calls must reach URLSession on the task's own queue
+    /// (calling from the transport thread crashed corelibs under this load).
+    func testThousandsOfShortRequestsSixteenInFlight() async throws {
+        let origin = try Origin(address: "127.0.0.1")
+        defer { origin.stop() }
+        let client = makeClient(["busy.test": ["127.0.0.1"]])
+        let session = protectedSession(client)
+        let total = 2_000
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = 0
+            func add() {
+                let index = next
+                next += 1
+                group.addTask {
+                    var request = URLRequest(url: URL(string: "http://busy.test:\(origin.port)/\(index)")!)
+                    request.httpMethod = "POST"
+                    request.httpBody = Data("\(index)".utf8)
+                    let (data, _) = try await session.data(for: request)
+                    XCTAssertEqual(String(decoding: data, as: UTF8.self), "\(index)")
+                }
+            }
+            for _ in 0..<16 { add() }
+            while try await group.next() != nil {
+                if next < total { add() }
+            }
+        }
+        XCTAssertEqual(origin.requests.count, total)
+    }
+}
