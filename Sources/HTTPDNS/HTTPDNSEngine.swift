@@ -60,38 +60,32 @@ public final class HTTPDNSEngine: Sendable {
     /// - Throws: ``HTTPDNSError``; `.allAttemptsFailed` lists every provider's failure.
     public func resolve(_ host: String, family: HTTPDNSAddressFamily? = nil) async throws -> HTTPDNSAnswer {
         let family = family ?? configuration.family
-        if let literal = IPAddress(host) {
-            return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
-        }
         let name = HTTPDNSHostPolicy.normalize(host)
-        guard HTTPDNSHostPolicy.isValidHostName(name) else {
-            throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
-        }
         let key = HTTPDNSCacheKey(host: name, family: family)
         let now = configuration.clock.now()
         let monitor = configuration.monitor
 
-        enum Step {
+        // Fast path, first: IP literals and invalid names are never cached, so a hit needs no checks.
+        enum Found {
             case answer(HTTPDNSAnswer, refresh: Bool)
-            case wait(Task<HTTPDNSAnswer, any Error>, staleFallback: Bool)
+            case upstream(staleFallback: Bool)
         }
-        let step: Step = state.withLock { state in
+        let found: Found = state.withLock { state in
             switch state.cache.lookup(key, now: now) {
             case .fresh(let entry, let remaining, let shouldRefresh):
                 let refresh = shouldRefresh && state.inFlight[key] == nil
-                let answer = makeAnswer(key, entry, ttl: remaining, stale: false, state: state, now: now)
-                return .answer(answer, refresh: refresh)
+                return .answer(makeAnswer(key, entry, ttl: remaining, stale: false, state: state, now: now), refresh: refresh)
             case .stale(let entry):
                 let ttl = configuration.cache.policy.staleTTL
                 return .answer(makeAnswer(key, entry, ttl: ttl, stale: true, state: state, now: now), refresh: false)
             case .expired:
-                return .wait(upstreamTask(key, state: &state), staleFallback: true)
+                return .upstream(staleFallback: true)
             case .miss:
-                return .wait(upstreamTask(key, state: &state), staleFallback: false)
+                return .upstream(staleFallback: false)
             }
         }
 
-        switch step {
+        switch found {
         case .answer(let answer, let refresh):
             if answer.isStale {
                 monitor.cacheServedStale(host: name, family: family)
@@ -100,7 +94,14 @@ public final class HTTPDNSEngine: Sendable {
             }
             if refresh { startBackgroundRefresh(key) }
             return answer
-        case .wait(let task, let staleFallback):
+        case .upstream(let staleFallback):
+            if let literal = IPAddress(name) {
+                return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
+            }
+            guard HTTPDNSHostPolicy.isValidHostName(name) else {
+                throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
+            }
+            let task = state.withLock { upstreamTask(key, state: &$0) }
             do {
                 // The shared lookup is not cancelled with one waiter (others may wait on it), but a
                 // cancelled waiter leaves at once.

@@ -43,25 +43,43 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
     }
 
     /// Lower-cases and drops one trailing dot, the form hosts are compared and cached in.
+    ///
+    /// Returns `host` itself (no allocation) when it is already in that form: this runs on every
+    /// cache hit.
     public static func normalize(_ host: String) -> String {
+        var needsWork = false
+        for byte in host.utf8 where (byte >= 0x41 && byte <= 0x5a) || byte >= 0x80 {
+            needsWork = true
+            break
+        }
+        if !needsWork, host.utf8.last != UInt8(ascii: ".") { return host }
         var name = host.lowercased()
         if name.hasSuffix(".") { name.removeLast() }
         return name
     }
 
-    /// Whether `host` is a syntactically valid DNS host name (RFC 1035 limits, LDH labels plus `_`).
+    /// Whether `host` is a syntactically valid DNS host name (RFC 1035 limits, LDH labels plus `_`),
+    /// checked in one pass over its bytes.
     public static func isValidHostName(_ host: String) -> Bool {
-        let name = normalize(host)
-        guard !name.isEmpty, name.utf8.count <= 253 else { return false }
-        for label in name.split(separator: ".", omittingEmptySubsequences: false) {
-            guard !label.isEmpty, label.utf8.count <= 63 else { return false }
-            guard label.utf8.first != UInt8(ascii: "-"), label.utf8.last != UInt8(ascii: "-") else { return false }
-            for byte in label.utf8 {
-                let ok = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        var utf8 = Array(host.utf8)
+        if utf8.last == UInt8(ascii: ".") { utf8.removeLast() }
+        guard !utf8.isEmpty, utf8.count <= 253 else { return false }
+        var labelLength = 0
+        var previous: UInt8 = UInt8(ascii: ".")
+        for byte in utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard labelLength > 0, previous != UInt8(ascii: "-") else { return false }
+                labelLength = 0
+            } else {
+                let letter = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x41 && byte <= 0x5a)
+                let ok = letter || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
                 guard ok else { return false }
+                if labelLength == 0, byte == UInt8(ascii: "-") { return false }
+                labelLength += 1
+                guard labelLength <= 63 else { return false }
             }
+            previous = byte
         }
-        return true
+        return labelLength > 0 && previous != UInt8(ascii: "-")
     }
 }

@@ -60,7 +60,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
             text = text.dropFirst().dropLast()
         }
         guard !text.isEmpty, text.utf8.count <= 45 else { return nil }
-        if text.contains(":") {
+        if text.utf8.contains(UInt8(ascii: ":")) {
             var storage = in6_addr()
             let ok = String(text).withCString { inet_pton(AF_INET6, $0, &storage) } == 1
             guard ok else { return nil }

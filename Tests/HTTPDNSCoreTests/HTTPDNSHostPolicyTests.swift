@@ -1,0 +1,42 @@
+import HTTPDNSCore
+import XCTest
+
+final class HTTPDNSHostPolicyTests: XCTestCase {
+    func testExactAndWildcardPatterns() {
+        let policy = HTTPDNSHostPolicy(["API.example.com.", "*.cdn.example.com"])
+        XCTAssertTrue(policy.protects("api.example.com"))
+        XCTAssertTrue(policy.protects("Api.Example.Com."))
+        XCTAssertFalse(policy.protects("www.example.com"))
+        XCTAssertTrue(policy.protects("img.cdn.example.com"))
+        XCTAssertTrue(policy.protects("a.b.cdn.example.com"))
+        XCTAssertFalse(policy.protects("cdn.example.com"), "a wildcard does not cover its own apex")
+        XCTAssertFalse(policy.protects("xcdn.example.com"))
+        XCTAssertFalse(HTTPDNSHostPolicy.none.protects("api.example.com"))
+    }
+
+    func testIPLiteralsAreNeverProtected() {
+        XCTAssertFalse(HTTPDNSHostPolicy.all.protects("192.0.2.1"))
+        XCTAssertFalse(HTTPDNSHostPolicy.all.protects("2001:db8::1"))
+        XCTAssertFalse(HTTPDNSHostPolicy.all.protects("[2001:db8::1]"))
+        XCTAssertFalse(HTTPDNSHostPolicy.all.protects(""))
+        XCTAssertTrue(HTTPDNSHostPolicy.all.protects("example.com"))
+    }
+
+    func testNormalize() {
+        XCTAssertEqual(HTTPDNSHostPolicy.normalize("www.example.com"), "www.example.com")
+        XCTAssertEqual(HTTPDNSHostPolicy.normalize("WWW.Example.COM."), "www.example.com")
+        XCTAssertEqual(HTTPDNSHostPolicy.normalize("a.b."), "a.b")
+    }
+
+    func testHostNameSyntax() {
+        for good in ["a", "example.com", "example.com.", "_dmarc.example.com", "xn--bcher-kva.example", "A-1.b-2.C3",
+                     String(repeating: "a", count: 63) + ".com"] {
+            XCTAssertTrue(HTTPDNSHostPolicy.isValidHostName(good), good)
+        }
+        let long = Array(repeating: String(repeating: "a", count: 50), count: 6).joined(separator: ".")  // 305 bytes
+        for bad in ["", ".", "..", "a..b", ".a", "a.b..", "-a.com", "a-.com", "a.-b", "bad host", "a/b", "a@b", "ü.com",
+                    String(repeating: "a", count: 64) + ".com", long] {
+            XCTAssertFalse(HTTPDNSHostPolicy.isValidHostName(bad), bad)
+        }
+    }
+}
