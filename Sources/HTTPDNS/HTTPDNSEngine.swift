@@ -19,6 +19,10 @@ public final class HTTPDNSEngine: Sendable {
 
     /// The configuration the engine was made with.
     public let configuration: HTTPDNSConfiguration
+    // Copies of the configuration's hot fields, read on every cache hit.
+    let clock: any HTTPDNSClock
+    let monitor: any HTTPDNSEventMonitor
+    let defaultFamily: HTTPDNSAddressFamily
     let state: HTTPDNSLock<State>
     let localResolver: (any HTTPDNSResolver)?
     let persistence: HTTPDNSCachePersistence?
@@ -26,6 +30,9 @@ public final class HTTPDNSEngine: Sendable {
     /// Creates an engine; loads a persisted cache and starts pre-resolution when configured.
     public init(configuration: HTTPDNSConfiguration) {
         self.configuration = configuration
+        self.clock = configuration.clock
+        self.monitor = configuration.monitor
+        self.defaultFamily = configuration.family
         var cache = HTTPDNSCachePolicy(settings: configuration.cache.policy)
         if let path = configuration.cache.persistencePath {
             let persistence = HTTPDNSCachePersistence(path: path, monitor: configuration.monitor)
@@ -59,71 +66,83 @@ public final class HTTPDNSEngine: Sendable {
     ///   - family: address family; defaults to the configuration's.
     /// - Throws: ``HTTPDNSError``; `.allAttemptsFailed` lists every provider's failure.
     public func resolve(_ host: String, family: HTTPDNSAddressFamily? = nil) async throws -> HTTPDNSAnswer {
-        let family = family ?? configuration.family
-        let name = HTTPDNSHostPolicy.normalize(host)
-        let key = HTTPDNSCacheKey(host: name, family: family)
-        let now = configuration.clock.now()
-        let monitor = configuration.monitor
-
-        // Fast path, first: IP literals and invalid names are never cached, so a hit needs no checks.
-        enum Found {
-            case answer(HTTPDNSAnswer, refresh: Bool)
-            case upstream(staleFallback: Bool)
-        }
-        let found: Found = state.withLock { state in
-            switch state.cache.lookup(key, now: now) {
-            case .fresh(let entry, let remaining, let shouldRefresh):
-                let refresh = shouldRefresh && state.inFlight[key] == nil
-                return .answer(makeAnswer(key, entry, ttl: remaining, stale: false, state: state, now: now), refresh: refresh)
-            case .stale(let entry):
-                let ttl = configuration.cache.policy.staleTTL
-                return .answer(makeAnswer(key, entry, ttl: ttl, stale: true, state: state, now: now), refresh: false)
-            case .expired:
-                return .upstream(staleFallback: true)
-            case .miss:
-                return .upstream(staleFallback: false)
-            }
-        }
-
-        switch found {
-        case .answer(let answer, let refresh):
+        let family = family ?? defaultFamily
+        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family)
+        // Fast path first: IP literals and invalid names are never cached, so a hit needs no checks.
+        switch cacheStep(key) {
+        case .hit(let answer, let refresh):
             if answer.isStale {
-                monitor.cacheServedStale(host: name, family: family)
+                monitor.cacheServedStale(host: key.host, family: family)
             } else {
-                monitor.cacheHit(host: name, family: family)
+                monitor.cacheHit(host: key.host, family: family)
             }
             if refresh { startBackgroundRefresh(key) }
             return answer
         case .upstream(let staleFallback):
-            if let literal = IPAddress(name) {
-                return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
-            }
-            guard HTTPDNSHostPolicy.isValidHostName(name) else {
-                throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
-            }
-            let task = state.withLock { upstreamTask(key, state: &$0) }
-            do {
-                // The shared lookup is not cancelled with one waiter (others may wait on it), but a
-                // cancelled waiter leaves at once.
-                let limit = configuration.timeouts.httpdnsBudget + configuration.timeouts.localDNS + 1
-                let answer = try await withDeadline(seconds: limit, context: name) { try await task.value }
-                return reordered(answer)
-            } catch let error as HTTPDNSError {
-                if staleFallback, error.code != .cancelled, let stale = serveStale(key) {
-                    return stale
-                }
-                throw error
-            }
+            return try await resolveMiss(key, original: host, staleFallback: staleFallback)
         }
     }
 
     /// The cached answer for `host`, if a fresh one exists; never goes upstream and never waits.
     public func cachedAnswer(_ host: String, family: HTTPDNSAddressFamily? = nil) -> HTTPDNSAnswer? {
-        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family ?? configuration.family)
-        let now = configuration.clock.now()
-        return state.withLock { state in
-            guard case .fresh(let entry, let remaining, _) = state.cache.lookup(key, now: now) else { return nil }
-            return makeAnswer(key, entry, ttl: remaining, stale: false, state: state, now: now)
+        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family ?? defaultFamily)
+        guard case .hit(let answer, _) = cacheStep(key, freshOnly: true) else { return nil }
+        return answer
+    }
+
+    enum CacheStep {
+        case hit(HTTPDNSAnswer, refresh: Bool)
+        case upstream(staleFallback: Bool)
+    }
+
+    /// What the cache says about `key` now. The lock is held only for the lookup itself.
+    func cacheStep(_ key: HTTPDNSCacheKey, freshOnly: Bool = false) -> CacheStep {
+        let now = clock.now()
+        let (lookup, refresh, cooling) = state.withLock { state -> (HTTPDNSCachePolicy.Lookup, Bool, Bool) in
+            let lookup = state.cache.lookup(key, now: now)
+            var refresh = false
+            if case .fresh(_, _, true) = lookup { refresh = state.inFlight[key] == nil }
+            return (lookup, refresh, !state.addressCooldown.isEmpty)
+        }
+        var answer: HTTPDNSAnswer
+        switch lookup {
+        case .fresh(let entry, let remaining, _):
+            answer = HTTPDNSAnswer(
+                host: key.host, addresses: entry.addresses, ttl: remaining, source: entry.source, origin: entry.origin,
+                fromCache: true, isStale: false)
+        case .stale(let entry) where !freshOnly:
+            answer = HTTPDNSAnswer(
+                host: key.host, addresses: entry.addresses, ttl: configuration.cache.policy.staleTTL,
+                source: entry.source, origin: entry.origin, fromCache: true, isStale: true)
+        case .expired, .stale:
+            return .upstream(staleFallback: true)
+        case .miss:
+            return .upstream(staleFallback: false)
+        }
+        if cooling { answer = reordered(answer) }
+        return .hit(answer, refresh: refresh)
+    }
+
+    /// A cache miss (or expired entry): one shared upstream lookup, stale answer if it fails.
+    private func resolveMiss(_ key: HTTPDNSCacheKey, original host: String, staleFallback: Bool) async throws -> HTTPDNSAnswer {
+        if let literal = IPAddress(key.host) {
+            return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
+        }
+        guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
+            throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
+        }
+        let task = state.withLock { upstreamTask(key, state: &$0) }
+        do {
+            // The shared lookup is not cancelled with one waiter (others may wait on it), but a
+            // cancelled waiter leaves at once.
+            let limit = configuration.timeouts.httpdnsBudget + configuration.timeouts.localDNS + 1
+            let answer = try await withDeadline(seconds: limit, context: key.host) { try await task.value }
+            return reordered(answer)
+        } catch let error as HTTPDNSError {
+            if staleFallback, error.code != .cancelled, let stale = serveStale(key) {
+                return stale
+            }
+            throw error
         }
     }
 

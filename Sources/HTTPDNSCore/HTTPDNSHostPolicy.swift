@@ -47,12 +47,16 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
     /// Returns `host` itself (no allocation) when it is already in that form: this runs on every
     /// cache hit.
     public static func normalize(_ host: String) -> String {
-        var needsWork = false
-        for byte in host.utf8 where (byte >= 0x41 && byte <= 0x5a) || byte >= 0x80 {
-            needsWork = true
-            break
+        let clean = host.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard let last = bytes.last, last != UInt8(ascii: ".") else { return bytes.isEmpty }
+            var flags: UInt8 = 0
+            for byte in bytes {
+                // Upper-case ASCII, or any non-ASCII byte: needs the slow path.
+                flags |= (byte &- 0x41 < 26 ? 1 : 0) | (byte & 0x80)
+            }
+            return flags == 0
         }
-        if !needsWork, host.utf8.last != UInt8(ascii: ".") { return host }
+        if clean == true { return host }
         var name = host.lowercased()
         if name.hasSuffix(".") { name.removeLast() }
         return name
