@@ -16,9 +16,7 @@ extension HTTPDNSEngine {
             return .init(source: "none", addresses: [], error: "no LocalDNS configured", errorCode: "invalidConfiguration")
         }
         do {
-            let records = try await withDeadline(seconds: configuration.timeouts.localDNS, context: local.name) {
-                try await local.resolve(host, family: family)
-            }
+            let records = try await resolveWithin(local, host, family: family, within: configuration.timeouts.localDNS)
             return .init(source: local.name, addresses: records.addresses(for: family), ttl: records.ttl)
         } catch {
             let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: local.name)
@@ -31,9 +29,7 @@ extension HTTPDNSEngine {
         var lastCode = "allAttemptsFailed"
         for provider in orderedProviders() {
             do {
-                let records = try await withDeadline(seconds: configuration.timeouts.perAttempt, context: provider.name) {
-                    try await provider.resolve(host, family: family)
-                }
+                let records = try await resolveWithin(provider, host, family: family, within: configuration.timeouts.perAttempt)
                 let kept = configuration.hygiene.filter(records, family: family).kept
                 if !kept.isEmpty {
                     return .init(source: provider.name, addresses: kept, ttl: records.ttl)

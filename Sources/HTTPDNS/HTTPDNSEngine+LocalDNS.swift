@@ -26,9 +26,7 @@ extension HTTPDNSEngine {
         }
         let name = HTTPDNSHostPolicy.normalize(host)
         configuration.monitor.fellBackToLocalDNS(host: name)
-        let records = try await withDeadline(seconds: configuration.timeouts.localDNS, context: local.name) {
-            try await local.resolve(name, family: family)
-        }
+        let records = try await resolveWithin(local, name, family: family, within: configuration.timeouts.localDNS)
         var seen = Set<IPAddress>()
         let addresses = records.addresses(for: family).filter { !$0.isUnspecified && seen.insert($0).inserted }
         guard !addresses.isEmpty else {

@@ -3,49 +3,53 @@ import HTTPDNSCore
 extension HTTPDNSEngine {
     /// The one upstream lookup for `key`: joins the one in flight or starts it (RFC 5452: one
     /// outstanding query per name and type). Called under the lock.
-    func upstreamTask(_ key: HTTPDNSCacheKey, state: inout State) -> Task<HTTPDNSAnswer, any Error> {
+    func upstreamFlight(_ key: HTTPDNSCacheKey, state: inout State) -> HTTPDNSFlight {
         if let running = state.inFlight[key] { return running }
         state.upstreamLookups += 1
-        let task = Task<HTTPDNSAnswer, any Error> {
-            defer { _ = self.state.withLock { $0.inFlight.removeValue(forKey: key) } }
+        let flight = HTTPDNSFlight(host: key.host)
+        state.inFlight[key] = flight
+        Task {
+            let outcome: HTTPDNSFlight.Outcome
             do {
                 let answer = try await self.resolveUpstream(key.host, family: key.family)
-                let now = self.configuration.clock.now()
+                let now = self.clock.now()
                 let stored = self.state.withLock { state in
-                    state.cache.store(
+                    state.inFlight.removeValue(forKey: key)
+                    return state.cache.store(
                         key, addresses: answer.addresses, ttl: answer.ttl, source: answer.source,
                         origin: answer.origin, now: now)
                 }
                 self.persistence?.scheduleSave(self)
                 var result = answer
                 result.ttl = stored.ttl
-                self.configuration.monitor.lookupAnswered(result)
-                return result
+                self.monitor.lookupAnswered(result)
+                outcome = .success(result)
             } catch {
                 let failure = HTTPDNSEngine.httpdnsError(error, host: key.host)
-                if failure.code == .unauthorized {
-                    self.state.withLock { $0.cache.remove(key) }
+                self.state.withLock { state in
+                    state.inFlight.removeValue(forKey: key)
+                    if failure.code == .unauthorized { state.cache.remove(key) }
                 }
-                self.configuration.monitor.lookupFailed(host: key.host, family: key.family, error: failure)
-                throw failure
+                self.monitor.lookupFailed(host: key.host, family: key.family, error: failure)
+                outcome = .failure(failure)
             }
+            flight.finish(outcome)
         }
-        state.inFlight[key] = task
-        return task
+        return flight
     }
 
     /// Refreshes `key` without anyone waiting; the answer lands in the cache.
     func startBackgroundRefresh(_ key: HTTPDNSCacheKey) {
-        let task: Task<HTTPDNSAnswer, any Error> = state.withLock { upstreamTask(key, state: &$0) }
-        let monitor = configuration.monitor
-        let clock = configuration.clock
-        Task {
-            do {
-                _ = try await task.value
+        let flight = state.withLock { upstreamFlight(key, state: &$0) }
+        let monitor = self.monitor
+        let clock = self.clock
+        flight.observe { [weak self] outcome in
+            switch outcome {
+            case .success:
                 monitor.cacheRefreshed(host: key.host, family: key.family)
-            } catch {
+            case .failure:
                 // Keep the entry; wait the retry interval before trying again.
-                _ = self.state.withLock { $0.cache.refreshFailed(key, now: clock.now()) }
+                _ = self?.state.withLock { $0.cache.refreshFailed(key, now: clock.now()) }
             }
         }
     }
@@ -83,9 +87,7 @@ extension HTTPDNSEngine {
             }
             let seconds = min(timeouts.perAttempt, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
             do {
-                let records = try await withDeadline(seconds: seconds, context: provider.name) {
-                    try await provider.resolve(host, family: family)
-                }
+                let records = try await resolveWithin(provider, host, family: family, within: seconds)
                 let outcome = configuration.hygiene.filter(records, family: family)
                 guard !outcome.kept.isEmpty else {
                     if outcome.rejected.isEmpty {
@@ -113,9 +115,7 @@ extension HTTPDNSEngine {
         monitor.fellBackToLocalDNS(host: host)
         do {
             try checkCancelled(host)
-            let records = try await withDeadline(seconds: timeouts.localDNS, context: local.name) {
-                try await local.resolve(host, family: family)
-            }
+            let records = try await resolveWithin(local, host, family: family, within: timeouts.localDNS)
             // LocalDNS answers are what the system would have used anyway: only unusable and duplicate
             // addresses are dropped, so that intranet names keep working.
             var seen = Set<IPAddress>()

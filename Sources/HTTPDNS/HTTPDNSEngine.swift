@@ -11,7 +11,7 @@ import HTTPDNSCore
 public final class HTTPDNSEngine: Sendable {
     struct State: Sendable {
         var cache: HTTPDNSCachePolicy
-        var inFlight: [HTTPDNSCacheKey: Task<HTTPDNSAnswer, any Error>] = [:]
+        var inFlight: [HTTPDNSCacheKey: HTTPDNSFlight] = [:]
         var providerCooldown: [String: Double] = [:]
         var addressCooldown: [IPAddress: Double] = [:]
         var upstreamLookups = 0
@@ -131,12 +131,11 @@ public final class HTTPDNSEngine: Sendable {
         guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
             throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
         }
-        let task = state.withLock { upstreamTask(key, state: &$0) }
+        let flight = state.withLock { upstreamFlight(key, state: &$0) }
         do {
             // The shared lookup is not cancelled with one waiter (others may wait on it), but a
             // cancelled waiter leaves at once.
-            let limit = configuration.timeouts.httpdnsBudget + configuration.timeouts.localDNS + 1
-            let answer = try await withDeadline(seconds: limit, context: key.host) { try await task.value }
+            let answer = try await flight.wait()
             return reordered(answer)
         } catch let error as HTTPDNSError {
             if staleFallback, error.code != .cancelled, let stale = serveStale(key) {

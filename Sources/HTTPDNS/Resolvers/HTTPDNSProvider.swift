@@ -9,7 +9,7 @@ import HTTPDNSTransport
 /// With ``Options/bootstrapAddresses`` the service is reached at those addresses (tried in order,
 /// the next when one fails to connect) while TLS still verifies the URL's host, so finding the
 /// HTTPDNS service never needs the local resolver.
-public struct HTTPDNSProvider: HTTPDNSResolver {
+public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     /// How the service is reached.
     public struct Options: Sendable {
         /// Addresses of the service; empty lets libcurl resolve the URL's host (IP URLs need none).
@@ -55,14 +55,29 @@ public struct HTTPDNSProvider: HTTPDNSResolver {
     }
 
     public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+        try await resolve(host, family: family, within: nil)
+    }
+
+    func resolve(_ host: String, family: HTTPDNSAddressFamily, within seconds: Double) async throws -> HTTPDNSRecordSet {
+        try await resolve(host, family: family, within: Optional(seconds))
+    }
+
+    private func resolve(_ host: String, family: HTTPDNSAddressFamily, within seconds: Double?) async throws -> HTTPDNSRecordSet {
+        let limit = seconds.map { Duration.milliseconds(Int64(max($0, 0.001) * 1000)) }
         let name = HTTPDNSHostPolicy.normalize(host)
         let requests = try format.requests(for: [name], family: family, now: Int64(clock.now()))
+        if requests.count == 1 {
+            // The common case needs no task group.
+            let found = try await exchange(requests[0], limit: limit).get()
+            if let set = HTTPDNSRecordSets.merge(found).first(where: { $0.host == name && !$0.isEmpty }) { return set }
+            throw HTTPDNSError(.noAddress, "no address in answer", host: name, source: self.name)
+        }
         var sets: [HTTPDNSRecordSet] = []
         var firstError: HTTPDNSError?
         // `.both` may need two requests (A and AAAA); one family without records is not a failure.
         try await withThrowingTaskGroup(of: Result<[HTTPDNSRecordSet], HTTPDNSError>.self) { group in
             for request in requests {
-                group.addTask { await self.exchange(request) }
+                group.addTask { await self.exchange(request, limit: limit) }
             }
             for try await result in group {
                 switch result {
@@ -77,7 +92,7 @@ public struct HTTPDNSProvider: HTTPDNSResolver {
     }
 
     /// Sends one request and parses its answer; every failure becomes an ``HTTPDNSError``.
-    func exchange(_ request: HTTPDNSProviderRequest) async -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
+    func exchange(_ request: HTTPDNSProviderRequest, limit: Duration?) async -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
         guard let url = URL(string: request.url) else {
             return .failure(HTTPDNSError(.invalidConfiguration, "bad service URL", source: name))
         }
@@ -86,7 +101,8 @@ public struct HTTPDNSProvider: HTTPDNSResolver {
         if let body = request.body { transportRequest.body = .data(Data(body)) }
         transportRequest.pinnedAddresses = options.bootstrapAddresses
         transportRequest.trust = options.trust
-        transportRequest.timeouts = .init(connect: options.connectTimeout, total: options.totalTimeout, idle: options.totalTimeout)
+        let total = limit.map { min($0, options.totalTimeout) } ?? options.totalTimeout
+        transportRequest.timeouts = .init(connect: min(options.connectTimeout, total), total: total, idle: total)
         transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes
 
         let response: HTTPTransportResponse
