@@ -29,6 +29,13 @@ final class ChildProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = log
         process.standardError = log
+        // The child inherits this thread's signal mask, and libdispatch worker threads (where async
+        // tests run) block SIGTERM: spawn with nothing blocked so that stop() works.
+        var empty = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&empty)
+        pthread_sigmask(SIG_SETMASK, &empty, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
         try process.run()
         self.process = process
         self.stopTimeout = stopTimeout

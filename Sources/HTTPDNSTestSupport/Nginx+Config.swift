@@ -14,6 +14,11 @@ extension Nginx {
         public var listenAddress: IPAddress = IPAddress("127.0.0.1")!
         /// The virtual hosts, in order. Default none (nginx then cannot start: at least one is needed).
         public var virtualHosts: [VirtualHost] = []
+        /// The TLS port; nil (default) picks one free on every TLS listen address. Set it to bring
+        /// a server back on the port an earlier one used (an address "reassigned" to another site).
+        public var httpsPort: UInt16?
+        /// The plain-HTTP port; nil (default) picks a free one.
+        public var httpPort: UInt16?
         /// More directives for the `http` block, each a full line without the `;`
         /// (`"client_max_body_size 0"`). Default none.
         public var httpDirectives: [String] = []

@@ -74,10 +74,13 @@ public final class Nginx: Sendable {
         let listeners = Self.listeners(configuration)
         var lastError = Failure(.noFreePort, "nginx did not start")
         // A port found free can be taken before nginx binds it: try again with other ports.
-        for _ in 0..<5 {
+        let fixedPorts = configuration.httpsPort != nil || configuration.httpPort != nil
+        for _ in 0..<(fixedPorts ? 1 : 5) {
             do throws(Failure) {
-                let httpsPort = try Self.freePort(on: listeners.filter(\.tls).map(\.address))
-                let httpPort = try Self.freePort(on: listeners.filter { !$0.tls }.map(\.address))
+                let tlsAddresses = listeners.filter(\.tls).map(\.address)
+                let plainAddresses = listeners.filter { !$0.tls }.map(\.address)
+                let httpsPort = try Self.port(configuration.httpsPort, on: tlsAddresses)
+                let httpPort = try Self.port(configuration.httpPort, on: plainAddresses)
                 let text = Self.configFile(configuration, directory: directory, httpPort: httpPort, httpsPort: httpsPort)
                 let process = try Self.launch(configuration, text: text, directory: directory)
                 let ready = Self.waitUntilListening(
@@ -167,6 +170,13 @@ public final class Nginx: Sendable {
         guard fd >= 0 else { return false }
         defer { close(fd) }
         return Dnsmasq.withSockAddr(address, port) { connect(fd, $0, $1) } == 0
+    }
+
+    /// `fixed`, or a free port on `addresses`; nil when there is no listener on that kind of port.
+    private static func port(_ fixed: UInt16?, on addresses: [IPAddress]) throws(Failure) -> UInt16? {
+        guard !addresses.isEmpty else { return nil }
+        if let fixed { return fixed }
+        return try freePort(on: addresses)
     }
 
     /// A TCP port that is free on every one of `addresses` right now; nil for no addresses.

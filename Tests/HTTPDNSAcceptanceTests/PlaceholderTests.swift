@@ -1,2 +1,0 @@
-import XCTest
-final class HTTPDNSAcceptanceTestsPlaceholder: XCTestCase { func testBuilds() { XCTAssertTrue(true) } }
