@@ -44,13 +44,15 @@ func withDeadline<T: Sendable>(
                     once.resume(.failure(error))
                 }
             }
-            // A dispatch timer rather than a sleeping task: one task fewer per attempt on the hot path.
-            // After an earlier finish it fires into a resumed `once` and does nothing.
-            DispatchQueue.global().asyncAfter(deadline: .now() + max(seconds, 0)) {
+            // A dispatch timer rather than a sleeping task: one task fewer per attempt. It is cancelled
+            // when the race ends, so finished lookups do not keep their state alive until it fires.
+            let timer = CancellableTimer {
                 once.resume(.failure(HTTPDNSError(.timedOut, "no answer within \(seconds) s", source: context)))
             }
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(seconds, 0), execute: timer.item)
             once.onFinish {
                 work.cancel()
+                timer.item.cancel()
             }
         }
     } onCancel: {
@@ -106,5 +108,14 @@ private final class ResumeOnce<T: Sendable>: Sendable {
         }
         continuation?.resume(with: result)
         cleanup?()
+    }
+}
+
+/// A `DispatchWorkItem` to hand across tasks; `cancel()` is thread-safe.
+private final class CancellableTimer: @unchecked Sendable {
+    let item: DispatchWorkItem
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        item = DispatchWorkItem(block: body)
     }
 }

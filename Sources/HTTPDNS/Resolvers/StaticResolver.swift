@@ -1,7 +1,7 @@
 import HTTPDNSCore
 
 /// Fixed answers, like curl's `--resolve`: for pinning, and for tests.
-public struct StaticResolver: HTTPDNSResolver {
+public struct StaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
     private let table: [String: [IPAddress]]
     private let ttl: Int
@@ -52,5 +52,10 @@ public struct StaticResolver: HTTPDNSResolver {
             ipv4: addresses.filter { $0.family == .v4 },
             ipv6: addresses.filter { $0.family == .v6 },
             ttl: ttl)
+    }
+
+    /// Answers at once: no time limit is needed.
+    func resolve(_ host: String, family: HTTPDNSAddressFamily, within seconds: Double) async throws -> HTTPDNSRecordSet {
+        try await resolve(host, family: family)
     }
 }

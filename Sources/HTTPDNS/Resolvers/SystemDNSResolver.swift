@@ -5,7 +5,7 @@ import HTTPDNSCore
 ///
 /// The blocking call runs on a dedicated thread, never on the cooperative pool; it gives no TTL, so
 /// the engine applies its floor.
-public struct SystemDNSResolver: HTTPDNSResolver {
+public struct SystemDNSResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name = "system"
     private let resolver: SystemResolver
 
@@ -15,6 +15,16 @@ public struct SystemDNSResolver: HTTPDNSResolver {
     }
 
     public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+        try await resolve(host, family: family, using: resolver)
+    }
+
+    func resolve(_ host: String, family: HTTPDNSAddressFamily, within seconds: Double) async throws -> HTTPDNSRecordSet {
+        var limited = resolver
+        limited.timeout = min(resolver.timeout, .milliseconds(Int64(max(seconds, 0.001) * 1000)))
+        return try await resolve(host, family: family, using: limited)
+    }
+
+    private func resolve(_ host: String, family: HTTPDNSAddressFamily, using resolver: SystemResolver) async throws -> HTTPDNSRecordSet {
         let addresses = try await resolver.resolve(host, family: family)
         return HTTPDNSRecordSet(
             host: host, ipv4: addresses.filter { $0.family == .v4 }, ipv6: addresses.filter { $0.family == .v6 })
@@ -25,7 +35,7 @@ public struct SystemDNSResolver: HTTPDNSResolver {
 ///
 /// Spoofing resistance per RFC 5452 lives in ``DNSSocketClient``: random ID and source port, and a
 /// reply is accepted only when ID, question, server address and port match.
-public struct DNSServerResolver: HTTPDNSResolver {
+public struct DNSServerResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
     public let server: IPAddress
     public let port: UInt16
@@ -49,6 +59,14 @@ public struct DNSServerResolver: HTTPDNSResolver {
     }
 
     public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+        try await lookup(host, family: family, timeout: timeout)
+    }
+
+    func resolve(_ host: String, family: HTTPDNSAddressFamily, within seconds: Double) async throws -> HTTPDNSRecordSet {
+        try await lookup(host, family: family, timeout: min(timeout, .milliseconds(Int64(max(seconds, 0.001) * 1000))))
+    }
+
+    private func lookup(_ host: String, family: HTTPDNSAddressFamily, timeout: Duration) async throws -> HTTPDNSRecordSet {
         let found = try await client.lookupAddresses(host, family: family, server: server, port: port, timeout: timeout)
         return HTTPDNSRecordSet(
             host: host,
