@@ -157,7 +157,7 @@ public final class Nginx: Sendable {
         let deadline = ContinuousClock.now + timeout
         var waiting = endpoints
         while ContinuousClock.now < deadline, process.isRunning {
-            waiting.removeAll { connects(to: $0.0, port: $0.1) }
+            waiting.removeAll { isListening($0.0, port: $0.1) }
             if waiting.isEmpty { return true }
             usleep(20_000)
         }
@@ -165,7 +165,7 @@ public final class Nginx: Sendable {
     }
 
     /// Whether a TCP connection to `address`:`port` is accepted right now.
-    static func connects(to address: IPAddress, port: UInt16) -> Bool {
+    public static func isListening(_ address: IPAddress, port: UInt16) -> Bool {
         let fd = socket(address.family == .v4 ? AF_INET : AF_INET6, Dnsmasq.socketType(datagram: false), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
