@@ -6,8 +6,7 @@ enum Command {
     /// Runs the tool with `arguments` (without the program name) and returns the exit status.
     static func main(_ arguments: [String]) async -> Int32 {
         guard let first = arguments.first else {
-            Output.stderrRaw(ToolHelp.rendered)
-            Output.error("missing subcommand")
+            Output.usage(UsageError("missing subcommand (resolve, fetch, check, serve, demo)"))
             return ExitStatus.usage
         }
         let rest = Array(arguments.dropFirst())

@@ -1,0 +1,189 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// Runs the built `httpdns` binary for tests and collects what it printed.
+///
+/// Output goes to temporary files rather than pipes, so a chatty process can never block on a full
+/// pipe while the test waits for it to exit. A process that outlives its time limit is killed and
+/// reported as ``Failure`` (a hang is a failure, never a skipped test).
+public struct ToolRunner: Sendable {
+    /// What one run produced.
+    public struct Result: Sendable {
+        public var status: Int32
+        public var stdout: Data
+        public var stderr: Data
+
+        public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+        public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+        /// Non-empty stderr lines.
+        public var stderrLines: [String] { stderrText.split(separator: "\n").map(String.init) }
+        /// Non-empty stdout lines.
+        public var stdoutLines: [String] { stdoutText.split(separator: "\n").map(String.init) }
+    }
+
+    /// Why the binary could not be run.
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+
+        public init(_ description: String) {
+            self.description = description
+        }
+    }
+
+    /// The binary.
+    public let executable: URL
+
+    /// Uses `executable`, or finds the built `httpdns` (see ``locate()``).
+    public init(executable: URL? = nil) throws {
+        self.executable = try executable ?? ToolRunner.locate()
+    }
+
+    /// Finds the `httpdns` binary: `$HTTPDNS_TOOL`, else next to the running test bundle (SwiftPM
+    /// puts products and the test runner in one directory, whatever `--scratch-path` is).
+    /// - Throws: ``Failure`` listing every place looked at.
+    public static func locate() throws -> URL {
+        var candidates: [URL] = []
+        if let path = ProcessInfo.processInfo.environment["HTTPDNS_TOOL"] { candidates.append(URL(fileURLWithPath: path)) }
+        let runner = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()
+        candidates.append(runner.appendingPathComponent("httpdns"))
+        for bundle in [Bundle.main] + Bundle.allBundles {
+            candidates.append(bundle.bundleURL.appendingPathComponent("httpdns"))
+            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("httpdns"))
+        }
+        if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) {
+            return found
+        }
+        throw Failure("the httpdns binary was not found (build it with `swift build --product httpdns`, or set HTTPDNS_TOOL); looked at: "
+            + candidates.map(\.path).joined(separator: ", "))
+    }
+
+    /// Runs the binary with `arguments` and waits for it.
+    /// - Throws: ``Failure`` when it cannot start or runs past `timeout` (it is then killed).
+    public func run(_ arguments: [String], timeout: Duration = .seconds(60), environment: [String: String]? = nil) throws -> Result {
+        let running = try start(arguments, environment: environment)
+        defer { running.cleanUp() }
+        let status = try running.wait(timeout: timeout)
+        return Result(status: status, stdout: running.stdout, stderr: running.stderr)
+    }
+
+    /// Starts the binary without waiting (for `serve`).
+    public func start(_ arguments: [String], environment: [String: String]? = nil) throws -> RunningTool {
+        try RunningTool(executable: executable, arguments: arguments, environment: environment)
+    }
+}
+
+/// A started process (the `httpdns` binary, or `curl` in tests).
+///
+/// Spawned with `posix_spawn` and reaped with `waitpid` here rather than through Foundation's
+/// `Process`: Foundation's monitor thread blocks in `waitpid` on any child that closes its inherited
+/// descriptors while running (dnsmasq does), and then never notices other children exit.
+public final class RunningTool: @unchecked Sendable {
+    // @unchecked: the mutable exit status is only touched by the one test thread driving this value.
+    private let pid: pid_t
+    private let directory: URL
+    private let stdoutPath: URL
+    private let stderrPath: URL
+    private let commandLine: String
+    private var exitStatus: Int32?
+
+    /// Starts `executable` with `arguments`; stdin is /dev/null, stdout and stderr go to files.
+    public init(executable: URL, arguments: [String], environment: [String: String]? = nil) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-tool-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        stdoutPath = directory.appendingPathComponent("stdout")
+        stderrPath = directory.appendingPathComponent("stderr")
+        commandLine = ([executable.lastPathComponent] + arguments).joined(separator: " ")
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let environmentLines = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        let envp = environmentLines.map { strdup($0) } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, executable.path, &actions, nil, argv, envp)
+        guard result == 0 else {
+            try? FileManager.default.removeItem(at: directory)
+            throw ToolRunner.Failure("cannot run \(executable.path): \(String(cString: strerror(result)))")
+        }
+        pid = child
+    }
+
+    deinit {
+        if exitStatus == nil {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+        cleanUp()
+    }
+
+    /// Everything written to stdout so far.
+    public var stdout: Data { (try? Data(contentsOf: stdoutPath)) ?? Data() }
+    /// Everything written to stderr so far.
+    public var stderr: Data { (try? Data(contentsOf: stderrPath)) ?? Data() }
+    public var processIdentifier: Int32 { pid }
+    public var isRunning: Bool { poll() == nil }
+
+    /// Reaps the process if it has exited; its status (128 + signal when killed by one).
+    private func poll() -> Int32? {
+        if let exitStatus { return exitStatus }
+        var status: Int32 = 0
+        let reaped = waitpid(pid, &status, WNOHANG)
+        guard reaped == pid else { return nil }
+        let signal = status & 0x7f
+        exitStatus = signal == 0 ? (status >> 8) & 0xff : 128 + signal
+        return exitStatus
+    }
+
+    /// Waits until stdout holds a line starting with `prefix` and returns that line.
+    /// - Throws: ``ToolRunner/Failure`` when the process exits first or `timeout` passes.
+    public func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(30)) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let text = String(decoding: stdout, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
+            if let status = poll() {
+                throw ToolRunner.Failure("\(commandLine) exited (\(status)) before printing '\(prefix)': \(String(decoding: stderr, as: UTF8.self))")
+            }
+            usleep(20_000)
+        }
+        throw ToolRunner.Failure("no line starting with '\(prefix)' within \(timeout); stdout: \(String(decoding: stdout, as: UTF8.self))")
+    }
+
+    /// Sends `signal` to the process.
+    public func send(_ signal: Int32) {
+        if poll() == nil { kill(pid, signal) }
+    }
+
+    /// Waits for the process to exit and returns its status; kills it after `timeout`.
+    /// - Throws: ``ToolRunner/Failure`` when it had to be killed.
+    public func wait(timeout: Duration = .seconds(60)) throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status = poll() { return status }
+            usleep(5_000)
+        }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        exitStatus = 128 + SIGKILL
+        throw ToolRunner.Failure("\(commandLine) ran longer than \(timeout) and was killed; stderr: \(String(decoding: stderr, as: UTF8.self))")
+    }
+
+    /// Removes the output files.
+    func cleanUp() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class HTTPDNSToolTestsPlaceholder: XCTestCase { func testBuilds() { XCTAssertTrue(true) } }

@@ -1,0 +1,43 @@
+import Foundation
+import HTTPDNSTestSupport
+import XCTest
+
+/// `httpdns serve`: starts, answers (asked with the curl command), stops on SIGTERM.
+final class ServeCommandTests: ToolTestCase {
+    func testServeAnswersAndStopsOnSIGTERM() throws {
+        let directory = try temporaryDirectory()
+        let zone = directory.appendingPathComponent("zone.json")
+        try Data(#"{"www.example.test": {"A": ["192.0.2.10"], "ttl": 60}}"#.utf8).write(to: zone)
+        let server = try runner.start(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path])
+        let line = try server.waitForLine(startingWith: "listening on ")
+        let base = String(line.dropFirst("listening on ".count))
+        XCTAssertTrue(base.hasPrefix("http://127.0.0.1:"), line)
+
+        let curl = try curlGet("\(base)/d?dn=www.example.test&ttl=1")
+        XCTAssertEqual(curl.status, 0, curl.stderr)
+        XCTAssertEqual(curl.stdout, "192.0.2.10,60")
+
+        let resolved = try run(["resolve", "--json", "--provider", "dnspod=\(base)", "--httpdns-only", "www.example.test"])
+        XCTAssertEqual(resolved.status, 0, resolved.stderrText)
+        XCTAssertEqual(try jsonObject(resolved.stdoutText)["addresses"] as? [String], ["192.0.2.10"])
+
+        server.send(SIGTERM)
+        XCTAssertEqual(try server.wait(timeout: .seconds(30)), 0, String(decoding: server.stderr, as: UTF8.self))
+        XCTAssertNotEqual(try curlGet("\(base)/d?dn=www.example.test").status, 0, "still answering after SIGTERM")
+    }
+
+    func testBadZoneFails() throws {
+        let directory = try temporaryDirectory()
+        let zone = directory.appendingPathComponent("zone.json")
+        try Data(#"{"www.example.test": {"A": ["not an address"]}}"#.utf8).write(to: zone)
+        assertFailure(try run(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path]))
+    }
+
+    /// Runs `/usr/bin/curl -sS URL` (loopback only).
+    private func curlGet(_ url: String) throws -> (status: Int32, stdout: String, stderr: String) {
+        let curl = try RunningTool(
+            executable: URL(fileURLWithPath: "/usr/bin/curl"), arguments: ["-sS", "--max-time", "10", "--noproxy", "*", url])
+        let status = try curl.wait(timeout: .seconds(30))
+        return (status, String(decoding: curl.stdout, as: UTF8.self), String(decoding: curl.stderr, as: UTF8.self))
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import HTTPDNSTestSupport
+import XCTest
+
+/// Help, version and usage errors (exit 64 with a hint).
+final class UsageTests: ToolTestCase {
+    func testHelpOfToolAndEverySubcommandHasTheFamiliarShape() throws {
+        for arguments in [["--help"], ["-h"], ["resolve", "--help"], ["fetch", "--help"], ["check", "-h"], ["serve", "--help"],
+                          ["demo", "--help"], ["help", "fetch"]] {
+            let result = try run(arguments)
+            XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderrText)")
+            XCTAssertTrue(result.stdoutText.hasPrefix("OVERVIEW: "), "\(arguments): \(result.stdoutText)")
+            XCTAssertTrue(result.stdoutText.contains("\nUSAGE: httpdns"), "\(arguments)")
+            XCTAssertTrue(result.stdoutText.contains("\nOPTIONS:\n"), "\(arguments)")
+            XCTAssertTrue(result.stdoutText.contains("-h, --help"), "\(arguments)")
+        }
+        let fetch = try run(["fetch", "--help"]).stdoutText
+        for option in ["-X, --request <method>", "-H, --header", "--data-binary", "-o, --output", "-L, --location", "--fallback-ips",
+                       "--provider <kind=url>", "--cacert"] {
+            XCTAssertTrue(fetch.contains(option), "fetch help lacks \(option)")
+        }
+        let serve = try run(["serve", "--help"]).stdoutText
+        for option in ["--listen", "--zone", "--upstream", "--tls-cert", "--tls-key", "--allow-private"] {
+            XCTAssertTrue(serve.contains(option), "serve help lacks \(option)")
+        }
+        XCTAssertTrue(try run(["check", "--help"]).stdoutText.contains("--allow-private"))
+    }
+
+    func testVersion() throws {
+        let result = try run(["--version"])
+        XCTAssertEqual(result.status, 0)
+        XCTAssertNotNil(result.stdoutText.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression), result.stdoutText)
+    }
+
+    func testUsageErrors() throws {
+        let cases: [[String]] = [
+            [],
+            ["frobnicate"],
+            ["resolve"],
+            ["resolve", "--bogus", "a.example"],
+            ["resolve", "--provider"],
+            ["resolve", "--provider", "carrier-pigeon=http://x", "a.example"],
+            ["resolve", "--provider", "dnspod=ftp://x", "a.example"],
+            ["resolve", "--type", "MX", "a.example"],
+            ["resolve", "--timeout", "soon", "a.example"],
+            ["resolve", "--local-dns", "udp=nowhere", "a.example"],
+            ["resolve", "--resolve", "a.example:80", "a.example"],
+            ["check"],
+            ["fetch"],
+            ["fetch", "ftp://a.example/"],
+            ["fetch", "-H", "no colon", "http://a.example/"],
+            ["fetch", "-X", "GE T", "http://a.example/"],
+            ["fetch", "--data-binary", "@/nonexistent/file", "http://a.example/"],
+            ["fetch", "-i=1", "http://a.example/"],
+            ["serve", "--listen", "localhost"],
+            ["serve", "--tls-cert", "/tmp/x.pem"],
+        ]
+        for arguments in cases {
+            let result = try run(arguments)
+            assertUsage(result)
+            if result.status != 64 { XCTFail("\(arguments) exited \(result.status)") }
+        }
+    }
+}
