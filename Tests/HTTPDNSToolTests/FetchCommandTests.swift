@@ -79,6 +79,19 @@ final class FetchCommandTests: ToolTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["keep.txt"])
     }
 
+    func testInterruptedTransferLeavesNoOutputFile() throws {
+        let directory = try temporaryDirectory()
+        let target = directory.appendingPathComponent("never.bin")
+        let fetch = try runner.start(["fetch", "-o", target.path] + provider + ["\(base)/endless?chunk=4096&delayms=20"])
+        let deadline = ContinuousClock.now + .seconds(30)
+        while origin.endlessChunksSent < 5, fetch.isRunning, ContinuousClock.now < deadline { usleep(10_000) }
+        XCTAssertGreaterThanOrEqual(origin.endlessChunksSent, 5, "the transfer never got going")
+        fetch.send(SIGTERM)
+        XCTAssertEqual(try fetch.wait(timeout: .seconds(30)), 1, String(decoding: fetch.stderr, as: UTF8.self))
+        XCTAssertTrue(String(decoding: fetch.stderr, as: UTF8.self).hasPrefix("httpdns: error: interrupted"))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), [])
+    }
+
     func testRefusedAddressFailsWithOneLine() throws {
         let port = try closedPort()
         let result = try run(["fetch"] + provider + ["http://dead.example.test:\(port)/"])
