@@ -56,6 +56,8 @@ let package = Package(
             name: "HTTPDNSTool",
             dependencies: [
                 "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSURLProtocol", "HTTPDNSServer",
+                // The demo starts nginx, dnsmasq and a private CA with the launchers the tests use.
+                "HTTPDNSTestSupport",
             ]
         ),
 

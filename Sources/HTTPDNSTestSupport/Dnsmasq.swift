@@ -71,7 +71,7 @@ public final class Dnsmasq: Sendable {
     /// The temporary directory with the config file and dnsmasq's log.
     public let directory: URL
 
-    private let process: HTTPDNSLock<Process?>
+    private let process: HTTPDNSLock<ChildProcess?>
 
     /// Starts dnsmasq and waits until it answers a query.
     ///
@@ -108,10 +108,7 @@ public final class Dnsmasq: Sendable {
     /// Stops dnsmasq (SIGTERM, then waits for it) and removes its files. Safe to call twice.
     public func stop() {
         guard let running = process.withLock({ $0.take() }) else { return }
-        if running.isRunning {
-            running.terminate()
-            running.waitUntilExit()
-        }
+        running.stop(timeout: .seconds(5))
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -147,31 +144,26 @@ extension Dnsmasq {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    static func launch(_ configuration: Configuration, port: UInt16, directory: URL) throws -> Process {
+    static func launch(_ configuration: Configuration, port: UInt16, directory: URL) throws -> ChildProcess {
         let configPath = directory.appendingPathComponent("dnsmasq.conf")
         try configFile(configuration, port: port).write(to: configPath, atomically: true, encoding: .utf8)
         let logPath = directory.appendingPathComponent("dnsmasq.log")
-        _ = FileManager.default.createFile(atPath: logPath.path, contents: nil)
-        let log = try FileHandle(forWritingTo: logPath)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: configuration.executable)
-        process.arguments = ["--keep-in-foreground", "--conf-file=\(configPath.path)"]
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try? log.close()
+        // ChildProcess spawns with no signals blocked (async callers run on libdispatch threads that
+        // block SIGTERM, and dnsmasq would inherit that) and falls back to SIGKILL in stop().
+        let process = try ChildProcess(
+            executable: configuration.executable, arguments: ["--keep-in-foreground", "--conf-file=\(configPath.path)"],
+            output: logPath, stopTimeout: .seconds(5))
 
         let deadline = ContinuousClock.now + configuration.startTimeout
         while ContinuousClock.now < deadline {
             guard process.isRunning else {
+                process.stop(timeout: nil)
                 let text = (try? String(contentsOf: logPath, encoding: .utf8)) ?? ""
-                throw Failure(description: "dnsmasq exited at start (status \(process.terminationStatus)): \(text)")
+                throw Failure(description: "dnsmasq exited at start: \(text)")
             }
             if answers(configuration.listenAddress, port: port) { return process }
         }
-        process.terminate()
-        process.waitUntilExit()
+        process.stop(timeout: nil)
         throw Failure(description: "dnsmasq on \(configuration.listenAddress.uriText):\(port) did not answer within \(configuration.startTimeout)")
     }
 

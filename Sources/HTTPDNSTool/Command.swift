@@ -36,7 +36,14 @@ enum Command {
     }
 
     static let demoHelp = HelpText(
-        overview: "Run the demonstration of DNS hijacking and how HTTPDNS avoids it, on loopback.",
+        overview: """
+            Show a hijacked lookup and the protected one side by side, all on loopback: nginx serves the real \
+            sites (two HTTPS names on one address, told apart by SNI, and a plain HTTP one) on 127.0.0.2 and an \
+            ad page on 127.0.0.3; dnsmasq on 127.0.0.4 is a LocalDNS that sends the demo names to 127.0.0.3; \
+            `httpdns serve` on 127.0.0.5 knows the truth. Each URL is fetched the unprotected way and through \
+            swift-httpdns, then checked for hijacking. Everything it starts is stopped on exit and on Ctrl-C. \
+            Needs nginx-light, dnsmasq-base and openssl (`make demo` installs them).
+            """,
         usage: "httpdns demo",
         options: [HelpText.helpOption])
 

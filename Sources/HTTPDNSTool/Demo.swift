@@ -1,8 +1,200 @@
-/// The demonstration (`httpdns demo`, run by `make demo`).
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPDNS
+import HTTPDNSCore
+import HTTPDNSTransport
+import HTTPDNSURLProtocol
+
+/// The demonstration (`httpdns demo`, run by `make demo`): a hijacked lookup and the protected one,
+/// side by side, on loopback only.
 ///
-/// Owned by the lead: replace the body. It receives the arguments after `demo` and returns the exit
-/// status; until it is written it says so and fails.
+/// It starts nginx (the real origin, two HTTPS sites told apart by SNI plus a plain HTTP one), a
+/// hijacker serving an ad page on another loopback address, dnsmasq as a LocalDNS that points the demo
+/// names at the hijacker, and `httpdns serve` with the true zone. For each URL it fetches once the way
+/// an unprotected app would (LocalDNS's address) and once through swift-httpdns, then runs the hijack
+/// check. Everything is stopped on exit, on error and on Ctrl-C.
 func runDemo(arguments: [String] = []) async -> Int32 {
-    Output.diagnostic("demo: not built yet")
-    return ExitStatus.failure
+    guard arguments.isEmpty else {
+        Output.usage(UsageError("demo takes no arguments", command: "httpdns demo"))
+        return ExitStatus.usage
+    }
+    try? Output.line("swift-httpdns demo: DNS hijacking and IP direct connect, all on loopback (nothing leaves this machine)\n")
+
+    // The watcher comes first, so that Ctrl-C during start-up also stops what already runs.
+    let cleanup = DemoCleanup()
+    let watcher = SignalWatcher { signal in
+        cleanup.run()
+        Output.diagnostic("\ninterrupted: everything the demo started has been stopped")
+        exit(128 + signal)
+    }
+    defer {
+        cleanup.run()
+        watcher.stop()
+    }
+    let bed: DemoBed
+    do {
+        bed = try DemoBed(cleanup: cleanup) { step in try? Output.line("  · \(step)") }
+    } catch {
+        Output.error("demo: could not start its servers: \(error)")
+        return ExitStatus.failure
+    }
+
+    let demo = DemoRun(bed: bed)
+    try? Output.line("")
+    for url in bed.urls {
+        await demo.compare(url)
+    }
+    try? Output.line("""
+        What happened: the lying LocalDNS sent every demo name to the hijacker at \(DemoBed.hijacker). Unprotected, \
+        HTTPS fails (the hijacker cannot show a valid certificate) and plain HTTP silently shows the ad page. \
+        Protected, swift-httpdns asked HTTPDNS, connected to \(DemoBed.origin), and still sent the real name \
+        in Host and TLS SNI and verified the certificate for it.
+        """)
+    cleanup.run()
+    try? Output.line("Everything the demo started has been stopped.")
+    return ExitStatus.success
+}
+
+/// One comparison per URL.
+struct DemoRun {
+    let bed: DemoBed
+    let engine: HTTPDNSEngine
+    let client: HTTPDNSClient
+    let transport = HTTPTransport()
+    let localDNS: DNSServerResolver
+
+    init(bed: DemoBed) {
+        self.bed = bed
+        localDNS = DNSServerResolver(server: bed.dnsmasq.address, port: bed.dnsmasq.port, timeout: .seconds(2))
+        // The provider spec is what `--provider dnspod=URL` builds; LocalDNS is the lying dnsmasq.
+        let provider = (try? HTTPDNSProviderSpec(parsing: "dnspod=\(bed.httpdnsURL)").makeResolver(transport: transport))
+            ?? StaticResolver([:])
+        var configuration = HTTPDNSConfiguration(providers: [provider])
+        configuration.localDNS = .server(bed.dnsmasq.address, port: bed.dnsmasq.port)
+        configuration.protectedHosts = HTTPDNSHostPolicy(["*.demo.test"])
+        // Loopback is where this demo's servers live; real deployments keep the default (dropped).
+        configuration.hygiene = HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true)
+        engine = HTTPDNSEngine(configuration: configuration)
+        var clientConfiguration = HTTPDNSClient.Configuration()
+        clientConfiguration.trust = .caFile(bed.certificates.caCertificatePath)
+        clientConfiguration.connectTimeout = .seconds(3)
+        client = HTTPDNSClient(engine: engine, transport: transport, configuration: clientConfiguration)
+    }
+
+    func compare(_ url: URL) async {
+        let host = url.host ?? "?"
+        async let plain = unprotected(url)
+        async let protected = protectedFetch(url)
+        let left = await plain
+        let right = await protected
+        var lines = ["\(url.absoluteString)"]
+        lines += DemoRun.columns(
+            ["WITHOUT protection (system LocalDNS)"] + left, ["WITH swift-httpdns (HTTPDNS first)"] + right)
+        let report = await engine.checkHijack(host)
+        let hijack = Command.isHijack(report, strict: true)
+        lines.append("  httpdns check \(host):")
+        lines += Command.human(report, hijack: hijack, strict: true).split(separator: "\n").dropFirst().map { "  \($0)" }
+        try? Output.line(lines.joined(separator: "\n") + "\n")
+    }
+
+    /// What an app without protection gets: LocalDNS's address, then a normal (verified) request.
+    func unprotected(_ url: URL) async -> [String] {
+        let host = url.host ?? "?"
+        let address: IPAddress
+        do {
+            guard let first = try await localDNS.resolve(host, family: .ipv4).ipv4.first else { return ["LocalDNS: no address"] }
+            address = first
+        } catch {
+            return ["LocalDNS failed: \(DemoRun.describe(error))"]
+        }
+        var lines = ["DNS     \(host) -> \(address)", "via     \(localDNS.name) (the system's resolver)"]
+        var request = HTTPTransportRequest(url: url)
+        request.pinnedAddresses = [address]
+        request.trust = .caFile(bed.certificates.caCertificatePath)
+        request.timeouts = .init(connect: .seconds(3), total: .seconds(10), idle: .seconds(10))
+        do {
+            let response = try await transport.send(request)
+            lines.append("HTTP    \(response.statusCode) from \(response.connectedAddress?.description ?? "?")")
+            lines.append("body    \(DemoRun.snippet(response.body))")
+            lines.append("=> the hijacker's page, and nothing looked wrong")
+        } catch {
+            lines.append("TLS     certificate did NOT verify for \(host)")
+            lines.append("error   \(DemoRun.clean(error.detail))")
+            lines.append("=> the site is unreachable")
+        }
+        return lines
+    }
+
+    /// The same request through swift-httpdns.
+    func protectedFetch(_ url: URL) async -> [String] {
+        let host = url.host ?? "?"
+        do {
+            let result = try await client.send(URLRequest(url: url))
+            let connection = result.connection
+            var lines: [String] = []
+            if let answer = connection.answer {
+                let addresses = answer.addresses.map(\.description).joined(separator: ", ")
+                lines.append("DNS     \(host) -> \(addresses)  (ttl \(answer.ttl))")
+                lines.append("via     \(answer.source)")
+            }
+            let address = connection.connectedAddress?.description ?? "?"
+            if url.scheme == "https" {
+                lines.append("TLS     SNI \(host), certificate verified")
+            }
+            lines.append("HTTP    \(result.response.statusCode) from \(address) over HTTP/\(connection.httpVersion)")
+            lines.append("body    \(DemoRun.snippet(result.body))")
+            lines.append("=> the real site")
+            return lines
+        } catch {
+            return ["failed: \(DemoRun.describe(error))"]
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? HTTPDNSError { return Command.explain(error) }
+        return clean(error.localizedDescription)
+    }
+
+    static func snippet(_ body: Data) -> String {
+        let text = String(decoding: body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return "\"\(text)\""
+    }
+
+    /// libcurl's message without the transport's internal pinning name.
+    static func clean(_ detail: String) -> String {
+        if detail.contains(".pin.httpdns.invalid"), let range = detail.range(of: ": ", options: .backwards) {
+            return String(detail[range.upperBound...])
+        }
+        return detail
+    }
+
+    /// Two columns side by side; long lines wrap inside their column.
+    static func columns(_ left: [String], _ right: [String], width: Int = 54) -> [String] {
+        func wrap(_ lines: [String]) -> [String] {
+            lines.flatMap { line -> [String] in
+                var rest = Substring(line)
+                var out: [String] = []
+                while rest.count > width {
+                    out.append(String(rest.prefix(width)))
+                    rest = "        " + rest.dropFirst(width)
+                }
+                out.append(String(rest))
+                return out
+            }
+        }
+        let l = wrap(left)
+        let r = wrap(right)
+        return (0..<max(l.count, r.count)).map { index in
+            let a = index < l.count ? l[index] : ""
+            let b = index < r.count ? r[index] : ""
+            return "  " + a.padding(toLength: width, withPad: " ", startingAt: 0) + " | " + b
+        }
+    }
 }
