@@ -88,7 +88,11 @@ extension HTTPDNSEngine {
             let seconds = min(timeouts.perAttempt, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
             do {
                 let records = try await resolveWithin(provider, host, family: family, within: seconds)
-                let outcome = configuration.hygiene.filter(records, family: family)
+                // Static entries are the user's own pins (curl's --resolve): trusted as given, loopback
+                // and private space included; everything from a service goes through the hygiene rules.
+                let isStatic = provider is StaticResolver
+                let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true) : configuration.hygiene
+                let outcome = hygiene.filter(records, family: family)
                 guard !outcome.kept.isEmpty else {
                     if outcome.rejected.isEmpty {
                         throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: provider.name)
@@ -99,7 +103,7 @@ extension HTTPDNSEngine {
                 markProvider(provider.name, failed: false)
                 return HTTPDNSAnswer(
                     host: host, addresses: outcome.kept, ttl: records.ttl ?? configuration.cache.policy.defaultTTL,
-                    source: provider.name, origin: .httpdns)
+                    source: provider.name, origin: isStatic ? .static : .httpdns)
             } catch {
                 let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: provider.name)
                 if failure.code == .cancelled, Task.isCancelled { throw failure }

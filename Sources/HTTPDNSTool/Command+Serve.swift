@@ -3,7 +3,6 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTransport
-import Synchronization
 
 extension Command {
     static let serveSpecs: [OptionSpec] = [
@@ -131,7 +130,7 @@ extension Command {
 
     /// Suspends until SIGINT or SIGTERM.
     static func waitForTermination() async {
-        let resumed = Mutex(false)
+        let resumed = HTTPDNSLock(false)
         var watcher: SignalWatcher?
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             watcher = SignalWatcher { _ in

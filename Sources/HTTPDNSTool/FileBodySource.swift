@@ -3,8 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import HTTPDNSCore
 import HTTPDNSTransport
-import Synchronization
 
 /// A request body read from a file while libcurl sends it (`--data-binary @FILE`): a 4 GiB upload
 /// costs one 16 KiB buffer, never the file's size in memory.
@@ -14,7 +14,7 @@ import Synchronization
 /// sent makes the transfer fail (libcurl notices the short body) rather than hang.
 final class FileBodySource: HTTPTransportBodySource {
     /// The open descriptor; -1 once closed.
-    private let descriptor: Mutex<Int32>
+    private let descriptor: HTTPDNSLock<Int32>
     /// The file's size when it was opened.
     let length: Int64
     let path: String
@@ -31,7 +31,7 @@ final class FileBodySource: HTTPTransportBodySource {
             close(fd)
             throw ToolFailure("\(path) is not a regular file")
         }
-        self.descriptor = Mutex(fd)
+        self.descriptor = HTTPDNSLock(fd)
         self.length = Int64(info.st_size)
         self.path = path
     }

@@ -86,6 +86,7 @@ final class AttemptDelegate: HTTPTransportDelegate {
         let report = self.report.withLock { report -> HTTPDNSConnectionReport in
             report.connectedAddress = head.connectedAddress
             report.httpVersion = head.httpVersion
+            report.responseHeaders = head.headers
             report.attempts.append(.init(address: head.connectedAddress, failure: nil))
             return report
         }

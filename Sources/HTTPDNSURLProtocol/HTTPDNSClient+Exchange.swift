@@ -127,7 +127,9 @@ extension HTTPDNSClient {
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
         transportRequest.trust = configuration.trust
         let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
-        transportRequest.timeouts = .init(connect: configuration.connectTimeout, total: nil, idle: min(total ?? configuration.idleTimeout, configuration.idleTimeout))
+        transportRequest.timeouts = .init(
+            connect: configuration.connectTimeout, total: configuration.requestTimeout,
+            idle: min(total ?? configuration.idleTimeout, configuration.idleTimeout))
         return transportRequest
     }
 

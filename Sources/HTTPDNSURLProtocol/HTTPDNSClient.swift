@@ -24,6 +24,8 @@ public final class HTTPDNSClient: Sendable {
         public var connectTimeout: Duration = .seconds(5)
         /// Stall limit: fail when no byte moves for this long. Default 60 s.
         public var idleTimeout: Duration = .seconds(60)
+        /// Limit for one whole exchange with one address (connect to last byte). Default nil: none.
+        public var requestTimeout: Duration? = nil
         /// Where to ask for a redirect address when a host cannot be found or connected (the
         /// domain-block redirect, seed 003); usually an ``HTTPDNSProvider`` with ``IPListFormat``.
         /// Default nil: no redirect.
@@ -165,6 +167,9 @@ public struct HTTPDNSConnectionReport: Sendable {
     public var viaBlockRedirect: Bool
     /// `"1.1"` or `"2"`.
     public var httpVersion: String
+    /// The response's header fields in the order received, repeats kept (`HTTPURLResponse` merges
+    /// them); for `curl -i`-style output.
+    public var responseHeaders: [HTTPHeader] = []
 }
 
 /// A running request; cancel it with ``cancel()``.

@@ -229,3 +229,20 @@ final class HTTPDNSEngineCancellationTests: XCTestCase {
         XCTAssertEqual(slow.calls, 1)
     }
 }
+
+final class HTTPDNSEngineStaticTests: XCTestCase {
+    func testStaticEntriesAreTrustedAsGivenButServicesAreNot() async throws {
+        let pins = StaticResolver(["pinned.example": [IPAddress("127.0.0.9")!]], name: "resolve")
+        let service = FakeResolver("service", .answer(["127.0.0.9"], ttl: 60))
+        let subject = engine([pins, service])
+        let pinned = try await subject.resolve("pinned.example")
+        XCTAssertEqual(pinned.addresses.map(\.description), ["127.0.0.9"])
+        XCTAssertEqual(pinned.origin, .static)
+        do {
+            let answer = try await subject.resolve("other.example")
+            XCTFail("a service's loopback answer was accepted: \(answer)")
+        } catch let error as HTTPDNSError {
+            XCTAssertEqual(error.attempts.map(\.error.code), [.nameNotFound, .bogonAnswer, .nameNotFound])
+        }
+    }
+}
