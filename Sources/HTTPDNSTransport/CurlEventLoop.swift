@@ -85,6 +85,10 @@ final class CurlEventLoop: @unchecked Sendable {
             for transfer in added { add(transfer) }
             for transfer in cancelled {
                 guard let easy = transfer.easy, active[easy] === transfer else { continue }
+                // libcurl 7.88 sends no RST_STREAM when an unfinished HTTP/2 transfer is removed, and
+                // keeps the connection for reuse, so the server would go on sending. Forbidding reuse
+                // closes the connection (when no other stream shares it) and stops the server.
+                _ = httpdns_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1)
                 remove(transfer)
                 transfer.finish(error: transfer.cancelledError)
             }

@@ -120,13 +120,18 @@ final class FailoverTests: XCTestCase {
         XCTAssertLessThan(recorder.received, 16 << 20)
     }
 
-    /// Over HTTPS with HTTP/2 the client side stops at once. (The server side does not learn of it
-    /// with libcurl 7.88: the stream is not reset and the connection stays cached; see the report
-    /// to the transport for the fix. This test checks what the app sees.)
+    /// Over HTTPS with HTTP/2 the client side stops at once, and so does the server: libcurl 7.88
+    /// sends no stream reset when a transfer is removed, so the transport forbids reusing the
+    /// connection of a cancelled transfer, which closes it.
     func testCancellingAnHTTP2DownloadStopsDelivery() async throws {
         let (recorder, response) = try await cancelledDownload(URL(string: "https://big.test:\(port)/big.bin")!)
         XCTAssertEqual(response.value(forHTTPHeaderField: "Content-Length"), String(64 << 20))
         XCTAssertLessThan(recorder.received, 16 << 20)
+        let logged = await Bed.eventually { self.nginx.accessLog.contains { $0.uri == "/big.bin" && $0.httpProtocol == "HTTP/2.0" } }
+        XCTAssertTrue(logged, "nginx never saw the HTTP/2 transfer end: \(nginx.errorLog)")
+        let entry = try XCTUnwrap(nginx.accessLog.first { $0.uri == "/big.bin" && $0.httpProtocol == "HTTP/2.0" })
+        XCTAssertFalse(entry.completed)
+        XCTAssertLessThan(entry.bodyBytesSent, 16 << 20)
     }
 
     /// Starts a download of the 64 MiB file, cancels it after 256 KiB, and checks that the task
