@@ -175,7 +175,7 @@ struct DemoRun {
         return detail
     }
 
-    /// Two columns side by side; long lines wrap inside their column.
+    /// Two columns side by side; long lines of the left column wrap inside it, the right column runs on.
     static func columns(_ left: [String], _ right: [String], width: Int = 54) -> [String] {
         func wrap(_ lines: [String]) -> [String] {
             lines.flatMap { line -> [String] in
@@ -190,7 +190,7 @@ struct DemoRun {
             }
         }
         let l = wrap(left)
-        let r = wrap(right)
+        let r = right
         return (0..<max(l.count, r.count)).map { index in
             let a = index < l.count ? l[index] : ""
             let b = index < r.count ? r[index] : ""
