@@ -25,15 +25,21 @@ extension HTTPDNSEngine {
             throw HTTPDNSError(.invalidConfiguration, "LocalDNS fallback is disabled", host: host)
         }
         let name = HTTPDNSHostPolicy.normalize(host)
-        configuration.monitor.fellBackToLocalDNS(host: name)
-        let records = try await resolveWithin(local, name, family: family, within: configuration.timeouts.localDNS)
+        monitor.fellBackToLocalDNS(host: name)
+        return try await askLocal(local, name, family: family)
+    }
+
+    /// One LocalDNS lookup as an answer. LocalDNS answers are what the system would have used
+    /// anyway: only unusable and duplicate addresses are dropped, so that intranet names keep working.
+    func askLocal(_ local: any HTTPDNSResolver, _ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSAnswer {
+        let records = try await resolveWithin(local, host, family: family, within: configuration.timeouts.localDNS)
         var seen = Set<IPAddress>()
         let addresses = records.addresses(for: family).filter { !$0.isUnspecified && seen.insert($0).inserted }
         guard !addresses.isEmpty else {
-            throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: name, source: local.name)
+            throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: local.name)
         }
         return HTTPDNSAnswer(
-            host: name, addresses: addresses, ttl: records.ttl ?? configuration.cache.policy.minimumTTL,
+            host: host, addresses: addresses, ttl: records.ttl ?? configuration.cache.policy.minimumTTL,
             source: local.name, origin: .localDNS)
     }
 }

@@ -119,17 +119,7 @@ extension HTTPDNSEngine {
         monitor.fellBackToLocalDNS(host: host)
         do {
             try checkCancelled(host)
-            let records = try await resolveWithin(local, host, family: family, within: timeouts.localDNS)
-            // LocalDNS answers are what the system would have used anyway: only unusable and duplicate
-            // addresses are dropped, so that intranet names keep working.
-            var seen = Set<IPAddress>()
-            let addresses = records.addresses(for: family).filter { !$0.isUnspecified && seen.insert($0).inserted }
-            guard !addresses.isEmpty else {
-                throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: local.name)
-            }
-            return HTTPDNSAnswer(
-                host: host, addresses: addresses, ttl: records.ttl ?? configuration.cache.policy.minimumTTL,
-                source: local.name, origin: .localDNS)
+            return try await askLocal(local, host, family: family)
         } catch {
             let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: local.name)
             if failure.code == .cancelled, Task.isCancelled { throw failure }
