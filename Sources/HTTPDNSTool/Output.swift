@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import HTTPDNSCore
 
 /// Writes to stdout and stderr without buffering in between, so results, errors and `-v` lines come
 /// out in the order they happen even when both streams go to one terminal or file.
@@ -129,20 +130,6 @@ struct JSONLine {
 
     /// RFC 8259 string with the required escapes.
     static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
-            default:
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        HTTPDNSJSONText.quote(text)
     }
 }
