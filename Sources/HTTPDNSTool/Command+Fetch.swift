@@ -1,6 +1,7 @@
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
+import HTTPDNSURLProtocol
 
 extension Command {
     static let fetchHelp = HelpText(
@@ -31,21 +32,63 @@ extension Command {
         let options = try FetchOptions(parsed, shared: shared, command: command)
         let transport = HTTPTransport()
         let trust = try shared.makeTrust(command: command)
-        let resolver = try shared.makeResolver(transport: transport, trust: trust, command: command)
-        var fallback: (any HTTPDNSResolver)?
+        let monitor = FetcherMonitor(verbose: options.verbose)
+        let engine = try makeFetchEngine(shared, transport: transport, trust: trust, monitor: monitor, command: command)
+
+        var configuration = HTTPDNSClient.Configuration()
+        configuration.trust = trust
+        configuration.connectTimeout = .milliseconds(Int64((options.connectTimeout ?? 10) * 1000))
+        configuration.requestTimeout = options.maxTime.map { .milliseconds(Int64($0 * 1000)) }
+        configuration.maximumRedirects = options.maxRedirects
+        configuration.cookieStorage = nil
         if let url = options.fallbackIPs {
             do {
-                fallback = try HTTPDNSProviderSpec(kind: .ips, location: url)
+                let endpoint = try HTTPDNSProviderSpec(kind: .ips, location: url)
                     .makeResolver(transport: transport, trust: trust, timeout: .milliseconds(Int64((shared.timeout ?? 5) * 1000)))
+                configuration.blockRedirect = FetcherBlockRedirect(
+                    endpoint: endpoint,
+                    hygiene: HTTPDNSAnswerHygiene(allowLoopback: shared.allowPrivate, allowPrivate: shared.allowPrivate),
+                    monitor: monitor)
             } catch {
                 throw UsageError("bad --fallback-ips '\(url)': \(SharedOptions.detail(error))", command: command)
             }
         }
-        let fetcher = Fetcher(
-            options: options, shared: shared, resolver: resolver, transport: transport, trust: trust, fallback: fallback)
+        let client = HTTPDNSClient(engine: engine, transport: transport, configuration: configuration)
+        let fetcher = Fetcher(options: options, client: client, monitor: monitor, trustText: trustText(trust))
         let task = Task { try await fetcher.run() }
         let signals = SignalWatcher { _ in task.cancel() }
         defer { signals.stop() }
         return try await task.value
+    }
+
+    /// The shared options' engine, with `--resolve` entries as its first provider (curl's order; the
+    /// engine trusts static entries as given, loopback included) and their hosts protected, so that
+    /// they are pinned even when `--protect` leaves them out. The monitor learns what the engine does.
+    static func makeFetchEngine(
+        _ shared: SharedOptions, transport: HTTPTransport, trust: HTTPTransportTrust, monitor: FetcherMonitor, command: String
+    ) throws(UsageError) -> HTTPDNSEngine {
+        var configuration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
+        configuration.monitor = monitor
+        if !shared.resolveEntries.isEmpty {
+            do {
+                configuration.providers.insert(try StaticResolver(curlStyle: shared.resolveEntries), at: 0)
+            } catch {
+                throw UsageError("bad --resolve: \(SharedOptions.detail(error))", command: command)
+            }
+            if !shared.protect.isEmpty {
+                let hosts = shared.resolveEntries.compactMap { $0.split(separator: ":").first.map(String.init) }
+                configuration.protectedHosts = HTTPDNSHostPolicy(shared.protect + hosts)
+            }
+        }
+        return HTTPDNSEngine(configuration: configuration)
+    }
+
+    /// How `-v` names the CAs certificates are verified with.
+    static func trustText(_ trust: HTTPTransportTrust) -> String {
+        switch trust {
+        case .system: "system CAs"
+        case .caFile(let path): "CAs in \(path)"
+        case .caPEM: "system CAs + --cacert"
+        }
     }
 }

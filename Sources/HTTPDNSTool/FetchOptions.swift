@@ -29,7 +29,7 @@ struct FetchOptions: Sendable {
         OptionSpec("head", short: "I", help: "Send HEAD and print only the response head."),
         OptionSpec("location", short: "L", help: """
             Follow redirects, resolving each new host through HTTPDNS again. 301/302/303 continue with GET \
-            and no body; 307/308 keep the method and body.
+            and no body; 307/308 keep the method and body. With -i every hop's head is printed, as curl does.
             """),
         OptionSpec("max-redirs", value: "n", help: "Most redirects followed with -L. Default 20."),
         OptionSpec("verbose", short: "v", help: """
@@ -43,7 +43,9 @@ struct FetchOptions: Sendable {
             host cannot be resolved or connected, ask it for an address and retry once there, still with \
             the real host in Host, SNI and certificate verification.
             """),
-        OptionSpec("max-time", value: "seconds", help: "Time limit of the whole transfer. Default none."),
+        OptionSpec("max-time", value: "seconds", help: """
+            Time limit of the whole fetch: every address tried and every redirect hop. Default none.
+            """),
         OptionSpec("connect-timeout", value: "seconds", help: "Time limit to connect, TLS included. Default 10, or --timeout."),
         OptionSpec("user-agent", short: "A", value: "name", help: "The User-Agent header. Default swift-httpdns."),
     ]

@@ -1,14 +1,18 @@
 import Foundation
 import HTTPDNSCore
-import HTTPDNSTransport
+import HTTPDNSURLProtocol
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 extension Fetcher {
-    /// The response head as `-i` prints it (curl's layout, CRLF line ends).
-    static func headText(_ head: HTTPTransportResponseHead) -> String {
-        var text = "HTTP/\(head.httpVersion) \(head.statusCode)"
-        if head.httpVersion.hasPrefix("1"), let reason = reasonPhrases[head.statusCode] { text += " \(reason)" }
+    /// The response head as `-i` prints it (curl's layout, CRLF line ends), from the fields as
+    /// received: order and repeats kept.
+    static func headText(status: Int, report: HTTPDNSConnectionReport) -> String {
+        var text = "HTTP/\(report.httpVersion) \(status)"
+        if report.httpVersion.hasPrefix("1"), let reason = reasonPhrases[status] { text += " \(reason)" }
         text += "\r\n"
-        for header in head.headers { text += "\(header.name): \(header.value)\r\n" }
+        for header in report.responseHeaders { text += "\(header.name): \(header.value)\r\n" }
         return text + "\r\n"
     }
 
@@ -20,42 +24,34 @@ extension Fetcher {
         500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
     ]
 
-    /// Where a redirect points, or nil when the response is not one (or has no `Location`).
-    /// - Throws: ``ToolFailure`` for a `Location` that is not an http(s) URL.
-    static func redirectTarget(_ head: HTTPTransportResponseHead, from url: URL) throws(ToolFailure) -> URL? {
-        guard [301, 302, 303, 307, 308].contains(head.statusCode), let location = head.header("location") else { return nil }
-        guard let next = URL(string: location, relativeTo: url)?.absoluteURL,
-              let scheme = next.scheme?.lowercased(), scheme == "http" || scheme == "https", next.host != nil
-        else {
-            throw ToolFailure("redirect to unsupported location '\(location)'")
-        }
-        return next
-    }
-
-    /// The request for the next hop: 301/302/303 continue with GET and no body (HEAD stays HEAD),
-    /// 307/308 keep method and body. Credentials (`Authorization`, `Cookie`) are not carried to
-    /// another origin, as curl does, so a redirect cannot leak them to a third party.
-    static func nextHop(after hop: Hop, status: Int, to next: URL) -> Hop {
-        var result = hop
-        result.url = next
-        if [301, 302, 303].contains(status), hop.method != "HEAD" {
-            result.method = "GET"
-            result.body = nil
-            result.headers.removeAll { ["content-type", "content-length"].contains($0.name.lowercased()) }
-        }
-        let sameOrigin = hop.url.scheme?.lowercased() == next.scheme?.lowercased()
-            && hop.url.host?.lowercased() == next.host?.lowercased() && effectivePort(hop.url) == effectivePort(next)
-        if !sameOrigin {
-            result.headers.removeAll { ["authorization", "cookie"].contains($0.name.lowercased()) }
-        }
-        return result
-    }
-
-    static func effectivePort(_ url: URL) -> Int {
-        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
-    }
-
     // MARK: - `-v` lines (stderr)
+
+    /// How one exchange went, from the client's connection report: the answer used, each address
+    /// that failed, the address connected to, the request sent, SNI and verification, the head.
+    static func verboseExchange(_ request: URLRequest, report: HTTPDNSConnectionReport, status: Int, trustText: String) {
+        guard let url = request.url else { return }
+        let port = effectivePort(url)
+        if let answer = report.answer {
+            verboseAnswer(answer)
+        } else if IPAddress(report.host) == nil {
+            Output.diagnostic("* \(report.host) is not under --protect: the system resolver chose the address")
+        }
+        for attempt in report.attempts {
+            guard let failure = attempt.failure else { continue }
+            let address = attempt.address.map(\.description) ?? report.host
+            Output.diagnostic("* \(address) port \(port) failed: \(stripPinningName(failure))")
+        }
+        if report.viaBlockRedirect { Output.diagnostic("* the address came from the block redirect") }
+        let address = report.connectedAddress.map(\.description) ?? "?"
+        Output.diagnostic("* connected to \(address) port \(port) for \(report.host)")
+        verboseRequest(request, url: url)
+        if url.scheme?.lowercased() == "https", report.certificateVerified {
+            Output.diagnostic("* SNI sent: \(report.host); certificate verified for \(report.host) (\(trustText))")
+        }
+        Output.diagnostic("< HTTP/\(report.httpVersion) \(status)")
+        for header in report.responseHeaders { Output.diagnostic("< \(header.name): \(header.value)") }
+        Output.diagnostic("<")
+    }
 
     static func verboseAnswer(_ answer: HTTPDNSAnswer) {
         let list = answer.addresses.map(\.description).joined(separator: ", ")
@@ -65,38 +61,17 @@ extension Fetcher {
         Output.diagnostic(line + "): \(list)")
     }
 
-    func verboseRequest(_ hop: Hop, addresses: [IPAddress]) {
-        let host = hop.url.host ?? ""
-        let port = Fetcher.effectivePort(hop.url)
-        Output.diagnostic("* addresses to try, in order: \(addresses.map(\.description).joined(separator: ", ")) port \(port)")
-        if hop.url.scheme?.lowercased() == "https" {
-            Output.diagnostic("* TLS SNI and certificate name: \(host) (never the address)")
-        }
-        var target = hop.url.path.isEmpty ? "/" : URLComponents(url: hop.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? "/"
+    /// The request line and headers as the client sends them.
+    static func verboseRequest(_ request: URLRequest, url: URL) {
+        let host = url.host ?? ""
+        var target = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? "/"
         if target.isEmpty { target = "/" }
-        if let query = hop.url.query { target += "?" + query }
-        Output.diagnostic("> \(hop.method) \(target)")
-        let defaultPort = hop.url.port == nil
-        Output.diagnostic("> Host: \(host.contains(":") ? "[\(host)]" : host)\(defaultPort ? "" : ":\(port)")")
-        for header in hop.headers { Output.diagnostic("> \(header.name): \(header.value)") }
+        if let query = url.query { target += "?" + query }
+        Output.diagnostic("> \(request.httpMethod ?? "GET") \(target)")
+        let hostText = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        Output.diagnostic("> Host: \(hostText)\(url.port.map { ":\($0)" } ?? "")")
+        let fields = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
+        for (name, value) in fields { Output.diagnostic("> \(name): \(value)") }
         Output.diagnostic(">")
-    }
-
-    func verboseConnected(_ hop: Hop, head: HTTPTransportResponseHead) {
-        let host = hop.url.host ?? ""
-        let address = head.connectedAddress.map(\.description) ?? "?"
-        Output.diagnostic("* connected to \(address) port \(Fetcher.effectivePort(hop.url)) for \(host)")
-        if hop.url.scheme?.lowercased() == "https" {
-            let trustText: String
-            switch trust {
-            case .system: trustText = "system CAs"
-            case .caFile(let path): trustText = "CAs in \(path)"
-            case .caPEM: trustText = "system CAs + --cacert"
-            }
-            Output.diagnostic("* SNI sent: \(host); certificate verified for \(host) (\(trustText))")
-        }
-        Output.diagnostic("< HTTP/\(head.httpVersion) \(head.statusCode)")
-        for header in head.headers { Output.diagnostic("< \(header.name): \(header.value)") }
-        Output.diagnostic("<")
     }
 }

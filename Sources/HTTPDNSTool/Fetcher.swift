@@ -1,199 +1,161 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
-import HTTPDNS
 import HTTPDNSCore
-import HTTPDNSTransport
+import HTTPDNSURLProtocol
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
-/// One `httpdns fetch`: resolve the URL host through HTTPDNS, connect to those addresses with the
-/// real host kept in `Host`, TLS SNI and certificate verification, follow redirects (re-resolving
-/// each hop), and stream the body to stdout or an atomically written file.
+/// One `httpdns fetch`: a thin shell over ``HTTPDNSClient``, which resolves the URL host through the
+/// engine, connects to those addresses with the real host kept in `Host`, TLS SNI and certificate
+/// verification, fails over between addresses and asks the domain-block redirect endpoint.
 ///
-/// ``send(_:)`` is the single place that turns one request into a response head and body; it is the
-/// seam where the engine + transport pair gives way to `HTTPDNSClient` once that is available.
-final class Fetcher {
-    /// One hop's request.
-    struct Hop {
-        var url: URL
-        var method: String
-        var headers: [HTTPHeader]
-        var body: FetchOptions.Body?
-    }
-
+/// What stays here is curl's part: building the request from the options, following redirects
+/// one hop at a time (so that `-i -L` prints every hop's head, as curl does), `-f`, `--max-time`
+/// over the whole fetch, and the output written atomically.
+final class Fetcher: Sendable {
     let options: FetchOptions
-    let shared: SharedOptions
-    let resolver: ToolResolver
-    let transport: HTTPTransport
-    let trust: HTTPTransportTrust
-    /// The domain-block redirect endpoint, asked once per fetch at most.
-    let fallback: (any HTTPDNSResolver)?
-    private var fallbackUsed = false
+    let client: HTTPDNSClient
+    /// Knows the resolution failures and answers behind a failed request's error line.
+    let monitor: FetcherMonitor
+    /// How `-v` names the CAs the certificate was verified with.
+    let trustText: String
 
-    init(options: FetchOptions, shared: SharedOptions, resolver: ToolResolver, transport: HTTPTransport,
-         trust: HTTPTransportTrust, fallback: (any HTTPDNSResolver)?) {
+    init(options: FetchOptions, client: HTTPDNSClient, monitor: FetcherMonitor, trustText: String) {
         self.options = options
-        self.shared = shared
-        self.resolver = resolver
-        self.transport = transport
-        self.trust = trust
-        self.fallback = fallback
+        self.client = client
+        self.monitor = monitor
+        self.trustText = trustText
     }
 
-    /// Runs the fetch and returns the exit status.
-    /// - Throws: ``ToolFailure`` for resolution, connection, TLS or output failures.
+    /// Runs the fetch and returns the exit status. Cancelling the calling task (SIGINT, SIGTERM)
+    /// cancels the transfer; the `-o` file is then left as it was.
+    /// - Throws: ``ToolFailure`` for resolution, connection, TLS, HTTP (`-f`) or output failures.
     func run() async throws -> Int32 {
-        let output = try options.outputPath.map { path throws(ToolFailure) in try OutputFile(path: path) } ?? OutputFile()
+        let output = HTTPDNSLock(try options.outputPath.map { path throws(ToolFailure) in try OutputFile(path: path) } ?? OutputFile())
+        let timedOut = HTTPDNSLock(false)
+        let work = Task { try await self.transfer(into: output) }
+        // curl's --max-time bounds the whole operation: every address tried and every redirect hop.
+        let timer = options.maxTime.map { seconds in
+            Task {
+                try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                timedOut.withLock { $0 = true }
+                work.cancel()
+            }
+        }
+        defer { timer?.cancel() }
         do {
-            try await transfer(into: output)
-            try output.commit()
+            try await withTaskCancellationHandler {
+                try await work.value
+            } onCancel: {
+                work.cancel()
+            }
+            try output.withLock { (file: inout OutputFile) throws(ToolFailure) in try file.commit() }
             return ExitStatus.success
         } catch {
-            output.abort()
+            output.withLock { $0.abort() }
+            if timedOut.withLock({ $0 }) {
+                throw ToolFailure("--max-time \(Fetcher.secondsText(options.maxTime ?? 0)) s reached; nothing written")
+            }
             if Task.isCancelled { throw ToolFailure("interrupted; nothing written") }
+            if error is CancellationError { throw ToolFailure("transfer cancelled; nothing written") }
             throw error
         }
     }
 
-    private func transfer(into output: OutputFile) async throws {
-        var hop = Hop(url: options.url, method: options.method, headers: options.headers, body: options.body)
+    /// Sends the request and, with `-L`, each redirect's; every hop is resolved again by the client.
+    private func transfer(into output: HTTPDNSLock<OutputFile>) async throws {
+        var request = try makeRequest()
         var redirects = 0
         while true {
-            let (head, body) = try await send(hop)
-            if options.include { try output.write(Data(Fetcher.headText(head).utf8)) }
-            if options.followRedirects, let next = try Fetcher.redirectTarget(head, from: hop.url) {
+            let hop = FetcherHop(request: request, options: options, output: output, trustText: trustText)
+            let outcome: FetcherHop.Outcome
+            do {
+                outcome = try await hop.run(on: client)
+            } catch let error as URLError {
+                if error.code == .cancelled { throw CancellationError() }
+                throw ToolFailure(describe(error, url: request.url ?? options.url))
+            }
+            try Task.checkCancellation()
+            switch outcome {
+            case .finished:
+                return
+            case .redirect(let next, let status):
+                let target = next.url?.absoluteString ?? "?"
                 guard redirects < options.maxRedirects else {
-                    throw ToolFailure("more than \(options.maxRedirects) redirects (last to \(next.absoluteString))")
+                    throw ToolFailure("more than \(options.maxRedirects) redirects (last to \(target))")
                 }
                 redirects += 1
-                if options.verbose { Output.diagnostic("* following \(head.statusCode) to \(next.absoluteString)") }
-                hop = Fetcher.nextHop(after: hop, status: head.statusCode, to: next)
-                continue  // dropping `body` cancels the rest of the redirect's body
-            }
-            if options.failOnHTTPError, head.statusCode >= 400 {
-                throw ToolFailure("HTTP status \(head.statusCode) from \(hop.url.absoluteString)")
-            }
-            if options.headOnly || hop.method == "HEAD" { return }
-            let length = head.header("content-length").flatMap { Int64($0) }
-            let showProgress = !options.silent && !options.verbose && (options.outputPath != nil || !Output.stdoutIsTerminal)
-            let progress = ProgressBar(total: length, enabled: showProgress)
-            defer { progress.finish() }
-            for try await chunk in body {
-                try output.write(chunk)
-                progress.advance(by: chunk.count)
-            }
-            // A cancelled stream ends like a finished one; only the task knows the difference.
-            if Task.isCancelled { throw CancellationError() }
-            return
-        }
-    }
-
-    /// Sends one hop: resolve, connect (retrying once at the block-redirect address when the host
-    /// cannot be resolved or connected), and return the head and the body stream.
-    func send(_ hop: Hop) async throws -> (HTTPTransportResponseHead, AsyncThrowingStream<Data, any Error>) {
-        guard let host = hop.url.host else { throw ToolFailure("URL without a host: \(hop.url.absoluteString)") }
-        var addresses: [IPAddress]
-        do {
-            let answer = try await resolver.resolve(host)
-            addresses = answer.addresses
-            if options.verbose { Fetcher.verboseAnswer(answer) }
-        } catch {
-            if options.verbose { Output.diagnostic("* cannot resolve \(host): \(Command.explain(error))") }
-            guard let redirected = try await fallbackAddresses(for: host) else {
-                throw ToolFailure("cannot resolve \(host): \(Command.explain(error))")
-            }
-            addresses = redirected
-        }
-        while true {
-            let request = try makeRequest(hop, pinned: addresses)
-            if options.verbose { verboseRequest(hop, addresses: addresses) }
-            do {
-                let (head, body) = try await transport.stream(request)
-                if options.verbose { verboseConnected(hop, head: head) }
-                return (head, body)
-            } catch {
-                if options.verbose { Output.diagnostic("* failed: \(error)") }
-                if let address = error.attemptedAddress, Fetcher.isConnectFailure(error) {
-                    resolver.engine.reportUnreachable(address)
-                }
-                if error.code == .cancelled || Task.isCancelled { throw CancellationError() }
-                if Fetcher.isConnectFailure(error), let redirected = try await fallbackAddresses(for: host) {
-                    addresses = redirected
-                    continue
-                }
-                throw ToolFailure(Fetcher.describe(error, url: hop.url, addresses: addresses))
+                if options.verbose { Output.diagnostic("* following \(status) to \(target)") }
+                request = try prepareRedirect(next, after: request)
             }
         }
     }
 
-    /// Asks the domain-block redirect endpoint for `host`, once per fetch; nil when there is none,
-    /// it was used already, or it has no usable address.
-    private func fallbackAddresses(for host: String) async throws -> [IPAddress]? {
-        guard let fallback, !fallbackUsed else { return nil }
-        fallbackUsed = true
-        do {
-            let records = try await fallback.resolve(host, family: .both)
-            let hygiene = HTTPDNSAnswerHygiene(allowLoopback: shared.allowPrivate, allowPrivate: shared.allowPrivate)
-            let kept = hygiene.filter(records.addresses(for: .both)).kept
-            if options.verbose {
-                Output.diagnostic("* block redirect \(fallback.name) gave \(kept.map(\.description).joined(separator: ", ")); retrying there")
-            }
-            return kept.isEmpty ? nil : kept
-        } catch {
-            if options.verbose { Output.diagnostic("* block redirect \(fallback.name) failed: \(error)") }
-            return nil
+    /// The first request, as the options describe it.
+    /// - Throws: ``ToolFailure`` when the `--data-binary` file cannot be opened.
+    func makeRequest() throws(ToolFailure) -> URLRequest {
+        var request = URLRequest(url: options.url)
+        request.httpMethod = options.method
+        for header in options.headers {
+            request.addValue(header.value, forHTTPHeaderField: header.name)
         }
-    }
-
-    private func makeRequest(_ hop: Hop, pinned addresses: [IPAddress]) throws -> HTTPTransportRequest {
-        var request = HTTPTransportRequest(url: hop.url, method: hop.method, headers: hop.headers)
-        request.pinnedAddresses = addresses
-        request.trust = trust
-        let connect = options.connectTimeout ?? 10
-        request.timeouts = .init(
-            connect: .milliseconds(Int64(connect * 1000)),
-            total: options.maxTime.map { .milliseconds(Int64($0 * 1000)) },
-            idle: .seconds(60))
-        switch hop.body {
+        switch options.body {
         case nil:
             break
         case .data(let data):
-            request.body = .data(data)
+            request.httpBody = data
         case .file(let path):
-            let source = try FileBodySource(path: path)
-            request.body = .stream(length: source.length, source: source)
+            try Fetcher.attachFile(path, to: &request)
         }
-        if hop.body != nil, !hop.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
-            request.headers.append(HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded"))
+        if options.body != nil, request.value(forHTTPHeaderField: "Content-Type") == nil {
+            request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         }
         return request
     }
 
-    /// Failures that mean "this address could not be reached" (a block, a dead server), as opposed
-    /// to a certificate that did not verify, which is never retried elsewhere.
-    static func isConnectFailure(_ error: HTTPTransportError) -> Bool {
-        switch error.code {
-        case .cannotConnectToHost, .cannotFindHost: true
-        case .timedOut, .secureConnectionFailed, .networkConnectionLost: error.requestBytesSent == 0
-        default: false
+    /// The next hop's request as ``HTTPDNSRedirect`` made it, with a fresh file stream when the body
+    /// goes along (307/308: the previous stream was consumed) and without credentials when the
+    /// origin changes in any way (scheme, host or port), as curl does.
+    func prepareRedirect(_ next: URLRequest, after previous: URLRequest) throws(ToolFailure) -> URLRequest {
+        var next = next
+        if next.httpBodyStream != nil, case .file(let path) = options.body {
+            try Fetcher.attachFile(path, to: &next)
         }
+        if let from = previous.url, let to = next.url, !Fetcher.sameOrigin(from, to) {
+            next.setValue(nil, forHTTPHeaderField: "Authorization")
+            next.setValue(nil, forHTTPHeaderField: "Cookie")
+        }
+        return next
     }
 
-    /// One line for a transport failure.
-    static func describe(_ error: HTTPTransportError, url: URL, addresses: [IPAddress]) -> String {
-        let host = url.host ?? "?"
-        let tried = addresses.map(\.description).joined(separator: ", ")
-        // libcurl names the transport's synthetic pinning host (`….pin.httpdns.invalid`) in its
-        // messages; keep only its final clause, which says what happened.
-        var detail = error.detail
-        if detail.contains(".pin.httpdns.invalid"), let range = detail.range(of: ": ", options: .backwards) {
-            detail = String(detail[range.upperBound...])
+    /// `--data-binary @FILE`: a stream the client reads as libcurl asks (never the whole file in
+    /// memory), with the file's size as `Content-Length` so that no chunked encoding is needed.
+    static func attachFile(_ path: String, to request: inout URLRequest) throws(ToolFailure) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw ToolFailure("cannot open \(path): \(String(cString: strerror(errno)))")
         }
-        switch error.code {
-        case .serverCertificateUntrusted:
-            let at = error.attemptedAddress.map { " at \($0)" } ?? ""
-            return "certificate for \(host)\(at) did not verify: \(detail)"
-        case .cannotConnectToHost, .cannotFindHost:
-            return "cannot connect to \(host) port \(effectivePort(url)) (tried \(tried)): \(detail)"
-        default:
-            return "request to \(url.absoluteString) failed (addresses \(tried)): \(error.code): \(detail)"
-        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw ToolFailure("\(path) is not a regular file") }
+        guard let stream = InputStream(fileAtPath: path) else { throw ToolFailure("cannot open \(path)") }
+        request.httpBodyStream = stream
+        request.setValue(String(info.st_size), forHTTPHeaderField: "Content-Length")
+    }
+
+    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && effectivePort(a) == effectivePort(b)
+    }
+
+    static func effectivePort(_ url: URL) -> Int {
+        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+    }
+
+    static func secondsText(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 }

@@ -1,9 +1,12 @@
 import HTTPDNS
 import HTTPDNSCore
 
-/// How the tool turns a host into addresses: `--resolve` entries first (as curl does), then — for
-/// protected hosts — the engine (HTTPDNS providers in order, LocalDNS fallback), and for hosts
-/// outside `--protect` the LocalDNS resolver alone.
+/// How `httpdns resolve` turns a host into addresses: `--resolve` entries first (as curl does),
+/// then — for protected hosts — the engine (HTTPDNS providers in order, LocalDNS fallback), and for
+/// hosts outside `--protect` the LocalDNS resolver alone.
+///
+/// `fetch` does not use it: there ``HTTPDNSClient`` asks the engine, which holds the `--resolve`
+/// entries as its first provider (see `Command.makeFetchEngine`).
 struct ToolResolver: Sendable {
     let engine: HTTPDNSEngine
     let staticEntries: StaticResolver
