@@ -85,11 +85,7 @@ final class CurlEventLoop: @unchecked Sendable {
             for transfer in added { add(transfer) }
             for transfer in cancelled {
                 guard let easy = transfer.easy, active[easy] === transfer else { continue }
-                // libcurl 7.88 sends no RST_STREAM when an unfinished HTTP/2 transfer is removed, and
-                // keeps the connection for reuse, so the server would go on sending. Forbidding reuse
-                // closes the connection (when no other stream shares it) and stops the server.
-                _ = httpdns_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1)
-                remove(transfer)
+                remove(transfer, keepConnection: false)
                 transfer.finish(error: transfer.cancelledError)
             }
             var running: Int32 = 0
@@ -127,9 +123,16 @@ final class CurlEventLoop: @unchecked Sendable {
         active[easy] = transfer
     }
 
-    private func remove(_ transfer: CurlTransfer) {
+    /// Takes `transfer` out of the multi handle.
+    ///
+    /// - Parameter keepConnection: false for a transfer that did not finish cleanly (cancelled, or
+    ///   aborted from a callback): libcurl 7.88 sends no RST_STREAM for an unfinished HTTP/2 transfer
+    ///   and keeps its connection for reuse, so the server would go on sending. Forbidding reuse
+    ///   closes the connection (when no other stream shares it) and stops the server.
+    private func remove(_ transfer: CurlTransfer, keepConnection: Bool = true) {
         guard let easy = transfer.easy else { return }
         active[easy] = nil
+        if !keepConnection { _ = httpdns_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1) }
         _ = curl_multi_remove_handle(multi, easy)
     }
 
@@ -140,7 +143,7 @@ final class CurlEventLoop: @unchecked Sendable {
                 let transfer = active[easy]
             else { continue }
             let result = message.pointee.data.result
-            remove(transfer)
+            remove(transfer, keepConnection: result == CURLE_OK)
             transfer.finish(code: result)
         }
     }

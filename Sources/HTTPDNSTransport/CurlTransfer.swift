@@ -127,7 +127,10 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// A piece of the response body.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard !isCancelled else { return 0 }
+        // After cancel() the bytes are dropped rather than refused: refusing would end the transfer
+        // inside libcurl and hand its connection back for reuse, while the loop thread removes a
+        // cancelled transfer with connection reuse forbidden, which is what stops an HTTP/2 server.
+        guard !isCancelled else { return bytes.count }
         bodyBytes += Int64(bytes.count)
         if let maxResponseBytes, bodyBytes > Int64(maxResponseBytes) {
             abortError = HTTPTransportError(

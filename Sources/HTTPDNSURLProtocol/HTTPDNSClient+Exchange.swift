@@ -111,7 +111,8 @@ extension HTTPDNSClient {
         if !plan.redirectTried, blocked, let redirect = configuration.blockRedirect {
             plan.redirectTried = true
             if let records = try? await redirect.resolve(host, family: engine.configuration.family) {
-                plan.add(records.addresses(for: engine.configuration.family))
+                // The redirect endpoint is a network answer like any HTTPDNS one: same hygiene rules.
+                plan.add(engine.configuration.hygiene.filter(records, family: engine.configuration.family).kept)
                 report.viaBlockRedirect = true
                 if let next = plan.next() { return next }
             }
