@@ -125,10 +125,11 @@ final class CurlEventLoop: @unchecked Sendable {
 
     /// Takes `transfer` out of the multi handle.
     ///
-    /// - Parameter keepConnection: false for a transfer that did not finish cleanly (cancelled, or
-    ///   aborted from a callback): libcurl 7.88 sends no RST_STREAM for an unfinished HTTP/2 transfer
-    ///   and keeps its connection for reuse, so the server would go on sending. Forbidding reuse
-    ///   closes the connection (when no other stream shares it) and stops the server.
+    /// - Parameter keepConnection: false for a cancelled transfer still running: libcurl 7.88 sends
+    ///   no RST_STREAM for an unfinished HTTP/2 transfer and keeps its connection for reuse, so the
+    ///   server would go on sending. Forbidding reuse before the removal closes the connection (when
+    ///   no other stream shares it) and stops the server. (It has no effect on a transfer libcurl
+    ///   already finished.)
     private func remove(_ transfer: CurlTransfer, keepConnection: Bool = true) {
         guard let easy = transfer.easy else { return }
         active[easy] = nil
@@ -143,7 +144,7 @@ final class CurlEventLoop: @unchecked Sendable {
                 let transfer = active[easy]
             else { continue }
             let result = message.pointee.data.result
-            remove(transfer, keepConnection: result == CURLE_OK)
+            remove(transfer)
             transfer.finish(code: result)
         }
     }
