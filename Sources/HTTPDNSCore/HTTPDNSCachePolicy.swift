@@ -7,6 +7,18 @@ public struct HTTPDNSCacheKey: Hashable, Sendable, Codable {
         self.host = host
         self.family = family
     }
+
+    // Hand-written: the synthesized version would hash the family's String raw value as well,
+    // a second string hash on every cache hit.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(host)
+        let tag: UInt8 = switch family {
+        case .ipv4: 4
+        case .ipv6: 6
+        case .both: 10
+        }
+        hasher.combine(tag)
+    }
 }
 
 /// One cached answer.

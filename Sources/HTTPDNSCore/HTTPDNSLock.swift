@@ -20,7 +20,15 @@ public final class HTTPDNSLock<Value>: @unchecked Sendable {
         self.value = value
         mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
-        let result = pthread_mutex_init(mutex, nil)
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        #if canImport(Glibc)
+        // Critical sections here are a few dozen nanoseconds: spin briefly before sleeping in the
+        // kernel, as `Synchronization.Mutex` does.
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        #endif
+        let result = pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
         precondition(result == 0, "pthread_mutex_init failed: \(result)")
     }
 
