@@ -23,6 +23,8 @@ import FoundationNetworking
 /// - The session adds `Cookie` from its storage before calling a custom protocol but does not store
 ///   `Set-Cookie` from its answers; this protocol stores them in the installed configuration's
 ///   `httpCookieStorage` under the original URL when `httpShouldHandleCookies` is set.
+/// - The session does not apply `httpAdditionalHeaders` for custom protocols; this protocol applies
+///   the installed configuration's (a request's own header of the same name wins).
 /// - The session keeps only the last `didLoad` chunk for completion-handler tasks, so the body is
 ///   delivered in one piece when the transfer ends (see ``HTTPDNSClient/bytes(for:)`` for streaming).
 /// - Request properties (`URLProtocol.setProperty`) do not survive the bridge to `URLRequest`, so the
@@ -38,6 +40,9 @@ open class HTTPDNSURLProtocol: URLProtocol {
     struct Installation: Sendable {
         var client: HTTPDNSClient
         var cookieStorage: HTTPCookieStorage?
+        /// The configuration's `httpAdditionalHeaders`, which the session does not apply for custom
+        /// protocols.
+        var additionalHeaders: [String: String]
     }
 
     private static let installation = HTTPDNSLock<Installation?>(nil)
@@ -46,7 +51,13 @@ open class HTTPDNSURLProtocol: URLProtocol {
     /// Makes `client` serve this protocol and puts the protocol first in `configuration.protocolClasses`,
     /// keeping the classes already there.
     public static func install(_ client: HTTPDNSClient, into configuration: URLSessionConfiguration) {
-        installation.withLock { $0 = Installation(client: client, cookieStorage: configuration.httpCookieStorage) }
+        var headers: [String: String] = [:]
+        for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
+            if let name = name.base as? String, let value = value as? String { headers[name] = value }
+        }
+        installation.withLock {
+            $0 = Installation(client: client, cookieStorage: configuration.httpCookieStorage, additionalHeaders: headers)
+        }
         let others = (configuration.protocolClasses ?? []).filter { $0 != HTTPDNSURLProtocol.self }
         configuration.protocolClasses = [HTTPDNSURLProtocol.self] + others
     }
@@ -80,6 +91,10 @@ open class HTTPDNSURLProtocol: URLProtocol {
             return
         }
         let cookies: HTTPDNSClient.CookieHandling = installation.cookieStorage.map { .storeOnly($0) } ?? .none
+        var request = self.request
+        for (name, value) in installation.additionalHeaders where request.value(forHTTPHeaderField: name) == nil {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
         let forwarder = ProtocolForwarder(self)
         let task = installation.client.start(request, followRedirects: true, cookies: cookies, delegate: forwarder)
         running.withLock { $0 = (task, forwarder) }

@@ -284,3 +284,20 @@ final class HTTPDNSURLProtocolStressTests: XCTestCase {
         XCTAssertEqual(origin.requests.count, total)
     }
 }
+
+final class HTTPDNSURLProtocolHeaderTests: XCTestCase {
+    func testConfigurationAdditionalHeadersReachTheServer() async throws {
+        let origin = try Origin(address: "127.0.0.1")
+        defer { origin.stop() }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpAdditionalHeaders = ["X-App": "demo", "Accept-Language": "zh-CN"]
+        configuration.httpdnsInstall(makeClient(["headers.test": ["127.0.0.1"]]))
+        let session = URLSession(configuration: configuration)
+        var request = URLRequest(url: URL(string: "http://headers.test:\(origin.port)/")!)
+        request.setValue("en", forHTTPHeaderField: "Accept-Language")
+        _ = try await session.data(for: request)
+        let seen = try XCTUnwrap(origin.requests.first)
+        XCTAssertEqual(seen.header("x-app"), "demo")
+        XCTAssertEqual(seen.header("accept-language"), "en", "the request's own header wins")
+    }
+}
