@@ -31,8 +31,11 @@ final class HTTPDNSCachePersistence: Sendable {
     private let queue = DispatchQueue(label: "swift-httpdns.cache-persistence")
     private let savePending = HTTPDNSLock(false)
 
-    init(path: String, monitor: any HTTPDNSEventMonitor) {
+    private let interval: Double
+
+    init(path: String, interval: Double, monitor: any HTTPDNSEventMonitor) {
         self.path = path
+        self.interval = max(interval, 0)
         self.monitor = monitor
     }
 
@@ -93,7 +96,8 @@ final class HTTPDNSCachePersistence: Sendable {
             return pending
         }
         guard !alreadyPending else { return }
-        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak engine] in
+        // Writes rewrite the whole file: at most one per interval, however busy the cache is.
+        queue.asyncAfter(deadline: .now() + interval) { [weak engine] in
             self.savePending.withLock { $0 = false }
             guard let engine else { return }
             do {

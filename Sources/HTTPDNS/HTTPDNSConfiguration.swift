@@ -42,6 +42,8 @@ public struct HTTPDNSConfiguration: Sendable {
         public var policy: HTTPDNSCachePolicy.Settings = .init()
         /// A file the cache is saved to and loaded from (atomic replace); nil keeps it in memory. Default nil.
         public var persistencePath: String? = nil
+        /// Changes are written at most this often (seconds; each write replaces the whole file). Default 2.
+        public var persistenceInterval: Double = 2
         /// Names resolved in the background when the engine starts. Default none.
         public var preResolve: [String] = []
 

@@ -35,7 +35,8 @@ public final class HTTPDNSEngine: Sendable {
         self.defaultFamily = configuration.family
         var cache = HTTPDNSCachePolicy(settings: configuration.cache.policy)
         if let path = configuration.cache.persistencePath {
-            let persistence = HTTPDNSCachePersistence(path: path, monitor: configuration.monitor)
+            let persistence = HTTPDNSCachePersistence(
+                path: path, interval: configuration.cache.persistenceInterval, monitor: configuration.monitor)
             persistence.load(into: &cache, now: configuration.clock.now())
             self.persistence = persistence
         } else {

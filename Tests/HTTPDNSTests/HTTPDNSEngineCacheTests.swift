@@ -219,3 +219,19 @@ func waitUntil(_ condition: @Sendable () -> Bool, file: StaticString = #filePath
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+final class HTTPDNSEnginePersistenceScheduleTests: XCTestCase {
+    func testChangesAreWrittenWithoutAnExplicitSave() async throws {
+        let path = temporaryPath("scheduled.json")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
+        let first = engine([provider]) {
+            $0.cache.persistencePath = path
+            $0.cache.persistenceInterval = 0.05
+        }
+        _ = try await first.resolve("auto.example")
+        try await waitUntil { FileManager.default.fileExists(atPath: path) }
+        let second = engine([FakeResolver("p", .fail(.transport))]) { $0.cache.persistencePath = path }
+        XCTAssertNotNil(second.cachedAnswer("auto.example"))
+    }
+}
