@@ -53,4 +53,19 @@ enum CurlPinning {
         let list = used.map(\.uriText).joined(separator: ",")
         return Entries(connectTo: "::\(name):\(port)", resolve: "\(name):\(port):\(list)", addresses: used)
     }
+
+    /// `message` with the synthetic connect-to name replaced by the real host and its addresses, so
+    /// that errors name what the caller asked for (libcurl's messages name the host it connected to).
+    static func humanize(_ message: String, host: String, addresses: [IPAddress]) -> String {
+        guard let end = message.range(of: "." + suffix) else { return message }
+        var start = end.lowerBound
+        while start > message.startIndex {
+            let previous = message.index(before: start)
+            guard message[previous].isHexDigit || message[previous] == "." else { break }
+            start = previous
+        }
+        let list = addresses.map(\.description).joined(separator: ", ")
+        return humanize(
+            message.replacingCharacters(in: start..<end.upperBound, with: "\(host) (\(list))"), host: host, addresses: addresses)
+    }
 }

@@ -69,6 +69,7 @@ extension CurlTransfer {
     func error(for code: CURLcode) -> HTTPTransportError {
         var message = String(cString: errorBuffer)
         if message.isEmpty { message = String(cString: curl_easy_strerror(code)) }
+        if !pinned.isEmpty { message = CurlPinning.humanize(message, host: host, addresses: pinned) }
         var error = abortError ?? HTTPTransportError(Self.errorCode(for: code), message)
         error.curlCode = Int(code.rawValue)
         error.host = host

@@ -59,3 +59,15 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(CurlTransfer.milliseconds(.seconds(-5)), 1)
     }
 }
+
+final class CurlPinningMessageTests: XCTestCase {
+    func testErrorMessagesNameTheRealHostNotTheSyntheticOne() throws {
+        let addresses = [IPAddress("127.0.0.2")!, IPAddress("::1")!]
+        let entries = try XCTUnwrap(CurlPinning.entries(port: 443, addresses: addresses))
+        let name = String(entries.resolve.prefix { $0 != ":" })
+        let message = "Failed to connect to \(name) port 443 after 0 ms: Couldn't connect to server"
+        let readable = CurlPinning.humanize(message, host: "www.example.test", addresses: addresses)
+        XCTAssertEqual(readable, "Failed to connect to www.example.test (127.0.0.2, ::1) port 443 after 0 ms: Couldn't connect to server")
+        XCTAssertEqual(CurlPinning.humanize("plain message", host: "h", addresses: addresses), "plain message")
+    }
+}
