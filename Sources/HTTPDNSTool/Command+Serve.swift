@@ -17,6 +17,14 @@ extension Command {
             """),
         OptionSpec("tls-cert", value: "file", help: "PEM certificate chain; with --tls-key the server speaks HTTPS only."),
         OptionSpec("tls-key", value: "file", help: "PEM private key for --tls-cert."),
+        OptionSpec("dnspod-key", value: "id=key", help: """
+            A DNSPod enterprise account (repeatable): requests with id=ID and alg=des|aes have dn decrypted \
+            and the answer encrypted with KEY.
+            """),
+        OptionSpec("alibaba-secret", value: "account=secret", help: """
+            An Alibaba account's signing secret (repeatable): /ACCOUNT/sign_d and sign_resolve then verify \
+            the MD5 signature and expiry.
+            """),
         OptionSpec("allow-private", help: "Pass on loopback and private addresses from upstreams (test beds)."),
         OptionSpec("cacert", value: "file", help: "PEM CA certificates trusted for TLS to upstreams, in addition to the system's."),
         OptionSpec("timeout", value: "seconds", help: "Time limit of each upstream attempt."),
@@ -81,6 +89,16 @@ extension Command {
             configuration.upstream.timeouts.perAttempt = timeout
             configuration.upstream.timeouts.httpdnsBudget = timeout * Double(max(1, upstreams.count))
         }
+        for text in parsed.all("dnspod-key") {
+            guard let (id, key) = splitPair(text), !key.isEmpty else { throw bad("bad --dnspod-key '\(text)': expected ID=KEY") }
+            configuration.dnspod.accountKeys[id] = key
+        }
+        for text in parsed.all("alibaba-secret") {
+            guard let (account, secret) = splitPair(text), !secret.isEmpty else {
+                throw bad("bad --alibaba-secret '\(text)': expected ACCOUNT=SECRET")
+            }
+            configuration.alibaba.secrets[account] = secret
+        }
         let allowPrivate = parsed.flag("allow-private") || (config.allowPrivate ?? false)
         configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowLoopback: allowPrivate, allowPrivate: allowPrivate)
 
@@ -114,6 +132,12 @@ extension Command {
         await waitForTermination()
         service.stop()
         return ExitStatus.success
+    }
+
+    /// `NAME=VALUE` with a non-empty name.
+    static func splitPair(_ text: String) -> (String, String)? {
+        guard let equals = text.firstIndex(of: "="), equals != text.startIndex else { return nil }
+        return (String(text[..<equals]), String(text[text.index(after: equals)...]))
     }
 
     /// `IP:PORT` or `[IPv6]:PORT`, port 0-65535 (0 picks a free one).

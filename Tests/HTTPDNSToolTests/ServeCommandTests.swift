@@ -26,6 +26,42 @@ final class ServeCommandTests: ToolTestCase {
         XCTAssertNotEqual(try curlGet("\(base)/d?dn=www.example.test").status, 0, "still answering after SIGTERM")
     }
 
+    func testEnterpriseKeysAndSecrets() throws {
+        let directory = try temporaryDirectory()
+        let zone = directory.appendingPathComponent("zone.json")
+        try Data(#"{"secret.example.test": {"A": ["192.0.2.20"], "ttl": 60}}"#.utf8).write(to: zone)
+        let server = try runner.start([
+            "serve", "--listen", "127.0.0.1:0", "--zone", zone.path,
+            "--dnspod-key", "42=0123456789abcdef", "--alibaba-secret", "100000=IAmASecret",
+        ])
+        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        let line = try server.waitForLine(startingWith: "listening on ")
+        let base = String(line.dropFirst("listening on ".count))
+
+        for alg in ["aes", "des"] {
+            let dnspod = "dnspod=\(base)?id=42&key=0123456789abcdef&alg=\(alg)"
+            let result = try run(["resolve", "--provider", dnspod, "--httpdns-only", "--json", "secret.example.test"])
+            XCTAssertEqual(result.status, 0, alg + ": " + result.stderrText)
+            XCTAssertEqual(try jsonObject(result.stdoutText)["addresses"] as? [String], ["192.0.2.20"], alg)
+        }
+        let wrongKey = try run([
+            "resolve", "--provider", "dnspod=\(base)?id=42&key=fedcba9876543210&alg=aes", "--httpdns-only", "secret.example.test",
+        ])
+        XCTAssertEqual(wrongKey.status, 1, "a wrong key must not decrypt")
+
+        let signed = try run([
+            "resolve", "--provider", "alibaba=\(base)/100000?secret=IAmASecret", "--httpdns-only", "--json", "secret.example.test",
+        ])
+        XCTAssertEqual(signed.status, 0, signed.stderrText)
+        let badSignature = try run([
+            "resolve", "--provider", "alibaba=\(base)/100000?secret=wrong", "--httpdns-only", "secret.example.test",
+        ])
+        XCTAssertEqual(badSignature.status, 1)
+        XCTAssertTrue(badSignature.stderrText.contains("unauthorized"), badSignature.stderrText)
+
+        assertUsage(try run(["serve", "--dnspod-key", "nokey"]))
+    }
+
     func testBadZoneFails() throws {
         let directory = try temporaryDirectory()
         let zone = directory.appendingPathComponent("zone.json")
