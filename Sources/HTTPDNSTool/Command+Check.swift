@@ -13,6 +13,12 @@ extension Command {
         arguments: [("<host>", "Host names to check.")],
         options: SharedOptions.specs + [
             OptionSpec("strict", help: "Count any disagreement between LocalDNS and HTTPDNS as hijacking."),
+            OptionSpec("probe-port", value: "port", help: """
+                Confirm by connecting: a TLS handshake for the host at LocalDNS's and at HTTPDNS's first \
+                address on this port (443 for HTTPS sites). A certificate that does not verify at LocalDNS's \
+                address while HTTPDNS's verifies confirms the hijack; one that verifies at both clears a \
+                disagreement (a CDN edge), even with --strict. Use --cacert for private CAs.
+                """),
             HelpText.helpOption,
         ],
         sections: [
@@ -51,6 +57,13 @@ extension Command {
         let transport = HTTPTransport()
         let trust = try options.makeTrust(command: command)
         let engine = try options.makeEngine(transport: transport, trust: trust, command: command)
+        var prober: CheckProbe?
+        if let text = parsed.last("probe-port") {
+            guard let port = Int(text), (1...65_535).contains(port) else {
+                throw UsageError("bad --probe-port '\(text)': expected 1-65535", command: command)
+            }
+            prober = CheckProbe(port: port, transport: transport, trust: trust)
+        }
 
         let reports = await withTaskGroup(of: (Int, HTTPDNSHijackReport).self) { group in
             for (index, host) in hosts.enumerated() {
@@ -64,12 +77,13 @@ extension Command {
         var hijacked = false
         var inconclusive = false
         for report in reports {
-            let isHijack = isHijack(report, strict: strict)
+            let probe = await prober?.run(report)
+            let isHijack = isHijack(report, strict: strict, probe: probe)
             hijacked = hijacked || isHijack
             if options.json {
-                try Output.line(try json(report, hijack: isHijack))
+                try Output.line(try json(report, hijack: isHijack, probe: probe))
             } else {
-                try Output.line(human(report, hijack: isHijack, strict: strict))
+                try Output.line(human(report, hijack: isHijack, strict: strict, probe: probe))
             }
             if report.verdict == .inconclusive {
                 inconclusive = true
@@ -81,11 +95,14 @@ extension Command {
     }
 
     /// The tool's rule: the report's own verdict, plus `disagree` when strict (see the help text).
-    static func isHijack(_ report: HTTPDNSHijackReport, strict: Bool) -> Bool {
-        report.verdict.isHijack || (strict && report.verdict == .disagree)
+    /// With a probe: a confirmed hijack counts; a LocalDNS address that verifies clears a disagreement.
+    static func isHijack(_ report: HTTPDNSHijackReport, strict: Bool, probe: CheckProbe.Result? = nil) -> Bool {
+        if report.verdict.isHijack || probe?.confirmsHijack == true { return true }
+        if report.verdict == .disagree, probe?.clearsLocal == true { return false }
+        return strict && report.verdict == .disagree
     }
 
-    static func human(_ report: HTTPDNSHijackReport, hijack: Bool, strict: Bool) -> String {
+    static func human(_ report: HTTPDNSHijackReport, hijack: Bool, strict: Bool, probe: CheckProbe.Result? = nil) -> String {
         func side(_ label: String, _ side: HTTPDNSHijackReport.Side) -> String {
             var line = "  \(label) (\(side.source)): "
             if side.addresses.isEmpty {
@@ -101,8 +118,20 @@ extension Command {
         if !report.localBogons.isEmpty {
             lines.append("  bogons from LocalDNS: " + report.localBogons.map(\.description).joined(separator: ", "))
         }
+        if let probe {
+            if let local = probe.local {
+                lines.append("  probe LocalDNS \(local.address.uriText):\(probe.port): \(local.outcome.text)")
+            }
+            if let httpdns = probe.httpdns {
+                lines.append("  probe HTTPDNS  \(httpdns.address.uriText):\(probe.port): \(httpdns.outcome.text)")
+            }
+        }
         var verdict = "  verdict: \(report.verdict.rawValue) — \(report.summary)"
-        if hijack, !report.verdict.isHijack {
+        if probe?.confirmsHijack == true, !report.verdict.isHijack {
+            verdict += "; confirmed by connecting: LocalDNS's address cannot prove it is \(report.host)"
+        } else if report.verdict == .disagree, probe?.clearsLocal == true {
+            verdict += "; LocalDNS's address presents a valid certificate for \(report.host): a different edge, not hijacking"
+        } else if hijack, !report.verdict.isHijack {
             verdict += "; counted as hijacking because private answers are allowed (--allow-private) or --strict"
         }
         lines.append(verdict)
@@ -111,7 +140,7 @@ extension Command {
     }
 
     /// The report object (its Codable form) plus `"hijack"`, the tool's conclusion, on one line.
-    static func json(_ report: HTTPDNSHijackReport, hijack: Bool) throws -> String {
+    static func json(_ report: HTTPDNSHijackReport, hijack: Bool, probe: CheckProbe.Result? = nil) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(report)
@@ -119,6 +148,16 @@ extension Command {
             throw ToolFailure("cannot encode the report as JSON")
         }
         object["hijack"] = hijack
+        if let probe {
+            var probeObject: [String: Any] = ["port": probe.port, "confirmsHijack": probe.confirmsHijack]
+            if let local = probe.local {
+                probeObject["local"] = ["address": local.address.description, "result": local.outcome.jsonValue, "detail": local.outcome.text]
+            }
+            if let httpdns = probe.httpdns {
+                probeObject["httpdns"] = ["address": httpdns.address.description, "result": httpdns.outcome.jsonValue, "detail": httpdns.outcome.text]
+            }
+            object["probe"] = probeObject
+        }
         let line = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         return String(decoding: line, as: UTF8.self)
     }

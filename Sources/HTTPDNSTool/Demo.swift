@@ -98,9 +98,14 @@ struct DemoRun {
         lines += DemoRun.columns(
             ["WITHOUT protection (system LocalDNS)"] + left, ["WITH swift-httpdns (HTTPDNS first)"] + right)
         let report = await engine.checkHijack(host)
-        let hijack = Command.isHijack(report, strict: true)
-        lines.append("  httpdns check \(host):")
-        lines += Command.human(report, hijack: hijack, strict: true).split(separator: "\n").dropFirst().map { "  \($0)" }
+        // For HTTPS, confirm by connecting (what `httpdns check --probe-port` does).
+        var probe: CheckProbe.Result?
+        if url.scheme == "https", let port = url.port {
+            probe = await CheckProbe(port: port, transport: transport, trust: .caFile(bed.certificates.caCertificatePath)).run(report)
+        }
+        let hijack = Command.isHijack(report, strict: true, probe: probe)
+        lines.append("  httpdns check \(host)\(probe.map { " --probe-port \($0.port)" } ?? ""):")
+        lines += Command.human(report, hijack: hijack, strict: true, probe: probe).split(separator: "\n").dropFirst().map { "  \($0)" }
         try? Output.line(lines.joined(separator: "\n") + "\n")
     }
 

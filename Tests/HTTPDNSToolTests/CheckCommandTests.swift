@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSServer
 import HTTPDNSTestSupport
 import XCTest
 
@@ -68,5 +69,56 @@ final class CheckCommandTests: ToolTestCase {
         XCTAssertEqual(result.status, 1, result.stderrText)
         XCTAssertTrue(result.stdoutText.contains("inconclusive"), result.stdoutText)
         XCTAssertEqual(result.stderrLines.count, 1, result.stderrText)
+    }
+
+    // MARK: - Confirming by connecting (--probe-port)
+
+    /// An HTTPS origin for www.example.test on 127.0.0.1 and another server on `other` at the same
+    /// port, presenting `otherNames`' certificate.
+    private func tlsPair(other: String, otherNames: [String]) throws -> (port: Int, ca: String) {
+        let certificates = try TestCertificates()
+        addCleanup { certificates.remove() }
+        let real = try certificates.issue(dnsNames: ["www.example.test"])
+        let impostor = try certificates.issue(dnsNames: otherNames)
+        func server(_ address: String, port: Int, _ leaf: TestCertificates.Leaf) throws -> HTTPServer {
+            var configuration = HTTPServer.Configuration(address: IPAddress(address)!, port: port)
+            configuration.tlsCertificatePEM = leaf.certificatePEM
+            configuration.tlsKeyPEM = leaf.keyPEM
+            let server = try HTTPServer(configuration: configuration) { _ in .text("ok") }
+            addCleanup { server.stop() }
+            return server
+        }
+        let origin = try server("127.0.0.1", port: 0, real)
+        _ = try server(other, port: origin.port, impostor)
+        return (origin.port, certificates.caCertificatePath)
+    }
+
+    func testProbeConfirmsAHijackByTheCertificate() throws {
+        let (port, ca) = try tlsPair(other: "127.0.0.66", otherNames: ["ads.example.test"])
+        let liar = try dnsmasq { $0.lie("www.example.test", to: IPAddress("127.0.0.66")!) }
+        let provider = try dnspod(zone: zone)
+        let result = try run(
+            ["check", "--probe-port", "\(port)", "--cacert", ca, "--local-dns", "udp=127.0.0.1:\(liar.port)"] + provider
+                + ["www.example.test"])
+        XCTAssertEqual(result.status, 2, result.stdoutText + result.stderrText)
+        XCTAssertTrue(result.stdoutText.contains("probe LocalDNS 127.0.0.66:\(port): certificate did NOT verify"), result.stdoutText)
+        XCTAssertTrue(result.stdoutText.contains("probe HTTPDNS  127.0.0.1:\(port): certificate verified"), result.stdoutText)
+        XCTAssertTrue(result.stdoutText.contains("confirmed by connecting"), result.stdoutText)
+    }
+
+    func testProbeClearsAnotherValidEdge() throws {
+        // LocalDNS points elsewhere, but that address proves it is www.example.test: a CDN edge.
+        let (port, ca) = try tlsPair(other: "127.0.0.67", otherNames: ["www.example.test"])
+        let steering = try dnsmasq { $0.lie("www.example.test", to: IPAddress("127.0.0.67")!) }
+        let provider = try dnspod(zone: zone)
+        let result = try run(
+            ["check", "--json", "--probe-port", "\(port)", "--cacert", ca, "--local-dns", "udp=127.0.0.1:\(steering.port)"]
+                + provider + ["www.example.test"])
+        XCTAssertEqual(result.status, 0, result.stdoutText + result.stderrText)
+        let object = try jsonObject(result.stdoutText)
+        XCTAssertEqual(object["verdict"] as? String, "disagree")
+        XCTAssertEqual(object["hijack"] as? Bool, false)
+        let probe = try XCTUnwrap(object["probe"] as? [String: Any])
+        XCTAssertEqual((probe["local"] as? [String: Any])?["result"] as? String, "verified")
     }
 }

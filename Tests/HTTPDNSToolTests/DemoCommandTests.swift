@@ -23,6 +23,7 @@ final class DemoCommandTests: ToolTestCase {
         XCTAssertTrue(output.contains("\"www.demo.test: the real site, reached at 127.0.0.2 with SNI www.demo.test\""), output)
         XCTAssertTrue(output.contains("today's real news, from 127.0.0.2"), output)
         XCTAssertEqual(output.components(separatedBy: "HIJACKED").count - 1, 3, "the check flags all three names")
+        XCTAssertEqual(output.components(separatedBy: "confirmed by connecting").count - 1, 2, "both HTTPS names confirmed")
         XCTAssertTrue(output.contains("Everything the demo started has been stopped."), output)
 
         // Nothing it started still listens: the origin's ports and LocalDNS's port are free again.
