@@ -39,7 +39,7 @@ extension Fetcher {
         for attempt in report.attempts {
             guard let failure = attempt.failure else { continue }
             let address = attempt.address.map(\.description) ?? report.host
-            Output.diagnostic("* \(address) port \(port) failed: \(stripPinningName(failure))")
+            Output.diagnostic("* \(address) port \(port) failed: \(failure)")
         }
         if report.viaBlockRedirect { Output.diagnostic("* the address came from the block redirect") }
         let address = report.connectedAddress.map(\.description) ?? "?"

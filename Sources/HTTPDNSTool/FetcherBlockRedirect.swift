@@ -3,8 +3,8 @@ import HTTPDNSCore
 /// The `--fallback-ips` endpoint as ``HTTPDNSClient``'s block redirect (seed 003).
 ///
 /// Its answers pass the same hygiene as HTTPDNS answers (`--allow-private` decides about loopback
-/// and private addresses): a redirect endpoint is trusted no more than a provider. The addresses are
-/// remembered for the error line and, with `-v`, told about when they arrive.
+/// and private addresses): a redirect endpoint is trusted no more than a provider. With `-v` the
+/// addresses are told about when they arrive.
 struct FetcherBlockRedirect: HTTPDNSResolver {
     let endpoint: any HTTPDNSResolver
     let hygiene: HTTPDNSAnswerHygiene
@@ -29,7 +29,6 @@ struct FetcherBlockRedirect: HTTPDNSResolver {
         if monitor.verbose {
             Output.diagnostic("* block redirect \(name) gave \(kept.map(\.description).joined(separator: ", ")); retrying there")
         }
-        monitor.note(kept, for: host)
         return HTTPDNSRecordSet(
             host: host, ipv4: kept.filter { $0.family == .v4 }, ipv6: kept.filter { $0.family == .v6 }, ttl: records.ttl)
     }

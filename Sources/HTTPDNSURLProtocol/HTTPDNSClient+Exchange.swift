@@ -41,52 +41,58 @@ extension HTTPDNSClient {
             host: host, answer: nil, attempts: [], connectedAddress: nil, certificateVerified: scheme == "https",
             viaBlockRedirect: false, httpVersion: "")
 
-        var plan = AddressPlan()
-        if engine.protects(host) {
-            do {
-                let answer = try await engine.resolve(host)
-                report.answer = answer
-                plan.add(answer.addresses)
-                plan.localTried = answer.origin == .localDNS
-            } catch {
-                plan.resolutionError = error
-                plan.localTried = true  // the engine already fell back to LocalDNS (unless HTTPDNS-only)
-            }
-        } else {
-            plan.unpinned = true
-        }
-
-        var lastError: HTTPTransportError?
-        while true {
-            try Task.checkCancellation()
-            guard let address = await nextAddress(&plan, host: host, lastError: lastError, report: &report) else {
-                if let lastError { throw lastError }
-                if let error = plan.resolutionError { throw error }
-                throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(host)"])
-            }
-            let transportRequest = makeTransportRequest(request, url: url, pinned: address, body: body)
-            let attempt = AttemptDelegate(
-                originalURL: url, interceptRedirects: interceptRedirects, client: delegate, report: report,
-                request: request, cookieStorage: cookieStorage)
-            let result = await attempt.run(transport: transport, request: transportRequest, task: task)
-            switch result {
-            case .delivered:
-                return .delivered
-            case .redirect(let next):
-                return .redirect(next)
-            case .failed(let error):
-                report.attempts.append(.init(address: address, failure: error.description))
-                if error.code == .cancelled || task.isCancelled { throw CancellationError() }
-                if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
-                    // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
-                    engine.invalidate(host)
-                    throw error
+        // Every failure from here on carries the story so far (answer, addresses tried): callers get it
+        // through `URLError.httpdnsConnectionReport`.
+        do {
+            var plan = AddressPlan()
+            if engine.protects(host) {
+                do {
+                    let answer = try await engine.resolve(host)
+                    report.answer = answer
+                    plan.add(answer.addresses)
+                    plan.localTried = answer.origin == .localDNS
+                } catch {
+                    plan.resolutionError = error
+                    plan.localTried = true  // the engine already fell back to LocalDNS (unless HTTPDNS-only)
                 }
-                guard let address, HTTPDNSClient.isConnectFailure(error) else { throw error }
-                engine.reportUnreachable(address)
-                guard body.isReplayable(after: error) else { throw error }
-                lastError = error
+            } else {
+                plan.unpinned = true
             }
+
+            var lastError: HTTPTransportError?
+            while true {
+                try Task.checkCancellation()
+                guard let address = await nextAddress(&plan, host: host, lastError: lastError, report: &report) else {
+                    if let lastError { throw lastError }
+                    if let error = plan.resolutionError { throw error }
+                    throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(host)"])
+                }
+                let transportRequest = makeTransportRequest(request, url: url, pinned: address, body: body)
+                let attempt = AttemptDelegate(
+                    originalURL: url, interceptRedirects: interceptRedirects, client: delegate, report: report,
+                    request: request, cookieStorage: cookieStorage)
+                let result = await attempt.run(transport: transport, request: transportRequest, task: task)
+                switch result {
+                case .delivered:
+                    return .delivered
+                case .redirect(let next):
+                    return .redirect(next)
+                case .failed(let error):
+                    report.attempts.append(.init(address: address, failure: error.description))
+                    if error.code == .cancelled || task.isCancelled { throw CancellationError() }
+                    if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
+                        // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
+                        engine.invalidate(host)
+                        throw error
+                    }
+                    guard let address, HTTPDNSClient.isConnectFailure(error) else { throw error }
+                    engine.reportUnreachable(address)
+                    guard body.isReplayable(after: error) else { throw error }
+                    lastError = error
+                }
+            }
+        } catch {
+            throw HTTPDNSClientFailure(underlying: error, report: report)
         }
     }
 
@@ -150,6 +156,13 @@ extension HTTPDNSClient {
 
     /// The `URLError` an app expects for `error`.
     static func urlError(_ error: any Error, url: URL?) -> URLError {
+        if let failure = error as? HTTPDNSClientFailure {
+            let base = urlError(failure.underlying, url: url)
+            var info = base.userInfo
+            info[HTTPDNSClientFailure.reportKey] = failure.report
+            info[HTTPDNSClientFailure.underlyingKey] = failure.underlying
+            return URLError(base.code, userInfo: info)
+        }
         if let error = error as? URLError { return error }
         if let error = error as? HTTPTransportError { return error.urlError }
         if error is CancellationError {

@@ -3,6 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPDNSTransport
 import HTTPDNSURLProtocol
 import XCTest
 #if canImport(FoundationNetworking)
@@ -299,5 +300,36 @@ final class HTTPDNSURLProtocolHeaderTests: XCTestCase {
         let seen = try XCTUnwrap(origin.requests.first)
         XCTAssertEqual(seen.header("x-app"), "demo")
         XCTAssertEqual(seen.header("accept-language"), "en", "the request's own header wins")
+    }
+}
+
+final class HTTPDNSClientFailureTests: XCTestCase {
+    func testAFailureCarriesEveryAddressTriedAndTheUnderlyingError() async throws {
+        let port = try refusedPort(on: "127.0.0.1")
+        let client = makeClient(["dead.test": ["127.0.0.14", "127.0.0.15"]]) { engine, _ in engine.failover.httpdnsOnly = true }
+        do {
+            _ = try await client.data(for: URLRequest(url: URL(string: "http://dead.test:\(port)/")!))
+            XCTFail("reached a dead host")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .cannotConnectToHost)
+            let report = try XCTUnwrap(error.httpdnsConnectionReport)
+            XCTAssertEqual(report.attempts.map(\.address), [IPAddress("127.0.0.14"), IPAddress("127.0.0.15")])
+            XCTAssertTrue(report.attempts.allSatisfy { $0.failure != nil })
+            XCTAssertEqual(report.answer?.source, "test-httpdns")
+            XCTAssertTrue(error.httpdnsUnderlyingError is HTTPTransportError)
+        }
+    }
+
+    func testAResolutionFailureCarriesTheEngineError() async throws {
+        let client = makeClient([:]) { engine, _ in engine.failover.httpdnsOnly = true }
+        do {
+            _ = try await client.data(for: URLRequest(url: URL(string: "http://nowhere.test/")!))
+            XCTFail("resolved nothing into something")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .cannotFindHost)
+            let underlying = try XCTUnwrap(error.httpdnsUnderlyingError as? HTTPDNSError)
+            XCTAssertEqual(underlying.code, .allAttemptsFailed)
+            XCTAssertEqual(error.httpdnsConnectionReport?.attempts.count, 0)
+        }
     }
 }
