@@ -117,6 +117,18 @@ final class ProviderIntegrationTests: XCTestCase {
         XCTAssertTrue(server.requests.contains { $0.method == "GET" && $0.queryValue("dns") != nil })
     }
 
+    func testHTTPFreshnessLimitsTheTTL() async throws {
+        let server = try ProviderServer { request in
+            var response = ProviderServer.dohAnswer(request, a: [[93, 184, 216, 61]], aaaa: [], ttl: 90)
+            response.headers.append(.init(name: "Cache-Control", value: "public, max-age=40"))
+            response.headers.append(.init(name: "Age", value: "10"))
+            return response
+        }
+        defer { server.stop() }
+        let records = try await provider("doh=\(server.base)/dns-query").resolve("fresh.example", family: .ipv4)
+        XCTAssertEqual(records.ttl, 30, "max-age 40 minus age 10 caps the record TTL of 90")
+    }
+
     func testDoHJSON() async throws {
         let server = try ProviderServer { request in
             XCTAssertEqual(request.header("accept"), "application/dns-json")

@@ -119,12 +119,32 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
             }
         }
         do throws(HTTPDNSError) {
-            return .success(try format.parse(status: response.statusCode, body: [UInt8](response.body), for: request))
+            var sets = try format.parse(status: response.statusCode, body: [UInt8](response.body), for: request)
+            // RFC 8484 §5.1: an answer stays fresh no longer than its HTTP freshness lifetime.
+            if let lifetime = HTTPDNSProvider.freshnessLifetime(response) {
+                for index in sets.indices { sets[index].ttl = min(sets[index].ttl ?? lifetime, lifetime) }
+            }
+            return .success(sets)
         } catch {
             var error = error
             error.source = name
             return .failure(error)
         }
+    }
+
+    /// `Cache-Control: max-age` minus `Age` (RFC 9111 §4.2), when the response gives one.
+    static func freshnessLifetime(_ response: HTTPTransportResponse) -> Int? {
+        guard let control = response.header("cache-control") else { return nil }
+        var maxAge: Int?
+        for directive in control.split(separator: ",") {
+            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2, parts[0].lowercased() == "max-age", let value = Int(parts[1]), value >= 0 {
+                maxAge = value
+            }
+        }
+        guard let maxAge else { return nil }
+        let age = response.header("age").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        return max(0, maxAge - max(0, age))
     }
 
     static func translate(_ error: HTTPTransportError, source: String) -> HTTPDNSError {
