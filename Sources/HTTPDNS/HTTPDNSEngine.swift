@@ -147,9 +147,45 @@ public final class HTTPDNSEngine: Sendable {
     }
 
     /// Resolves `hosts` in the background of start-up; failures are reported to the monitor only.
+    ///
+    /// Names are asked in batches where a provider has a batch form (one request for many names);
+    /// what the batches do not answer is resolved one by one, with the usual failover.
     public func preResolve(_ hosts: [String], family: HTTPDNSAddressFamily? = nil) async {
+        let family = family ?? defaultFamily
+        var remaining: [String] = []
+        for host in hosts {
+            let name = HTTPDNSHostPolicy.normalize(host)
+            guard HTTPDNSHostPolicy.isValidHostName(name), !IPAddress.isLiteral(name), !remaining.contains(name),
+                  cachedAnswer(name, family: family) == nil
+            else { continue }
+            remaining.append(name)
+        }
+        if remaining.count > 1 {
+            for provider in orderedProviders() where !remaining.isEmpty {
+                let batch = remaining
+                let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget, context: provider.name) {
+                    try await provider.resolve(batch: batch, family: family)
+                }) ?? []
+                for set in sets where remaining.contains(set.host) {
+                    let kept = configuration.hygiene.filter(set, family: family).kept
+                    guard !kept.isEmpty else { continue }
+                    let answer = HTTPDNSAnswer(
+                        host: set.host, addresses: kept, ttl: set.ttl ?? configuration.cache.policy.defaultTTL,
+                        source: provider.name, origin: .httpdns)
+                    let now = clock.now()
+                    state.withLock { state in
+                        _ = state.cache.store(
+                            HTTPDNSCacheKey(host: set.host, family: family), addresses: kept, ttl: answer.ttl,
+                            source: provider.name, origin: .httpdns, now: now)
+                    }
+                    monitor.lookupAnswered(answer)
+                    remaining.removeAll { $0 == set.host }
+                }
+            }
+            persistence?.scheduleSave(self)
+        }
         await withTaskGroup(of: Void.self) { group in
-            for host in hosts {
+            for host in remaining {
                 group.addTask { _ = try? await self.resolve(host, family: family) }
             }
         }

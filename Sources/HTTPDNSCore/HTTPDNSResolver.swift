@@ -11,4 +11,21 @@ public protocol HTTPDNSResolver: Sendable {
     /// - Returns: the addresses in the provider's order; the engine filters and deduplicates them.
     /// - Throws: ``HTTPDNSError``; `.nameNotFound` for NXDOMAIN, `.noAddress` for an empty answer.
     func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet
+
+    /// Resolves several names at once where the service has a batch form (DNSPod `dn=a,b`, Alibaba
+    /// `/resolve`); used for pre-resolution at start-up.
+    ///
+    /// - Returns: the record sets it got, in any order; names it has nothing for may be missing.
+    ///   The default asks ``resolve(_:family:)`` for each name in turn.
+    func resolve(batch hosts: [String], family: HTTPDNSAddressFamily) async throws -> [HTTPDNSRecordSet]
+}
+
+extension HTTPDNSResolver {
+    public func resolve(batch hosts: [String], family: HTTPDNSAddressFamily) async throws -> [HTTPDNSRecordSet] {
+        var sets: [HTTPDNSRecordSet] = []
+        for host in hosts {
+            if let set = try? await resolve(host, family: family) { sets.append(set) }
+        }
+        return sets
+    }
 }

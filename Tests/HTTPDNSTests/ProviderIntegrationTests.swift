@@ -129,6 +129,24 @@ final class ProviderIntegrationTests: XCTestCase {
         XCTAssertEqual(records.ttl, 30, "max-age 40 minus age 10 caps the record TTL of 90")
     }
 
+    func testPreResolutionAsksInBatches() async throws {
+        let server = try ProviderServer { request in
+            let names = (request.queryValue("dn") ?? "").split(separator: ",")
+            let lines = names.enumerated().map { index, name in "\(name).:93.184.216.\(100 + index),300" }
+            return .text(lines.joined(separator: "\n"))
+        }
+        defer { server.stop() }
+        let hosts = (1...7).map { "pre\($0).example" }
+        var configuration = HTTPDNSConfiguration(providers: [try provider("dnspod=\(server.base)")])
+        configuration.failover.httpdnsOnly = true
+        configuration.cache.preResolve = hosts + ["PRE1.example.", "198.51.100.1"]
+        let subject = HTTPDNSEngine(configuration: configuration)
+        try await waitUntil { hosts.allSatisfy { subject.cachedAnswer($0) != nil } }
+        XCTAssertEqual(server.requestCount, 1, "seven names, one DNSPod batch request")
+        XCTAssertEqual(server.requests.first?.queryValue("dn"), hosts.joined(separator: ","))
+        XCTAssertEqual(subject.cachedAnswer("pre3.example")?.addresses.map(\.description), ["93.184.216.102"])
+    }
+
     func testDoHJSON() async throws {
         let server = try ProviderServer { request in
             XCTAssertEqual(request.header("accept"), "application/dns-json")

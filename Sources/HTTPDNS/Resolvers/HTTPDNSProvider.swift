@@ -91,6 +91,20 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         throw firstError ?? HTTPDNSError(.noAddress, "no address in answer", host: name, source: self.name)
     }
 
+    /// Batches as the format allows (``HTTPDNSProviderFormat/maxHostsPerRequest`` names per request),
+    /// requests in parallel.
+    public func resolve(batch hosts: [String], family: HTTPDNSAddressFamily) async throws -> [HTTPDNSRecordSet] {
+        let names = hosts.map(HTTPDNSHostPolicy.normalize)
+        let requests = try format.batchedRequests(for: names, family: family, now: Int64(clock.now()))
+        let sets = await withTaskGroup(of: [HTTPDNSRecordSet].self) { group in
+            for request in requests {
+                group.addTask { (try? await self.exchange(request, limit: nil).get()) ?? [] }
+            }
+            return await group.reduce(into: [HTTPDNSRecordSet]()) { $0 += $1 }
+        }
+        return HTTPDNSRecordSets.merge(sets).filter { !$0.isEmpty }
+    }
+
     /// Sends one request and parses its answer; every failure becomes an ``HTTPDNSError``.
     func exchange(_ request: HTTPDNSProviderRequest, limit: Duration?) async -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
         guard let url = URL(string: request.url) else {
