@@ -107,9 +107,4 @@ final class HTTPDNSCachePersistence: Sendable {
             }
         }
     }
-
-    /// Waits until scheduled writes are done (for tests and orderly shutdown).
-    func flush() {
-        queue.sync {}
-    }
 }

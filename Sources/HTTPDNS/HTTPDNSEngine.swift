@@ -28,6 +28,9 @@ public final class HTTPDNSEngine: Sendable {
     let persistence: HTTPDNSCachePersistence?
 
     /// Creates an engine; loads a persisted cache and starts pre-resolution when configured.
+    ///
+    /// The persisted cache (at most a few MB) is read here, synchronously, so that the very first
+    /// lookups can use it; create engines at start-up rather than inside hot async paths.
     public init(configuration: HTTPDNSConfiguration) {
         self.configuration = configuration
         self.clock = configuration.clock
@@ -216,7 +219,9 @@ public final class HTTPDNSEngine: Sendable {
         return state.withLock { ($0.addressCooldown[address] ?? 0) > now }
     }
 
-    /// Writes the cache to the persistence file now (it is also saved after every change).
+    /// Writes the cache to the persistence file now (changes are also saved on their own, at most once
+    /// per ``HTTPDNSConfiguration/Cache/persistenceInterval``): call it at orderly shutdown. It does
+    /// file I/O on the calling thread.
     public func saveCache() throws {
         guard let persistence else { return }
         try persistence.save(entries: state.withLock { $0.cache.entries })
