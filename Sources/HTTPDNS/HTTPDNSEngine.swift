@@ -69,10 +69,31 @@ public final class HTTPDNSEngine: Sendable {
     ///   - host: a DNS name; IP literals are returned as they are, without any lookup.
     ///   - family: address family; defaults to the configuration's.
     /// - Throws: ``HTTPDNSError``; `.allAttemptsFailed` lists every provider's failure.
+    // Inlinable so that a cache hit costs the caller a plain function call, not an async frame; the
+    // miss path stays out of line.
+    @inlinable
     public func resolve(_ host: String, family: HTTPDNSAddressFamily? = nil) async throws -> HTTPDNSAnswer {
+        switch lookupCache(host, family: family) {
+        case .hit(let answer):
+            return answer
+        case .miss(let key, let staleFallback):
+            return try await resolveMiss(key, original: host, staleFallback: staleFallback)
+        }
+    }
+
+    /// The synchronous half of ``resolve(_:family:)``.
+    @usableFromInline
+    enum CacheOutcome {
+        case hit(HTTPDNSAnswer)
+        case miss(HTTPDNSCacheKey, staleFallback: Bool)
+    }
+
+    /// Answers from the cache (reporting the hit, starting a refresh when due) or says what to ask.
+    @usableFromInline
+    func lookupCache(_ host: String, family: HTTPDNSAddressFamily?) -> CacheOutcome {
         let family = family ?? defaultFamily
         let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family)
-        // Fast path first: IP literals and invalid names are never cached, so a hit needs no checks.
+        // IP literals and invalid names are never cached, so a hit needs no checks.
         switch cacheStep(key) {
         case .hit(let answer, let refresh):
             if answer.isStale {
@@ -81,9 +102,9 @@ public final class HTTPDNSEngine: Sendable {
                 monitor.cacheHit(host: key.host, family: family)
             }
             if refresh { startBackgroundRefresh(key) }
-            return answer
+            return .hit(answer)
         case .upstream(let staleFallback):
-            return try await resolveMiss(key, original: host, staleFallback: staleFallback)
+            return .miss(key, staleFallback: staleFallback)
         }
     }
 
@@ -128,7 +149,8 @@ public final class HTTPDNSEngine: Sendable {
     }
 
     /// A cache miss (or expired entry): one shared upstream lookup, stale answer if it fails.
-    private func resolveMiss(_ key: HTTPDNSCacheKey, original host: String, staleFallback: Bool) async throws -> HTTPDNSAnswer {
+    @usableFromInline
+    func resolveMiss(_ key: HTTPDNSCacheKey, original host: String, staleFallback: Bool) async throws -> HTTPDNSAnswer {
         if let literal = IPAddress(key.host) {
             return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
         }
