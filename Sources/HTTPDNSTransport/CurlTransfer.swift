@@ -98,9 +98,11 @@ final class CurlTransfer: @unchecked Sendable {
         }
         // Lines after the head are trailers or 1xx leftovers; they are not reported.
         guard !headDelivered, !isCancelled else { return bytes.count }
-        var line = Substring(String(decoding: bytes, as: UTF8.self))
-        while let last = line.last, last.isNewline { line = line.dropLast() }  // "\r\n" is one Character
-        if line.hasPrefix("HTTP/") {
+        // Parsed as bytes: this runs for every header line of every response.
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A { end -= 1 }
+        let line = UnsafeRawBufferPointer(rebasing: bytes[0..<end])
+        if line.starts(with: CurlTransfer.statusLinePrefix) {
             headers.removeAll()
         } else if line.isEmpty {
             var status = 0
@@ -114,15 +116,26 @@ final class CurlTransfer: @unchecked Sendable {
             } else {
                 headers.removeAll()
             }
-        } else if line.first == " " || line.first == "\t", !headers.isEmpty {
+        } else if line[0] == 0x20 || line[0] == 0x09, !headers.isEmpty {
             // obs-fold (RFC 9112 §5.2): a continuation of the previous value.
-            headers[headers.count - 1].value += " " + line.trimmingCharacters(in: .whitespaces)
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
-            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            headers[headers.count - 1].value += " " + CurlTransfer.trimmed(line)
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let name = CurlTransfer.trimmed(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
+            let value = CurlTransfer.trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
             headers.append(HTTPHeader(name: name, value: value))
         }
         return bytes.count
+    }
+
+    static let statusLinePrefix: [UInt8] = Array("HTTP/".utf8)
+
+    /// The bytes as text without leading and trailing spaces and tabs.
+    static func trimmed(_ bytes: UnsafeRawBufferPointer) -> String {
+        var start = 0
+        var end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
     }
 
     /// A piece of the response body.

@@ -71,3 +71,16 @@ final class CurlPinningMessageTests: XCTestCase {
         XCTAssertEqual(CurlPinning.humanize("plain message", host: "h", addresses: addresses), "plain message")
     }
 }
+
+final class CurlHeaderTextTests: XCTestCase {
+    func testTrimmedDropsOnlySpacesAndTabsAtTheEnds() {
+        func trimmed(_ text: String) -> String {
+            Array(text.utf8).withUnsafeBytes { CurlTransfer.trimmed($0) }
+        }
+        XCTAssertEqual(trimmed("  \tvalue with  inner space\t "), "value with  inner space")
+        XCTAssertEqual(trimmed(""), "")
+        XCTAssertEqual(trimmed(" \t "), "")
+        XCTAssertEqual(trimmed("ü"), "ü")
+        XCTAssertEqual(trimmed("\u{FF}"), "\u{FF}")
+    }
+}
