@@ -126,8 +126,7 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
             return .failure(HTTPDNSProvider.translate(error, source: name))
         }
         if let accepted = options.acceptedContentTypes, (200..<300).contains(response.statusCode) {
-            let type = (response.header("content-type") ?? "").split(separator: ";").first
-                .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            let type = HTTPDNSProvider.mediaType(response.header("content-type") ?? "")
             guard accepted.contains(where: { $0.lowercased() == type }) else {
                 return .failure(.malformed("content type \"\(type)\" is not \(accepted.joined(separator: " or "))", source: name))
             }
@@ -144,6 +143,12 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
             error.source = name
             return .failure(error)
         }
+    }
+
+    /// The media type of a `Content-Type` value, lower-cased, without parameters or spaces.
+    static func mediaType(_ value: String) -> String {
+        let bytes = value.utf8.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 0x20 && $0 != 0x09 }
+        return String(decoding: bytes, as: UTF8.self).lowercased()
     }
 
     /// `Cache-Control: max-age` minus `Age` (RFC 9111 §4.2), when the response gives one.

@@ -117,9 +117,17 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
 
     /// base64url without padding (RFC 4648 §5, RFC 8484 §4.1).
     public static func base64URL(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
+        let standard = Data(bytes).base64EncodedString()
+        var out: [UInt8] = []
+        out.reserveCapacity(standard.utf8.count)
+        for byte in standard.utf8 {
+            switch byte {
+            case UInt8(ascii: "+"): out.append(UInt8(ascii: "-"))
+            case UInt8(ascii: "/"): out.append(UInt8(ascii: "_"))
+            case UInt8(ascii: "="): break
+            default: out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }
