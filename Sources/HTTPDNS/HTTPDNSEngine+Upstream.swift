@@ -56,15 +56,10 @@ extension HTTPDNSEngine {
 
     /// After a failed refresh of an expired entry: the stale answer, if the entry is young enough.
     func serveStale(_ key: HTTPDNSCacheKey) -> HTTPDNSAnswer? {
-        let now = configuration.clock.now()
-        let answer: HTTPDNSAnswer? = state.withLock { state in
-            guard let entry = state.cache.refreshFailed(key, now: now) else { return nil }
-            return makeAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true, state: state, now: now)
-        }
-        if answer != nil {
-            configuration.monitor.cacheServedStale(host: key.host, family: key.family)
-        }
-        return answer
+        let now = clock.now()
+        guard let entry = state.withLock({ $0.cache.refreshFailed(key, now: now) }) else { return nil }
+        monitor.cacheServedStale(host: key.host, family: key.family)
+        return reordered(cachedAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true))
     }
 
     /// Asks the providers in order within the HTTPDNS budget, then LocalDNS.

@@ -132,13 +132,9 @@ public final class HTTPDNSEngine: Sendable {
         var answer: HTTPDNSAnswer
         switch lookup {
         case .fresh(let entry, let remaining, _):
-            answer = HTTPDNSAnswer(
-                host: key.host, addresses: entry.addresses, ttl: remaining, source: entry.source, origin: entry.origin,
-                fromCache: true, isStale: false)
+            answer = cachedAnswer(key, entry, ttl: remaining, stale: false)
         case .stale(let entry) where !freshOnly:
-            answer = HTTPDNSAnswer(
-                host: key.host, addresses: entry.addresses, ttl: configuration.cache.policy.staleTTL,
-                source: entry.source, origin: entry.origin, fromCache: true, isStale: true)
+            answer = cachedAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true)
         case .expired, .stale:
             return .upstream(staleFallback: true)
         case .miss:
@@ -249,17 +245,12 @@ public final class HTTPDNSEngine: Sendable {
         try persistence.save(entries: state.withLock { $0.cache.entries })
     }
 
-    // MARK: - Helpers used under the lock
+    // MARK: - Helpers
 
-    func makeAnswer(
-        _ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry, ttl: Int, stale: Bool, state: borrowing State, now: Double
-    ) -> HTTPDNSAnswer {
-        var addresses = entry.addresses
-        if !state.addressCooldown.isEmpty {
-            addresses = HTTPDNSEngine.coolingLast(addresses, cooldown: state.addressCooldown, now: now)
-        }
-        return HTTPDNSAnswer(
-            host: key.host, addresses: addresses, ttl: ttl, source: entry.source, origin: entry.origin,
+    /// The answer a cache entry gives for `key`.
+    func cachedAnswer(_ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry, ttl: Int, stale: Bool) -> HTTPDNSAnswer {
+        HTTPDNSAnswer(
+            host: key.host, addresses: entry.addresses, ttl: ttl, source: entry.source, origin: entry.origin,
             fromCache: true, isStale: stale)
     }
 

@@ -131,7 +131,7 @@ struct DemoRun {
             lines.append("=> the hijacker's page, and nothing looked wrong")
         } catch {
             lines.append("TLS     certificate did NOT verify for \(host)")
-            lines.append("error   \(DemoRun.clean(error.detail))")
+            lines.append("error   \(error.detail)")
             lines.append("=> the site is unreachable")
         }
         return lines
@@ -164,20 +164,12 @@ struct DemoRun {
 
     static func describe(_ error: any Error) -> String {
         if let error = error as? HTTPDNSError { return Command.explain(error) }
-        return clean(error.localizedDescription)
+        return error.localizedDescription
     }
 
     static func snippet(_ body: Data) -> String {
         let text = String(decoding: body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return "\"\(text)\""
-    }
-
-    /// libcurl's message without the transport's internal pinning name.
-    static func clean(_ detail: String) -> String {
-        if detail.contains(".pin.httpdns.invalid"), let range = detail.range(of: ": ", options: .backwards) {
-            return String(detail[range.upperBound...])
-        }
-        return detail
     }
 
     /// Two columns side by side; long lines of the left column wrap inside it, the right column runs on.
