@@ -10,6 +10,9 @@ import Foundation
 /// The file is written to a temporary file in the same directory (so that `rename(2)` stays on one
 /// file system), flushed with `fsync`, and renamed over the destination only when the whole body
 /// arrived: a failed or interrupted transfer leaves the destination as it was, never half-written.
+/// A destination that exists and is not a regular file (`-o /dev/null`, a FIFO) is written to
+/// directly, as curl does: renaming over it would replace the device with a file. A symbolic link
+/// is followed, so the file it names is replaced, not the link.
 final class OutputFile {
     private let destination: String?
     private var temporaryPath: String?
@@ -27,8 +30,19 @@ final class OutputFile {
     /// fails before any network traffic.
     /// - Throws: ``ToolFailure``.
     init(path: String) throws(ToolFailure) {
-        destination = path
-        let url = URL(fileURLWithPath: path)
+        var info = stat()
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+            guard (info.st_mode & S_IFMT) != S_IFDIR else { throw ToolFailure("cannot write \(path): it is a directory") }
+            let opened = open(path, O_WRONLY)
+            guard opened >= 0 else { throw ToolFailure("cannot open \(path): \(String(cString: strerror(errno)))") }
+            destination = path
+            fd = opened
+            return
+        }
+        // Follow a symbolic link: the file it names is what gets replaced.
+        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        destination = resolved
+        let url = URL(fileURLWithPath: resolved)
         let directory = url.deletingLastPathComponent().path
         var template = Array("\(directory)/.\(url.lastPathComponent).httpdns-XXXXXX".utf8CString)
         let created = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
@@ -63,7 +77,13 @@ final class OutputFile {
     /// Makes the output final: for a file, flush and rename over the destination.
     /// - Throws: ``ToolFailure``; the temporary file is then removed.
     func commit() throws(ToolFailure) {
-        guard let destination, let temporaryPath, fd >= 0 else { return }
+        guard let destination, fd >= 0 else { return }
+        guard let temporaryPath else {
+            // Written directly (a device or FIFO): nothing to rename.
+            close(fd)
+            fd = -1
+            return
+        }
         let synced = fsync(fd) == 0
         let closed = close(fd) == 0
         fd = -1

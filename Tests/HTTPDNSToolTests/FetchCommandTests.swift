@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSCore
 import HTTPDNSTestSupport
 import XCTest
 
@@ -66,6 +67,41 @@ final class FetchCommandTests: ToolTestCase {
         XCTAssertTrue(result.stdout.isEmpty)
         XCTAssertEqual(try Data(contentsOf: target), Data(repeating: UInt8(ascii: "y"), count: 100_000))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory.path), ["out.bin"])
+    }
+
+    /// `-o` to something that is not a regular file (a FIFO here; `/dev/null` in real use) writes into
+    /// it: renaming a temporary file over it would replace the device or pipe with a file.
+    func testOutputToAPipeWritesIntoIt() throws {
+        let directory = try temporaryDirectory()
+        let fifo = directory.appendingPathComponent("pipe").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let received = HTTPDNSLock(Data())
+        let reader = Thread {
+            guard let handle = FileHandle(forReadingAtPath: fifo) else { return }
+            let data = handle.readDataToEndOfFile()
+            received.withLock { $0 = data }
+        }
+        reader.start()
+        let result = try run(["fetch", "-o", fifo] + provider + ["\(base)/bytes?n=3000"])
+        XCTAssertEqual(result.status, 0, result.stderrText)
+        let deadline = Date().addingTimeInterval(5)
+        while received.withLock({ $0.isEmpty }), Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(received.withLock { $0 }, Data(repeating: UInt8(ascii: "x"), count: 3000))
+        var info = stat()
+        XCTAssertEqual(stat(fifo, &info), 0)
+        XCTAssertEqual(info.st_mode & S_IFMT, S_IFIFO, "the pipe is still a pipe")
+    }
+
+    func testOutputThroughASymlinkReplacesTheFileItNames() throws {
+        let directory = try temporaryDirectory()
+        let target = directory.appendingPathComponent("real.txt").path
+        let link = directory.appendingPathComponent("link.txt").path
+        try Data("old".utf8).write(to: URL(fileURLWithPath: target))
+        XCTAssertEqual(symlink(target, link), 0)
+        let result = try run(["fetch", "-o", link] + provider + ["\(base)/bytes?n=10"])
+        XCTAssertEqual(result.status, 0, result.stderrText)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: target)), Data(repeating: UInt8(ascii: "x"), count: 10))
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: link), target, "the link is still a link")
     }
 
     func testFailedTransferLeavesOutputFileUntouched() throws {
