@@ -22,6 +22,9 @@ final class CurlEventLoop: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     /// Transfers in the multi handle, by easy handle. Loop thread only.
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Signalled when the loop thread has cleaned up the multi handle and is about to end.
+    private let stopped = DispatchSemaphore(value: 0)
+    static let threadName = "HTTPDNSTransport.curl"
 
     init(configuration: HTTPTransport.Configuration) {
         _ = CurlGlobal.initialized
@@ -34,7 +37,7 @@ final class CurlEventLoop: @unchecked Sendable {
         _ = httpdns_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxCachedConnections)
         _ = httpdns_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         let thread = Thread { [self] in run() }
-        thread.name = "HTTPDNSTransport.curl"
+        thread.name = Self.threadName
         thread.start()
     }
 
@@ -58,6 +61,15 @@ final class CurlEventLoop: @unchecked Sendable {
             inbox.cancelled.append(transfer)
             curl_multi_wakeup(multi)
         }
+    }
+
+    /// Waits (up to `timeout`) until the loop thread has released libcurl's and OpenSSL's state.
+    ///
+    /// A process that exits while the loop still frees TLS contexts races OpenSSL's own exit-time
+    /// cleanup (a crash seen under ThreadSanitizer). Does not wait when called on a loop thread.
+    func waitUntilStopped(timeout: DispatchTimeInterval) {
+        guard Thread.current.name != Self.threadName else { return }
+        if stopped.wait(timeout: .now() + timeout) == .success { stopped.signal() }
     }
 
     /// Stops the thread; transfers still running complete with `cancelled`.
@@ -106,6 +118,7 @@ final class CurlEventLoop: @unchecked Sendable {
         }
         for transfer in late { transfer.finish(error: transfer.cancelledError) }
         curl_multi_cleanup(multi)
+        stopped.signal()
     }
 
     private func add(_ transfer: CurlTransfer) {

@@ -45,6 +45,8 @@ public final class HTTPTransport: Sendable {
 
     deinit {
         loop.shutdown()
+        // Short: shutdown cancels what runs; the wait ends when libcurl has freed its TLS state.
+        loop.waitUntilStopped(timeout: .seconds(2))
     }
 
     /// Starts a transfer whose events go to `delegate` (on the loop thread).
