@@ -1,46 +1,54 @@
 import HTTPDNSCore
 
 extension HTTPDNSEngine {
-    /// The one upstream lookup for `key`: joins the one in flight or starts it (RFC 5452: one
-    /// outstanding query per name and type). Called under the lock.
-    func upstreamFlight(_ key: HTTPDNSCacheKey, state: inout State) -> HTTPDNSFlight {
-        if let running = state.inFlight[key] { return running }
+    /// The one upstream lookup for `key`: joins the one in flight or registers a new one (RFC 5452:
+    /// one outstanding query per name and type). Called under the lock; a new flight (`isNew`) must be
+    /// started with ``fly(_:_:)`` once the lock is released.
+    func upstreamFlight(_ key: HTTPDNSCacheKey, state: inout State) -> (flight: HTTPDNSFlight, isNew: Bool) {
+        if let running = state.inFlight[key] { return (running, false) }
         state.upstreamLookups += 1
         let flight = HTTPDNSFlight(host: key.host)
         state.inFlight[key] = flight
-        Task {
-            let outcome: HTTPDNSFlight.Outcome
-            do {
-                let answer = try await self.resolveUpstream(key.host, family: key.family)
-                let now = self.clock.now()
-                let stored = self.state.withLock { state in
-                    state.inFlight.removeValue(forKey: key)
-                    return state.cache.store(
-                        key, addresses: answer.addresses, ttl: answer.ttl, source: answer.source,
-                        origin: answer.origin, now: now)
-                }
-                self.persistence?.scheduleSave(self)
-                var result = answer
-                result.ttl = stored.ttl
-                self.monitor.lookupAnswered(result)
-                outcome = .success(result)
-            } catch {
-                let failure = HTTPDNSEngine.httpdnsError(error, host: key.host)
-                self.state.withLock { state in
-                    state.inFlight.removeValue(forKey: key)
-                    if failure.code == .unauthorized { state.cache.remove(key) }
-                }
-                self.monitor.lookupFailed(host: key.host, family: key.family, error: failure)
-                outcome = .failure(failure)
+        return (flight, true)
+    }
+
+    /// Runs the upstream lookup of a new flight and delivers its outcome to the waiters.
+    ///
+    /// The lookup is a task of its own, never the caller's: a cancelled caller leaves while the lookup
+    /// goes on for the others and for the cache.
+    func fly(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) async {
+        let outcome: HTTPDNSFlight.Outcome
+        do {
+            let answer = try await self.resolveUpstream(key.host, family: key.family)
+            let now = self.clock.now()
+            let stored = self.state.withLock { state in
+                state.inFlight.removeValue(forKey: key)
+                return state.cache.store(
+                    key, addresses: answer.addresses, ttl: answer.ttl, source: answer.source,
+                    origin: answer.origin, now: now)
             }
-            flight.finish(outcome)
+            self.persistence?.scheduleSave(self)
+            var result = answer
+            result.ttl = stored.ttl
+            self.monitor.lookupAnswered(result)
+            outcome = .success(result)
+        } catch {
+            let failure = HTTPDNSEngine.httpdnsError(error, host: key.host)
+            self.state.withLock { state in
+                state.inFlight.removeValue(forKey: key)
+                if failure.code == .unauthorized { state.cache.remove(key) }
+            }
+            self.monitor.lookupFailed(host: key.host, family: key.family, error: failure)
+            outcome = .failure(failure)
         }
-        return flight
+        flight.finish(outcome)
     }
 
     /// Refreshes `key` without anyone waiting; the answer lands in the cache.
     func startBackgroundRefresh(_ key: HTTPDNSCacheKey) {
-        let flight = state.withLock { upstreamFlight(key, state: &$0) }
+        let (flight, isNew) = state.withLock { upstreamFlight(key, state: &$0) }
+        // A plain task: the caller (a cache hit) does not wait for the refresh, not even to start it.
+        if isNew { Task { await self.fly(key, flight) } }
         let monitor = self.monitor
         let clock = self.clock
         flight.observe { [weak self] outcome in

@@ -153,7 +153,12 @@ public final class HTTPDNSEngine: Sendable {
         guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
             throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
         }
-        let flight = state.withLock { upstreamFlight(key, state: &$0) }
+        let (flight, isNew) = state.withLock { upstreamFlight(key, state: &$0) }
+        if isNew {
+            // Started on this thread up to its first suspension (the request to the provider), which
+            // saves a hand-over to another thread per miss; still a task of its own (see `fly`).
+            Task.immediate { await self.fly(key, flight) }
+        }
         do {
             // The shared lookup is not cancelled with one waiter (others may wait on it), but a
             // cancelled waiter leaves at once.
