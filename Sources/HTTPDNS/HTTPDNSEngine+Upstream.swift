@@ -21,7 +21,7 @@ extension HTTPDNSEngine {
         do {
             let answer = try await self.resolveUpstream(key.host, family: key.family)
             let now = self.clock.now()
-            let stored = self.state.withLock { state in
+            let stored = self.change { state in
                 state.inFlight.removeValue(forKey: key)
                 return state.cache.store(
                     key, addresses: answer.addresses, ttl: answer.ttl, source: answer.source,
@@ -34,7 +34,7 @@ extension HTTPDNSEngine {
             outcome = .success(result)
         } catch {
             let failure = HTTPDNSEngine.httpdnsError(error, host: key.host)
-            self.state.withLock { state in
+            self.change { state in
                 state.inFlight.removeValue(forKey: key)
                 if failure.code == .unauthorized { state.cache.remove(key) }
             }
@@ -57,7 +57,7 @@ extension HTTPDNSEngine {
                 monitor.cacheRefreshed(host: key.host, family: key.family)
             case .failure:
                 // Keep the entry; wait the retry interval before trying again.
-                _ = self?.state.withLock { $0.cache.refreshFailed(key, now: clock.now()) }
+                _ = self?.change { $0.cache.refreshFailed(key, now: clock.now()) }
             }
         }
     }
@@ -65,7 +65,7 @@ extension HTTPDNSEngine {
     /// After a failed refresh of an expired entry: the stale answer, if the entry is young enough.
     func serveStale(_ key: HTTPDNSCacheKey) -> HTTPDNSAnswer? {
         let now = clock.now()
-        guard let entry = state.withLock({ $0.cache.refreshFailed(key, now: now) }) else { return nil }
+        guard let entry = change({ $0.cache.refreshFailed(key, now: now) }) else { return nil }
         monitor.cacheServedStale(host: key.host, family: key.family)
         return reordered(cachedAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true))
     }

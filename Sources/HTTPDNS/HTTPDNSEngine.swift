@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import Synchronization
 
 /// The resolution engine: "which addresses should this request go to?", without trusting the local
 /// resolver.
@@ -26,6 +27,10 @@ public final class HTTPDNSEngine: Sendable {
     let state: HTTPDNSLock<State>
     let localResolver: (any HTTPDNSResolver)?
     let persistence: HTTPDNSCachePersistence?
+    /// This engine's name in the per-thread hit memos (``HTTPDNSHitMemo``); never reused.
+    let serial: UInt64
+    /// Bumped under the lock by every change that can alter an answer (see ``change(_:)``).
+    let generation = Atomic<UInt64>(0)
 
     /// Creates an engine; loads a persisted cache and starts pre-resolution when configured.
     ///
@@ -46,6 +51,10 @@ public final class HTTPDNSEngine: Sendable {
             self.persistence = nil
         }
         self.state = HTTPDNSLock(State(cache: cache))
+        self.serial = engineSerials.withLock { serial in
+            serial += 1
+            return serial
+        }
         self.localResolver = HTTPDNSEngine.makeLocalResolver(configuration)
         let names = configuration.cache.preResolve
         if !names.isEmpty {
@@ -120,18 +129,36 @@ public final class HTTPDNSEngine: Sendable {
         case upstream(staleFallback: Bool)
     }
 
-    /// What the cache says about `key` now. The lock is held only for the lookup itself.
+    /// What the cache says about `key` now: from this thread's memo when it holds a valid copy,
+    /// otherwise from the shared cache, the lock held only for the lookup itself.
     func cacheStep(_ key: HTTPDNSCacheKey, freshOnly: Bool = false) -> CacheStep {
         let now = clock.now()
-        let (lookup, refresh, cooling) = state.withLock { state -> (HTTPDNSCachePolicy.Lookup, Bool, Bool) in
+        let memoKey = HTTPDNSHitMemo.Key(engine: serial, host: key.host, family: key.family)
+        if let answer = HTTPDNSHitMemo.answer(memoKey, now: now, generation: generation.load(ordering: .acquiring)) {
+            return .hit(answer, refresh: false)
+        }
+        let (lookup, refresh, cooling, memoGeneration) = state.withLock {
+            state -> (HTTPDNSCachePolicy.Lookup, Bool, Bool, UInt64?) in
             let lookup = state.cache.lookup(key, now: now)
             var refresh = false
-            if case .fresh(_, _, true) = lookup { refresh = state.inFlight[key] == nil }
-            return (lookup, refresh, !state.addressCooldown.isEmpty)
+            var memoGeneration: UInt64?
+            if case .fresh(let entry, _, let due) = lookup {
+                refresh = due && state.inFlight[key] == nil
+                // Memoised only while no address of it cools down: the order is then the cache's.
+                if !due, state.addressCooldown.isEmpty
+                    || entry.addresses.allSatisfy({ (state.addressCooldown[$0] ?? 0) <= now }) {
+                    memoGeneration = generation.load(ordering: .relaxed)
+                }
+            }
+            return (lookup, refresh, !state.addressCooldown.isEmpty, memoGeneration)
         }
         var answer: HTTPDNSAnswer
         switch lookup {
         case .fresh(let entry, let remaining, _):
+            if let memoGeneration {
+                let refreshAt = entry.storedAt + Double(entry.ttl) * configuration.cache.policy.refreshFraction
+                HTTPDNSHitMemo.remember(memoKey, entry, refreshAt: refreshAt, generation: memoGeneration)
+            }
             answer = cachedAnswer(key, entry, ttl: remaining, stale: false)
         case .stale(let entry) where !freshOnly:
             answer = cachedAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true)
@@ -199,7 +226,7 @@ public final class HTTPDNSEngine: Sendable {
                         host: set.host, addresses: kept, ttl: set.ttl ?? configuration.cache.policy.defaultTTL,
                         source: provider.name, origin: .httpdns)
                     let now = clock.now()
-                    state.withLock { state in
+                    change { state in
                         _ = state.cache.store(
                             HTTPDNSCacheKey(host: set.host, family: family), addresses: kept, ttl: answer.ttl,
                             source: provider.name, origin: .httpdns, now: now)
@@ -221,7 +248,7 @@ public final class HTTPDNSEngine: Sendable {
     /// certificate did not verify at a cached address.
     public func invalidate(_ host: String) {
         let name = HTTPDNSHostPolicy.normalize(host)
-        state.withLock { state in
+        change { state in
             for family in HTTPDNSAddressFamily.allCases {
                 state.cache.remove(HTTPDNSCacheKey(host: name, family: family))
             }
@@ -233,7 +260,7 @@ public final class HTTPDNSEngine: Sendable {
     /// seconds it is moved behind the other addresses of every answer.
     public func reportUnreachable(_ address: IPAddress) {
         let until = configuration.clock.now() + configuration.failover.addressCooldown
-        state.withLock { $0.addressCooldown[address] = until }
+        change { $0.addressCooldown[address] = until }
     }
 
     /// Whether `address` is cooling down after a failed connection.
@@ -251,6 +278,15 @@ public final class HTTPDNSEngine: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// Runs `body` under the lock as a change that can alter answers (a store, a removal, a failed
+    /// refresh, a cool-down): the per-thread hit memos stop using what they copied before it.
+    func change<Result>(_ body: (inout State) -> Result) -> Result {
+        state.withLock { state in
+            defer { generation.add(1, ordering: .releasing) }
+            return body(&state)
+        }
+    }
 
     /// The answer a cache entry gives for `key`.
     func cachedAnswer(_ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry, ttl: Int, stale: Bool) -> HTTPDNSAnswer {
@@ -275,3 +311,6 @@ public final class HTTPDNSEngine: Sendable {
         return answer
     }
 }
+
+/// Serial numbers for engines (``HTTPDNSEngine/serial``).
+private let engineSerials = HTTPDNSLock<UInt64>(0)

@@ -39,6 +39,13 @@ public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
     public func filter(_ addresses: [IPAddress]) -> Outcome {
         var kept: [IPAddress] = []
         var rejected: [IPAddress] = []
+        if addresses.count <= 16 {
+            // The usual answer: a few addresses, compared directly rather than hashed into a set.
+            for (index, address) in addresses.enumerated() where !addresses[..<index].contains(address) {
+                if accepts(address) { kept.append(address) } else { rejected.append(address) }
+            }
+            return Outcome(kept: kept, rejected: rejected)
+        }
         var seen = Set<IPAddress>()
         for address in addresses where seen.insert(address).inserted {
             if accepts(address) { kept.append(address) } else { rejected.append(address) }

@@ -65,7 +65,12 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
     /// Whether `host` is a syntactically valid DNS host name (RFC 1035 limits, LDH labels plus `_`),
     /// checked in one pass over its bytes.
     public static func isValidHostName(_ host: String) -> Bool {
-        var utf8 = Array(host.utf8)
+        if let valid = host.utf8.withContiguousStorageIfAvailable(isValidHostName) { return valid }
+        return Array(host.utf8).withUnsafeBufferPointer(isValidHostName)
+    }
+
+    private static func isValidHostName(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var utf8 = bytes[...]
         if utf8.last == UInt8(ascii: ".") { utf8.removeLast() }
         guard !utf8.isEmpty, utf8.count <= 253 else { return false }
         var labelLength = 0

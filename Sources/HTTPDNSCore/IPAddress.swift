@@ -53,27 +53,46 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
         self.isV6 = bytes.count == 16
     }
 
+    init(high: UInt64, low: UInt64, isV6: Bool) {
+        self.high = high
+        self.low = low
+        self.isV6 = isV6
+    }
+
     /// Parses an address literal; `[::1]` brackets are accepted for IPv6.
     public init?(_ text: String) {
         var text = Substring(text)
         if text.hasPrefix("["), text.hasSuffix("]") {
             text = text.dropFirst().dropLast()
         }
-        guard !text.isEmpty, text.utf8.count <= 45 else { return nil }
-        if text.utf8.contains(UInt8(ascii: ":")) {
-            var storage = in6_addr()
-            let ok = String(text).withCString { inet_pton(AF_INET6, $0, &storage) } == 1
-            guard ok else { return nil }
-            self.init(bytes: withUnsafeBytes(of: &storage) { Array($0) })
-        } else {
-            // inet_pton(AF_INET) is strict dotted-quad on glibc; check the characters anyway so that
-            // behaviour does not depend on the C library.
-            guard text.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }) else { return nil }
+        let count = text.utf8.count
+        guard count > 0, count <= 45 else { return nil }
+        let isV6 = text.utf8.contains(UInt8(ascii: ":"))
+        // inet_pton(AF_INET) is strict dotted-quad on glibc; check the characters anyway so that
+        // behaviour does not depend on the C library.
+        if !isV6, !text.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }) { return nil }
+        // The C string is built on the stack: addresses are parsed for every answer.
+        let parsed = withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { buffer -> (UInt64, UInt64)? in
+            var index = 0
+            for byte in text.utf8 {
+                buffer[index] = CChar(bitPattern: byte)
+                index += 1
+            }
+            buffer[count] = 0
+            if isV6 {
+                var storage = in6_addr()
+                guard inet_pton(AF_INET6, buffer.baseAddress!, &storage) == 1 else { return nil }
+                return withUnsafeBytes(of: &storage) { raw in
+                    (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                     UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+                }
+            }
             var storage = in_addr()
-            let ok = String(text).withCString { inet_pton(AF_INET, $0, &storage) } == 1
-            guard ok else { return nil }
-            self.init(bytes: withUnsafeBytes(of: &storage) { Array($0) })
+            guard inet_pton(AF_INET, buffer.baseAddress!, &storage) == 1 else { return nil }
+            return (UInt64(UInt32(bigEndian: storage.s_addr)) << 32, 0)
         }
+        guard let parsed else { return nil }
+        self.init(high: parsed.0, low: parsed.1, isV6: isV6)
     }
 
     /// Canonical text: dotted quad, or RFC 5952 IPv6 (lower case, longest zero run compressed).
@@ -136,25 +155,23 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
 extension IPAddress {
     /// True for 127.0.0.0/8 and ::1.
     public var isLoopback: Bool {
-        let bytes = self.bytes
-        if family == .v4 { return bytes[0] == 127 }
-        return bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
+        if !isV6 { return firstByte == 127 }
+        return high == 0 && low == 1
     }
 
     /// True for 0.0.0.0/8 and ::.
     public var isUnspecified: Bool {
-        let bytes = self.bytes
-        if family == .v4 { return bytes[0] == 0 }
-        return bytes.allSatisfy { $0 == 0 }
+        if !isV6 { return firstByte == 0 }
+        return high == 0 && low == 0
     }
 
     /// True for private, shared, link-local, benchmark and reserved space that a public name should
     /// never resolve to (the hijack signals in rfc-notes: 10/8, 172.16/12, 192.168/16, 100.64/10,
     /// 169.254/16, 198.18/15, 240/4, fc00::/7, fe80::/10). Loopback and unspecified are separate.
+    // Read from the inline words (no byte array): this runs for every address of every answer.
     public var isPrivateOrReserved: Bool {
-        let bytes = self.bytes
-        if family == .v4 {
-            let a = bytes[0], b = bytes[1]
+        let a = firstByte, b = UInt8(truncatingIfNeeded: high >> 48)
+        if !isV6 {
             return a == 10
                 || (a == 172 && (16...31).contains(b))
                 || (a == 192 && b == 168)
@@ -164,9 +181,9 @@ extension IPAddress {
                 || a >= 224  // multicast 224/4 and reserved 240/4
         }
         if let mapped = ipv4Mapped { return mapped.isBogon }
-        return (bytes[0] & 0xfe) == 0xfc
-            || (bytes[0] == 0xfe && (bytes[1] & 0xc0) == 0x80)
-            || bytes[0] == 0xff  // multicast
+        return (a & 0xfe) == 0xfc
+            || (a == 0xfe && (b & 0xc0) == 0x80)
+            || a == 0xff  // multicast
     }
 
     /// True when a public name must not resolve here: unspecified, loopback, private or reserved.
@@ -177,12 +194,12 @@ extension IPAddress {
 
     /// The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
     public var ipv4Mapped: IPAddress? {
-        let bytes = self.bytes
-        guard family == .v6, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff else {
-            return nil
-        }
-        return IPAddress(bytes: Array(bytes[12..<16]))
+        guard isV6, high == 0, low >> 32 == 0xffff else { return nil }
+        return IPAddress(high: (low & 0xffff_ffff) << 32, low: 0, isV6: false)
     }
+
+    /// The first byte in network order.
+    private var firstByte: UInt8 { UInt8(truncatingIfNeeded: high >> 56) }
 
     /// True when `text` is an IP literal (with or without IPv6 brackets); such hosts are never resolved.
     public static func isLiteral(_ text: String) -> Bool {

@@ -126,4 +126,25 @@ final class IPAddressTests: XCTestCase {
         XCTAssertFalse(IPAddress.isLiteral("example.com"))
         XCTAssertFalse(IPAddress.isLiteral("1.2.3.4.example.com"))
     }
+
+    /// Seeded random addresses: bytes → text → parse gives the same address and the same bytes.
+    func testRandomRoundTripsThroughText() {
+        var generator = SeededGenerator(seed: 0x5eed_1)
+        for count in [4, 16] {
+            for _ in 0..<2_000 {
+                var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                // Favour runs of zeros, which exercise IPv6 compression.
+                if count == 16, Bool.random(using: &generator) {
+                    let start = Int.random(in: 0..<16, using: &generator)
+                    for index in start..<min(16, start + Int.random(in: 1...12, using: &generator)) { bytes[index] = 0 }
+                }
+                let address = IPAddress(bytes: bytes)!
+                let parsed = IPAddress(address.description)
+                XCTAssertEqual(parsed, address, address.description)
+                XCTAssertEqual(parsed?.bytes, bytes)
+                XCTAssertEqual(parsed?.family, count == 4 ? .v4 : .v6)
+            }
+        }
+    }
 }
+

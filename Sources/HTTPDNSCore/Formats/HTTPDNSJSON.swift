@@ -72,7 +72,11 @@ extension HTTPDNSJSON {
         }
 
         mutating func skipWhitespace() {
-            while index < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                let byte = bytes[index]
+                guard byte == 0x20 || byte == 0x09 || byte == 0x0a || byte == 0x0d else { return }
+                index += 1
+            }
         }
 
         mutating func expect(_ literal: String) throws(HTTPDNSError) {
@@ -185,6 +189,17 @@ extension HTTPDNSJSON {
 
         mutating func string() throws(HTTPDNSError) -> String {
             index += 1
+            // Fast path: no escape before the closing quote (every key and almost every value).
+            var end = index
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 {
+                end += 1
+            }
+            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+                // Validate UTF-8 strictly: a lossy repair could turn junk into a plausible name.
+                guard let text = String(validating: bytes[index..<end], as: UTF8.self) else { throw failure("invalid UTF-8") }
+                index = end + 1
+                return text
+            }
             var out: [UInt8] = []
             while true {
                 guard index < bytes.count else { throw failure("unterminated string") }

@@ -11,39 +11,54 @@ struct HTTPDNSURLQuery {
     }
 
     /// `a=1&b=2`.
-    var text: String { pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "&") }
+    var text: String { String(decoding: textBytes, as: UTF8.self) }
+
+    private var textBytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(pairs.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 })
+        for (index, pair) in pairs.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: "&")) }
+            out += pair.name.utf8
+            out.append(UInt8(ascii: "="))
+            out += pair.value.utf8
+        }
+        return out
+    }
 
     /// `base` with the query appended: `?` or `&` depending on whether `base` already has a query,
     /// and inserted before any `#fragment`.
+    // Works on UTF-8 bytes (every provider request builds one URL this way).
     func appended(to base: String) -> String {
-        var main = Substring(base)
-        var fragment = Substring("")
-        if let hash = base.firstIndex(of: "#") {
-            main = base[..<hash]
-            fragment = base[hash...]
+        let bytes = Array(base.utf8)
+        let hash = bytes.firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
+        var out = Array(bytes[..<hash])
+        if !pairs.isEmpty {
+            if let question = out.firstIndex(of: UInt8(ascii: "?")) {
+                if question != out.count - 1, out.last != UInt8(ascii: "&") { out.append(UInt8(ascii: "&")) }
+            } else {
+                out.append(UInt8(ascii: "?"))
+            }
+            out += textBytes
         }
-        guard !pairs.isEmpty else { return String(main) + fragment }
-        let separator: String
-        if let question = main.firstIndex(of: "?") {
-            separator = main.index(after: question) == main.endIndex || main.hasSuffix("&") ? "" : "&"
-        } else {
-            separator = "?"
-        }
-        return String(main) + separator + text + fragment
+        out += bytes[hash...]
+        return String(decoding: out, as: UTF8.self)
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
     /// Percent-encodes everything except unreserved characters (RFC 3986 §2.3) and `keep`.
     static func encode(_ value: String, keep: Set<UInt8> = []) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(value.utf8.count)
         for byte in value.utf8 {
             let unreserved = (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
                 || (byte >= 0x30 && byte <= 0x39) || byte == 0x2d || byte == 0x2e || byte == 0x5f || byte == 0x7e
-            if unreserved || keep.contains(byte) {
+            if unreserved || (!keep.isEmpty && keep.contains(byte)) {
                 out.append(byte)
             } else {
-                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]]
+                out.append(UInt8(ascii: "%"))
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0x0f)])
             }
         }
         return String(decoding: out, as: UTF8.self)

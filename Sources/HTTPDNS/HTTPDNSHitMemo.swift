@@ -1,0 +1,122 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HTTPDNSCore
+
+/// A small per-thread memo of recent fresh cache hits, so that a repeated hit takes no lock and
+/// writes no memory that another thread reads.
+///
+/// Why: with one shared lock, two threads hitting the cache at once bounce the lock's cache line and
+/// the answer's reference counts between cores (measured: 270 ns per hit on 2 threads against 110 ns
+/// on one). A memo slot holds its own copy of the addresses and the provider name, so nothing in it
+/// is shared with another thread.
+///
+/// Correctness: the engine bumps its generation counter (under its lock) on every change that can
+/// alter an answer: store, removal, failed refresh, address cool-down. A slot records the generation
+/// it was copied at and is used only while the counter still holds that value and the entry is
+/// before its refresh point (so no background refresh is missed). Every ``touchInterval``-th use goes
+/// to the shared cache instead, keeping its LRU order honest for hosts mostly served from memos.
+///
+/// Layout: a fixed table of ``slots`` slots per thread, direct-mapped by a cheap hash of the host's
+/// length and a few of its bytes (a collision only sends a lookup to the shared cache), kept in
+/// thread-local storage and freed when the thread exits.
+enum HTTPDNSHitMemo {
+    struct Key {
+        let engine: UInt64
+        let host: String
+        let family: HTTPDNSAddressFamily
+    }
+
+    struct Slot {
+        /// 0 for an empty slot (engine serials start at 1).
+        var engine: UInt64 = 0
+        var host: String = ""
+        var family: HTTPDNSAddressFamily = .ipv4
+        var generation: UInt64 = 0
+        var addresses: [IPAddress] = []
+        var source: String = ""
+        var origin: HTTPDNSAnswer.Origin = .httpdns
+        var expiresAt: Double = 0
+        var refreshAt: Double = 0
+        var uses = 0
+    }
+
+    /// Slots per thread (for every engine together); a power of two.
+    static let slots = 16
+    /// One use in this many goes to the shared cache.
+    static let touchInterval = 32
+
+    /// The memoised answer for `key`, if still valid at `now` for `generation`.
+    static func answer(_ key: Key, now: Double, generation: UInt64) -> HTTPDNSAnswer? {
+        let slot = table() + index(key)
+        guard slot.pointee.engine == key.engine, slot.pointee.family == key.family, slot.pointee.host == key.host
+        else { return nil }
+        guard slot.pointee.generation == generation, now < slot.pointee.refreshAt, slot.pointee.uses < touchInterval else {
+            slot.pointee = Slot()
+            return nil
+        }
+        slot.pointee.uses += 1
+        let remaining = max(1, Int((slot.pointee.expiresAt - now).rounded(.up)))
+        return HTTPDNSAnswer(
+            host: key.host, addresses: slot.pointee.addresses, ttl: remaining, source: slot.pointee.source,
+            origin: slot.pointee.origin, fromCache: true, isStale: false)
+    }
+
+    /// Remembers a fresh cache entry read under the engine's lock at `generation`.
+    static func remember(_ key: Key, _ entry: HTTPDNSCacheEntry, refreshAt: Double, generation: UInt64) {
+        // Fresh copies: sharing the cache's buffers would share their reference counts.
+        (table() + index(key)).pointee = Slot(
+            engine: key.engine, host: String(decoding: Array(key.host.utf8), as: UTF8.self), family: key.family,
+            generation: generation, addresses: entry.addresses.map { $0 },
+            source: String(decoding: Array(entry.source.utf8), as: UTF8.self), origin: entry.origin,
+            expiresAt: entry.expiresAt, refreshAt: refreshAt, uses: 0)
+    }
+
+    /// Whether the calling thread's memo holds `key` (for tests).
+    static func contains(_ key: Key) -> Bool {
+        let slot = table() + index(key)
+        return slot.pointee.engine == key.engine && slot.pointee.family == key.family && slot.pointee.host == key.host
+    }
+
+    /// The slot for `key`: the host's length, first, middle and last bytes, the engine and the family.
+    private static func index(_ key: Key) -> Int {
+        var hash = UInt(truncatingIfNeeded: key.engine) &* 0x9E37_79B9 &+ UInt(key.family == .ipv4 ? 0 : key.family == .ipv6 ? 1 : 2)
+        let mixed = key.host.utf8.withContiguousStorageIfAvailable { bytes -> UInt in
+            guard let last = bytes.last else { return 0 }
+            return UInt(bytes.count) &* 31 &+ UInt(bytes[0]) &* 7 &+ UInt(bytes[bytes.count / 2]) &* 13 &+ UInt(last)
+        } ?? UInt(key.host.utf8.count)
+        hash = (hash ^ mixed) &* 0x2545_F491
+        return Int(truncatingIfNeeded: (hash >> 7) & UInt(slots - 1))
+    }
+
+    /// The calling thread's table, created on first use.
+    private static func table() -> UnsafeMutablePointer<Slot> {
+        if let pointer = pthread_getspecific(threadKey) {
+            return pointer.assumingMemoryBound(to: Slot.self)
+        }
+        let table = UnsafeMutablePointer<Slot>.allocate(capacity: slots)
+        table.initialize(repeating: Slot(), count: slots)
+        pthread_setspecific(threadKey, table)
+        return table
+    }
+}
+
+/// The process-wide thread-local slot for the memo tables; its destructor frees a thread's table.
+private let threadKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let result = pthread_key_create(&key) { pointer in
+        #if canImport(Darwin)
+        let table = pointer.assumingMemoryBound(to: HTTPDNSHitMemo.Slot.self)
+        #else
+        guard let table = pointer?.assumingMemoryBound(to: HTTPDNSHitMemo.Slot.self) else { return }
+        #endif
+        table.deinitialize(count: HTTPDNSHitMemo.slots)
+        table.deallocate()
+    }
+    precondition(result == 0, "pthread_key_create failed: \(result)")
+    return key
+}()
