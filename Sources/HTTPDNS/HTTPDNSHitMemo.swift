@@ -43,6 +43,10 @@ enum HTTPDNSHitMemo {
         var expiresAt: Double = 0
         var refreshAt: Double = 0
         var uses = 0
+        /// The last key that missed here, not yet copied: a key is copied on its second hit in a row
+        /// on this slot, so that a stream of many different names does not copy on every hit.
+        var candidateEngine: UInt64 = 0
+        var candidateHost: String = ""
     }
 
     /// Slots per thread (for every engine together); a power of two.
@@ -66,10 +70,19 @@ enum HTTPDNSHitMemo {
             origin: slot.pointee.origin, fromCache: true, isStale: false)
     }
 
-    /// Remembers a fresh cache entry read under the engine's lock at `generation`.
+    /// Remembers a fresh cache entry read under the engine's lock at `generation`, if `key` is hot
+    /// here: already in the slot (expired or outdated) or the slot's candidate.
     static func remember(_ key: Key, _ entry: HTTPDNSCacheEntry, refreshAt: Double, generation: UInt64) {
+        let slot = table() + index(key)
+        let known = slot.pointee.engine == key.engine && slot.pointee.host == key.host
+        let candidate = slot.pointee.candidateEngine == key.engine && slot.pointee.candidateHost == key.host
+        guard known || candidate else {
+            slot.pointee.candidateEngine = key.engine
+            slot.pointee.candidateHost = key.host
+            return
+        }
         // Fresh copies: sharing the cache's buffers would share their reference counts.
-        (table() + index(key)).pointee = Slot(
+        slot.pointee = Slot(
             engine: key.engine, host: String(decoding: Array(key.host.utf8), as: UTF8.self), family: key.family,
             generation: generation, addresses: entry.addresses.map { $0 },
             source: String(decoding: Array(entry.source.utf8), as: UTF8.self), origin: entry.origin,

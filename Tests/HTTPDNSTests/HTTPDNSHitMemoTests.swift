@@ -5,11 +5,14 @@ import XCTest
 /// The per-thread hit memo must never serve what the shared cache would not. Each check runs its
 /// cache reads back to back without suspending, so they stay on one thread and meet one memo.
 final class HTTPDNSHitMemoTests: XCTestCase {
-    /// Fills the cache, then reads it twice on this thread: the second read comes from the memo.
+    /// Fills the cache, then reads it on this thread until the memo holds it (the second hit in a
+    /// row copies it).
     private func primed(_ subject: HTTPDNSEngine, _ host: String) async throws {
         _ = try await subject.resolve(host)
         XCTAssertNotNil(subject.cachedAnswer(host))
-        XCTAssertTrue(memoHolds(subject, host), "the fresh hit was memoised")
+        XCTAssertFalse(memoHolds(subject, host), "one hit is not enough to copy an entry")
+        XCTAssertNotNil(subject.cachedAnswer(host))
+        XCTAssertTrue(memoHolds(subject, host), "the second fresh hit was memoised")
     }
 
     private func memoHolds(_ subject: HTTPDNSEngine, _ host: String) -> Bool {
