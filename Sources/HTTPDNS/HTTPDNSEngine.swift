@@ -124,6 +124,12 @@ public final class HTTPDNSEngine: Sendable {
         return answer
     }
 
+    /// What a miss found under the lock: the answer after all, or the flight to wait for.
+    enum MissStep {
+        case answered(HTTPDNSAnswer)
+        case flight(HTTPDNSFlight, isNew: Bool)
+    }
+
     enum CacheStep {
         case hit(HTTPDNSAnswer, refresh: Bool)
         case upstream(staleFallback: Bool)
@@ -180,7 +186,23 @@ public final class HTTPDNSEngine: Sendable {
         guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
             throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
         }
-        let (flight, isNew) = state.withLock { upstreamFlight(key, state: &$0) }
+        // The cache is asked again under the same lock that registers the flight: a flight that
+        // finished since the first look (it stores its answer and leaves in one locked step) must not
+        // be followed by a second upstream request for the same name.
+        let now = clock.now()
+        let step = state.withLock { state -> MissStep in
+            if state.inFlight[key] == nil, case .fresh(let entry, let remaining, _) = state.cache.lookup(key, now: now) {
+                return .answered(cachedAnswer(key, entry, ttl: remaining, stale: false))
+            }
+            let (flight, isNew) = upstreamFlight(key, state: &state)
+            return .flight(flight, isNew: isNew)
+        }
+        let flight: HTTPDNSFlight
+        let isNew: Bool
+        switch step {
+        case .answered(let answer): return reordered(answer)
+        case .flight(let found, let new): (flight, isNew) = (found, new)
+        }
         if isNew {
             // Started on this thread up to its first suspension (the request to the provider), which
             // saves a hand-over to another thread per miss; still a task of its own (see `fly`).

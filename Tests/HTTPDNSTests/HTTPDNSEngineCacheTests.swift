@@ -110,6 +110,24 @@ final class HTTPDNSEngineCacheTests: XCTestCase {
         XCTAssertEqual(subject.upstreamLookupCount, 1)
     }
 
+    /// A lookup that missed the cache just as the flight for its name finished must take the stored
+    /// answer, not start a second upstream request (an instant provider makes that window wide).
+    func testALookupRacingAFinishingFlightDoesNotAskAgain() async throws {
+        for round in 0..<60 {
+            let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
+            let subject = engine([provider])
+            let names = (0..<10).map { "race\(round)-\($0).example" }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<1_000 {
+                    group.addTask { _ = try await subject.resolve(names[index % names.count]) }
+                }
+                try await group.waitForAll()
+            }
+            XCTAssertEqual(provider.calls, names.count, "round \(round)")
+            XCTAssertEqual(subject.upstreamLookupCount, names.count, "round \(round)")
+        }
+    }
+
     func testLRUBound() async throws {
         let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
         let subject = engine([provider]) { $0.cache.policy.capacity = 3 }
