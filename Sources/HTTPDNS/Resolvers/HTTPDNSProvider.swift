@@ -152,18 +152,38 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     }
 
     /// `Cache-Control: max-age` minus `Age` (RFC 9111 §4.2), when the response gives one.
+    // On bytes: DoH services send this header with every answer.
     static func freshnessLifetime(_ response: HTTPTransportResponse) -> Int? {
         guard let control = response.header("cache-control") else { return nil }
         var maxAge: Int?
-        for directive in control.split(separator: ",") {
-            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if parts.count == 2, parts[0].lowercased() == "max-age", let value = Int(parts[1]), value >= 0 {
-                maxAge = value
-            }
+        for directive in control.utf8.split(separator: UInt8(ascii: ",")) {
+            guard let equals = directive.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let name = trimmed(directive[..<equals])
+            guard name.count == 7, zip(name, "max-age".utf8).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }) else { continue }
+            if let value = decimal(trimmed(directive[directive.index(after: equals)...])) { maxAge = value }
         }
         guard let maxAge else { return nil }
-        let age = response.header("age").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
-        return max(0, maxAge - max(0, age))
+        let age = response.header("age").flatMap { decimal(trimmed($0.utf8[...])) } ?? 0
+        return max(0, maxAge - age)
+    }
+
+    private static func trimmed<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> Bytes.SubSequence {
+        var slice = bytes[...]
+        while let first = slice.first, first == 0x20 || first == 0x09 { slice = slice.dropFirst() }
+        while let last = slice.last, last == 0x20 || last == 0x09 { slice = slice.dropLast() }
+        return slice
+    }
+
+    /// RFC 9111 delta-seconds: digits only, else nil; values past 2^31 count as 2^31 (§1.2.2).
+    private static func decimal<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Int? {
+        guard !bytes.isEmpty else { return nil }
+        let ceiling = 2_147_483_648
+        var value = 0
+        for byte in bytes {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            value = min(value * 10 + Int(byte - 0x30), ceiling)
+        }
+        return value
     }
 
     static func translate(_ error: HTTPTransportError, source: String) -> HTTPDNSError {
