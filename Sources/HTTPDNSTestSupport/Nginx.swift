@@ -128,6 +128,19 @@ public final class Nginx: Sendable {
         Self.read(directory.appendingPathComponent("access.log")).split(separator: "\n").compactMap(AccessLogEntry.init)
     }
 
+    /// The access log once it holds at least `count` entries, or as it is after `timeout`.
+    ///
+    /// nginx writes a request's line after it has sent the response, so a client that has just read
+    /// its last response can be ahead of the log: read it this way to compare it with what was sent.
+    public func accessLog(atLeast count: Int, timeout: Duration = .seconds(5)) async -> [AccessLogEntry] {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while true {
+            let entries = accessLog
+            if entries.count >= count || ContinuousClock.now >= deadline { return entries }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     private static func read(_ url: URL) -> String {
         (try? String(contentsOf: url, encoding: .utf8)) ?? ""
     }

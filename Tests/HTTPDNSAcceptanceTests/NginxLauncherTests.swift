@@ -41,7 +41,7 @@ final class NginxLauncherTests: XCTestCase {
         }
     }
 
-    func testServesPlainHTTPLogsAndStops() throws {
+    func testServesPlainHTTPLogsAndStops() async throws {
         let nginx = try Nginx(.init(virtualHosts: [
             .init(["plain.test"], address: Bed.origin, locations: [
                 .text("/", "quote \" backslash \\ tab\t end", headers: [Bed.header("X-Test", "yes")]),
@@ -52,7 +52,8 @@ final class NginxLauncherTests: XCTestCase {
         let output = try curl(["-s", "-i", "-H", "Host: plain.test", "http://\(Bed.origin):\(port)/x?y=1"])
         XCTAssertTrue(output.contains("X-Test: yes"), output)
         XCTAssertTrue(output.hasSuffix("quote \" backslash \\ tab\t end"), output)
-        let entry = try XCTUnwrap(nginx.accessLog.first)
+        let logged = await nginx.accessLog(atLeast: 1)
+        let entry = try XCTUnwrap(logged.first)
         XCTAssertEqual(entry.serverName, "plain.test")
         XCTAssertEqual(entry.uri, "/x?y=1")
         XCTAssertEqual(entry.host, "plain.test")

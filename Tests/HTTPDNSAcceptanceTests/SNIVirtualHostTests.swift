@@ -51,7 +51,7 @@ final class SNIVirtualHostTests: XCTestCase {
             XCTAssertEqual(httpResponse.value(forHTTPHeaderField: "X-Vhost"), name)
             XCTAssertEqual(String(decoding: data, as: UTF8.self), "vhost \(name) at \(Bed.origin)\n")
         }
-        let served = nginx.accessLog
+        let served = await nginx.accessLog(atLeast: 2)
         XCTAssertEqual(served.map(\.sni), ["alpha.test", "beta.test"], "each request carried its own name in SNI")
         XCTAssertEqual(Set(served.map(\.serverAddress)), [Bed.origin.description])
         XCTAssertEqual(served.map(\.serverName), ["alpha.test", "beta.test"])

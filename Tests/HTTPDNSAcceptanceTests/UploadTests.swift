@@ -61,7 +61,7 @@ final class UploadTests: XCTestCase {
         let (smallAnswer, _) = try await session.data(for: smallRequest)
         XCTAssertEqual(String(decoding: smallAnswer, as: UTF8.self), "POST \(small.count) \(Self.sha256(small))")
 
-        let logged = nginx.accessLog
+        let logged = await nginx.accessLog(atLeast: 2)
         XCTAssertEqual(logged.count, 2)
         XCTAssertGreaterThan(logged.first?.requestLength ?? 0, size, "nginx read the whole 64 MiB body")
         XCTAssertEqual(logged.first?.httpProtocol, "HTTP/2.0")
