@@ -3,7 +3,7 @@ import HTTPDNSCore
 extension HTTPDNSEngine {
     /// The one upstream lookup for `key`: joins the one in flight or registers a new one (RFC 5452:
     /// one outstanding query per name and type). Called under the lock; a new flight (`isNew`) must be
-    /// started with ``fly(_:_:)`` once the lock is released.
+    /// started with ``launch(_:_:)`` once the lock is released.
     func upstreamFlight(_ key: HTTPDNSCacheKey, state: inout State) -> (flight: HTTPDNSFlight, isNew: Bool) {
         if let running = state.inFlight[key] { return (running, false) }
         state.upstreamLookups += 1
@@ -12,33 +12,81 @@ extension HTTPDNSEngine {
         return (flight, true)
     }
 
-    /// Runs the upstream lookup of a new flight and delivers its outcome to the waiters.
+    /// Starts the upstream lookup of a new flight; its outcome goes to the flight's waiters.
     ///
-    /// The lookup is a task of its own, never the caller's: a cancelled caller leaves while the lookup
-    /// goes on for the others and for the cache.
-    func fly(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) async {
-        let outcome: HTTPDNSFlight.Outcome
+    /// The lookup never runs in a caller's task: a cancelled caller leaves while the lookup goes on
+    /// for the others and for the cache. When the first provider is an HTTP service asked with one
+    /// request (the usual case), that request is sent from here and its answer handled where it
+    /// arrives, on the transport's loop thread, so the waiting caller is resumed straight from there;
+    /// only a failure moves the rest of the failover into a task. Otherwise the whole lookup is a
+    /// task, started on this thread up to its first suspension.
+    func launch(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) {
+        let host = key.host, family = key.family
+        monitor.lookupStarted(host: host, family: family)
+        let budget = configuration.timeouts.httpdnsBudget
+        let deadline = ContinuousClock.now.advanced(by: .seconds(budget))
+        let providers = orderedProviders()
+        if let first = providers.first as? HTTPDNSProvider {
+            let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt, budget)) {
+                [self] result in
+                do {
+                    land(key, flight, .success(try accept(result.get(), from: first, host: host, family: family)))
+                } catch {
+                    let failure = providerFailed(error, provider: first, host: host)
+                    let earlier = [HTTPDNSError.Attempt(source: first.name, error: failure)]
+                    Task {
+                        let outcome = await Self.outcome(host: host) {
+                            try await self.resolveUpstream(
+                                host, family: family, providers: Array(providers.dropFirst()), earlier: earlier,
+                                deadline: deadline)
+                        }
+                        self.land(key, flight, outcome)
+                    }
+                }
+            }
+            if started { return }
+        }
+        Task.immediate {
+            let outcome = await Self.outcome(host: host) {
+                try await self.resolveUpstream(host, family: family, providers: providers, earlier: [], deadline: deadline)
+            }
+            self.land(key, flight, outcome)
+        }
+    }
+
+    /// An upstream lookup's result as a flight outcome.
+    static func outcome(host: String, _ lookup: () async throws -> HTTPDNSAnswer) async -> Result<HTTPDNSAnswer, HTTPDNSError> {
         do {
-            let answer = try await self.resolveUpstream(key.host, family: key.family)
-            let now = self.clock.now()
-            let stored = self.change { state in
+            return .success(try await lookup())
+        } catch {
+            return .failure(httpdnsError(error, host: host))
+        }
+    }
+
+    /// Stores a lookup's answer (or drops the entry after a 401), reports it, and hands it to the
+    /// flight's waiters.
+    func land(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight, _ result: Result<HTTPDNSAnswer, HTTPDNSError>) {
+        let outcome: HTTPDNSFlight.Outcome
+        switch result {
+        case .success(let answer):
+            let now = clock.now()
+            let stored = change { state in
                 state.inFlight.removeValue(forKey: key)
                 return state.cache.store(
                     key, addresses: answer.addresses, ttl: answer.ttl, source: answer.source,
                     origin: answer.origin, now: now)
             }
-            self.persistence?.scheduleSave(self)
-            var result = answer
-            result.ttl = stored.ttl
-            self.monitor.lookupAnswered(result)
-            outcome = .success(result)
-        } catch {
-            let failure = HTTPDNSEngine.httpdnsError(error, host: key.host)
-            self.change { state in
+            persistence?.scheduleSave(self)
+            var answer = answer
+            answer.ttl = stored.ttl
+            monitor.lookupAnswered(answer)
+            outcome = .success(answer)
+        case .failure(let failure):
+            change { state in
                 state.inFlight.removeValue(forKey: key)
                 if failure.code == .unauthorized { state.cache.remove(key) }
             }
-            self.monitor.lookupFailed(host: key.host, family: key.family, error: failure)
+            monitor.lookupFailed(host: key.host, family: key.family, error: failure)
             outcome = .failure(failure)
         }
         flight.finish(outcome)
@@ -48,7 +96,7 @@ extension HTTPDNSEngine {
     func startBackgroundRefresh(_ key: HTTPDNSCacheKey) {
         let (flight, isNew) = state.withLock { upstreamFlight(key, state: &$0) }
         // A plain task: the caller (a cache hit) does not wait for the refresh, not even to start it.
-        if isNew { Task { await self.fly(key, flight) } }
+        if isNew { launch(key, flight) }
         let monitor = self.monitor
         let clock = self.clock
         flight.observe { [weak self] outcome in
@@ -70,18 +118,17 @@ extension HTTPDNSEngine {
         return reordered(cachedAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true))
     }
 
-    /// Asks the providers in order within the HTTPDNS budget, then LocalDNS.
-    func resolveUpstream(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSAnswer {
-        let monitor = configuration.monitor
+    /// Asks `providers` in order until `deadline` (the HTTPDNS budget), then LocalDNS; `earlier`
+    /// holds the failures of providers already asked for this lookup.
+    func resolveUpstream(
+        _ host: String, family: HTTPDNSAddressFamily, providers: [any HTTPDNSResolver],
+        earlier: [HTTPDNSError.Attempt], deadline: ContinuousClock.Instant
+    ) async throws -> HTTPDNSAnswer {
         let timeouts = configuration.timeouts
-        monitor.lookupStarted(host: host, family: family)
-        var attempts: [HTTPDNSError.Attempt] = []
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .seconds(timeouts.httpdnsBudget))
-
-        for provider in orderedProviders() {
+        var attempts = earlier
+        for provider in providers {
             try checkCancelled(host)
-            let remaining = clock.now.duration(to: deadline)
+            let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else {
                 attempts.append(.init(
                     source: provider.name,
@@ -91,28 +138,11 @@ extension HTTPDNSEngine {
             let seconds = min(timeouts.perAttempt, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
             do {
                 let records = try await resolveWithin(provider, host, family: family, within: seconds)
-                // Static entries are the user's own pins (curl's --resolve): trusted as given, loopback
-                // and private space included; everything from a service goes through the hygiene rules.
-                let isStatic = provider is StaticResolver
-                let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true) : configuration.hygiene
-                let outcome = hygiene.filter(records, family: family)
-                guard !outcome.kept.isEmpty else {
-                    if outcome.rejected.isEmpty {
-                        throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: provider.name)
-                    }
-                    let list = outcome.rejected.map(\.description).joined(separator: ", ")
-                    throw HTTPDNSError(.bogonAnswer, "only bogon addresses (\(list))", host: host, source: provider.name)
-                }
-                markProvider(provider.name, failed: false)
-                return HTTPDNSAnswer(
-                    host: host, addresses: outcome.kept, ttl: records.ttl ?? configuration.cache.policy.defaultTTL,
-                    source: provider.name, origin: isStatic ? .static : .httpdns)
+                return try accept(records, from: provider, host: host, family: family)
             } catch {
-                let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: provider.name)
+                let failure = providerFailed(error, provider: provider, host: host)
                 if failure.code == .cancelled, Task.isCancelled { throw failure }
                 attempts.append(.init(source: provider.name, error: failure))
-                monitor.resolverFailed(resolver: provider.name, host: host, error: failure)
-                if HTTPDNSEngine.isProviderFault(failure) { markProvider(provider.name, failed: true) }
             }
         }
 
@@ -130,6 +160,39 @@ extension HTTPDNSEngine {
             monitor.resolverFailed(resolver: local.name, host: host, error: failure)
             throw HTTPDNSError(.allAttemptsFailed, "every HTTPDNS provider and LocalDNS failed", host: host, attempts: attempts)
         }
+    }
+
+    /// The answer `provider` gave, once the hygiene rules keep an address of it; marks the provider
+    /// healthy.
+    func accept(
+        _ records: HTTPDNSRecordSet, from provider: any HTTPDNSResolver, host: String, family: HTTPDNSAddressFamily
+    ) throws(HTTPDNSError) -> HTTPDNSAnswer {
+        // Static entries are the user's own pins (curl's --resolve): trusted as given, loopback
+        // and private space included; everything from a service goes through the hygiene rules.
+        let isStatic = provider is StaticResolver
+        let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true) : configuration.hygiene
+        let outcome = hygiene.filter(records, family: family)
+        guard !outcome.kept.isEmpty else {
+            if outcome.rejected.isEmpty {
+                throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: provider.name)
+            }
+            let list = outcome.rejected.map(\.description).joined(separator: ", ")
+            throw HTTPDNSError(.bogonAnswer, "only bogon addresses (\(list))", host: host, source: provider.name)
+        }
+        markProvider(provider.name, failed: false)
+        return HTTPDNSAnswer(
+            host: host, addresses: outcome.kept, ttl: records.ttl ?? configuration.cache.policy.defaultTTL,
+            source: provider.name, origin: isStatic ? .static : .httpdns)
+    }
+
+    /// Reports a provider's failure (and cools the provider down when the fault is its own).
+    func providerFailed(_ error: any Error, provider: any HTTPDNSResolver, host: String) -> HTTPDNSError {
+        let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: provider.name)
+        // A cancelled caller is not the provider's failure.
+        if failure.code == .cancelled, Task.isCancelled { return failure }
+        monitor.resolverFailed(resolver: provider.name, host: host, error: failure)
+        if HTTPDNSEngine.isProviderFault(failure) { markProvider(provider.name, failed: true) }
+        return failure
     }
 
     /// Providers in configured order, those cooling down after failures moved to the back.

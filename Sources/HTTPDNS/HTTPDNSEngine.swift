@@ -203,11 +203,7 @@ public final class HTTPDNSEngine: Sendable {
         case .answered(let answer): return reordered(answer)
         case .flight(let found, let new): (flight, isNew) = (found, new)
         }
-        if isNew {
-            // Started on this thread up to its first suspension (the request to the provider), which
-            // saves a hand-over to another thread per miss; still a task of its own (see `fly`).
-            Task.immediate { await self.fly(key, flight) }
-        }
+        if isNew { launch(key, flight) }
         do {
             // The shared lookup is not cancelled with one waiter (others may wait on it), but a
             // cancelled waiter leaves at once.

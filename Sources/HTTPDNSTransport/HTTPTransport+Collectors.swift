@@ -1,21 +1,24 @@
 import Foundation
 import HTTPDNSCore
 
-/// Collects a whole response for ``HTTPTransport/send(_:)``.
+/// Collects a whole response for ``HTTPTransport/send(_:)`` and ``HTTPTransport/send(_:completion:)``.
 ///
-/// Events come from the loop thread; the continuation is set by the caller before the transfer is
+/// Events come from the loop thread; the delivery is set by the caller before the transfer is
 /// submitted, so the mutex only orders those two hand-overs.
 final class ResponseCollector: HTTPTransportDelegate {
+    typealias Delivery = @Sendable (Result<HTTPTransportResponse, HTTPTransportError>) -> Void
+
     private struct State {
-        var continuation: CheckedContinuation<Result<HTTPTransportResponse, HTTPTransportError>, Never>?
+        var deliver: Delivery?
         var head: HTTPTransportResponseHead?
         var body = Data()
     }
 
     private let state = HTTPDNSLock(State())
 
-    func setContinuation(_ continuation: CheckedContinuation<Result<HTTPTransportResponse, HTTPTransportError>, Never>) {
-        state.withLock { $0.continuation = continuation }
+    /// Where the result goes (called once, on the loop thread).
+    func setDelivery(_ deliver: @escaping Delivery) {
+        state.withLock { $0.deliver = deliver }
     }
 
     func didReceiveResponse(_ head: HTTPTransportResponseHead) {
@@ -27,16 +30,16 @@ final class ResponseCollector: HTTPTransportDelegate {
     }
 
     func didComplete(_ result: Result<HTTPTransportMetrics, HTTPTransportError>) {
-        let (continuation, outcome) = state.withLock { state in
-            defer { state.continuation = nil; state.body = Data() }
+        let (deliver, outcome) = state.withLock { state in
+            defer { state.deliver = nil; state.body = Data() }
             let outcome = result.map { metrics in
                 HTTPTransportResponse(
                     head: state.head ?? HTTPTransportResponseHead(statusCode: 0, headers: [], connectedAddress: nil, httpVersion: ""),
                     body: state.body, metrics: metrics)
             }
-            return (state.continuation, outcome)
+            return (state.deliver, outcome)
         }
-        continuation?.resume(returning: outcome)
+        deliver?(outcome)
     }
 }
 

@@ -70,13 +70,32 @@ public final class HTTPTransport: Sendable {
             request: request, configuration: configuration, delegate: collector, loop: loop, owner: self)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                collector.setContinuation(continuation)
+                collector.setDelivery { continuation.resume(returning: $0) }
                 loop.submit(transfer)
             }
         } onCancel: {
             transfer.cancel()
         }
         return try result.get()
+    }
+
+    /// Sends a request and hands the whole response to `completion`, called once on the loop
+    /// thread (so it must be quick); for callers that continue the work right there instead of
+    /// resuming a task. The transfer is tied to no task: cancel it with the returned handle.
+    ///
+    /// - Throws: ``HTTPTransportError`` with `badURL` or `invalidRequest` when the request cannot be
+    ///   sent (then `completion` is never called).
+    @discardableResult
+    public func send(
+        _ request: HTTPTransportRequest,
+        completion: @escaping @Sendable (Result<HTTPTransportResponse, HTTPTransportError>) -> Void
+    ) throws(HTTPTransportError) -> HTTPTransportTask {
+        let collector = ResponseCollector()
+        let transfer = try CurlTransfer(
+            request: request, configuration: configuration, delegate: collector, loop: loop, owner: self)
+        collector.setDelivery(completion)
+        loop.submit(transfer)
+        return HTTPTransportTask(transfer: transfer)
     }
 
     /// Sends a request and returns as soon as the response head arrives; the body follows as a

@@ -248,6 +248,36 @@ final class ProviderIntegrationTests: XCTestCase {
         }
     }
 
+    /// The first caller's lookup goes to an HTTP service; cancelling that caller must not cancel the
+    /// request the second caller shares.
+    func testCancelledFirstCallerLeavesWhileTheServiceRequestGoesOn() async throws {
+        let slow = try ProviderServer { _ in
+            Thread.sleep(forTimeInterval: 1)
+            return .text("93.184.216.98,300")
+        }
+        defer { slow.stop() }
+        var configuration = HTTPDNSConfiguration(providers: [try provider("dnspod=\(slow.base)")])
+        configuration.failover.httpdnsOnly = true
+        configuration.timeouts.perAttempt = 5
+        configuration.timeouts.httpdnsBudget = 5
+        let subject = HTTPDNSEngine(configuration: configuration)
+        let first = Task { try await subject.resolve("shared.example") }
+        try await Task.sleep(for: .milliseconds(100))
+        let second = Task { try await subject.resolve("shared.example") }
+        try await Task.sleep(for: .milliseconds(100))
+        first.cancel()
+        do {
+            _ = try await first.value
+            XCTFail("the cancelled caller got an answer")
+        } catch let error as HTTPDNSError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        XCTAssertNil(subject.cachedAnswer("shared.example"), "the caller left before the service answered")
+        let answer = try await second.value
+        XCTAssertEqual(answer.addresses.map(\.description), ["93.184.216.98"])
+        XCTAssertEqual(slow.requestCount, 1, "one request, not cancelled and not repeated")
+    }
+
     func testFailoverToSecondServiceAndCoalescingCountedByServer() async throws {
         let dead = try ProviderServer { _ in .text("0") }
         dead.set(.status(503))

@@ -62,15 +62,63 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         try await resolve(host, family: family, within: Optional(seconds))
     }
 
+    /// Resolves `host` with one request and hands the outcome to `completion`, on the transport's
+    /// loop thread (or on the calling thread when the request cannot be sent). The transfer belongs
+    /// to no task, so no caller's cancellation stops it; its time limit does.
+    ///
+    /// - Returns: false, without calling `completion`, when the format needs more than one request
+    ///   for this family (use the async ``resolve(_:family:)`` then).
+    func start(
+        _ host: String, family: HTTPDNSAddressFamily, within seconds: Double,
+        completion: @escaping @Sendable (Result<HTTPDNSRecordSet, HTTPDNSError>) -> Void
+    ) -> Bool {
+        let name = HTTPDNSHostPolicy.normalize(host)
+        let requests: [HTTPDNSProviderRequest]
+        do {
+            requests = try format.requests(for: [name], family: family, now: Int64(clock.now()))
+        } catch {
+            completion(.failure(error))
+            return true
+        }
+        guard requests.count == 1 else { return false }
+        let request = requests[0]
+        let transportRequest: HTTPTransportRequest
+        switch self.transportRequest(request, limit: Self.limit(seconds)) {
+        case .success(let made): transportRequest = made
+        case .failure(let error):
+            completion(.failure(error))
+            return true
+        }
+        do {
+            try transport.send(transportRequest) { [self] result in
+                completion(result.mapError { HTTPDNSProvider.translate($0, source: self.name) }
+                    .flatMap { records(from: $0, for: request) }
+                    .flatMap { record(for: name, in: $0) })
+            }
+        } catch {
+            completion(.failure(HTTPDNSProvider.translate(error, source: name)))
+        }
+        return true
+    }
+
+    private static func limit(_ seconds: Double?) -> Duration? {
+        seconds.map { Duration.milliseconds(Int64(max($0, 0.001) * 1000)) }
+    }
+
+    /// The record set for `name` in a one-request answer.
+    private func record(for name: String, in found: [HTTPDNSRecordSet]) -> Result<HTTPDNSRecordSet, HTTPDNSError> {
+        if let set = HTTPDNSRecordSets.merge(found).first(where: { $0.host == name && !$0.isEmpty }) { return .success(set) }
+        return .failure(HTTPDNSError(.noAddress, "no address in answer", host: name, source: self.name))
+    }
+
     private func resolve(_ host: String, family: HTTPDNSAddressFamily, within seconds: Double?) async throws -> HTTPDNSRecordSet {
-        let limit = seconds.map { Duration.milliseconds(Int64(max($0, 0.001) * 1000)) }
+        let limit = Self.limit(seconds)
         let name = HTTPDNSHostPolicy.normalize(host)
         let requests = try format.requests(for: [name], family: family, now: Int64(clock.now()))
         if requests.count == 1 {
             // The common case needs no task group.
             let found = try await exchange(requests[0], limit: limit).get()
-            if let set = HTTPDNSRecordSets.merge(found).first(where: { $0.host == name && !$0.isEmpty }) { return set }
-            throw HTTPDNSError(.noAddress, "no address in answer", host: name, source: self.name)
+            return try record(for: name, in: found).get()
         }
         var sets: [HTTPDNSRecordSet] = []
         var firstError: HTTPDNSError?
@@ -107,6 +155,22 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
 
     /// Sends one request and parses its answer; every failure becomes an ``HTTPDNSError``.
     func exchange(_ request: HTTPDNSProviderRequest, limit: Duration?) async -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
+        let transportRequest: HTTPTransportRequest
+        switch self.transportRequest(request, limit: limit) {
+        case .success(let made): transportRequest = made
+        case .failure(let error): return .failure(error)
+        }
+        let response: HTTPTransportResponse
+        do {
+            response = try await transport.send(transportRequest)
+        } catch {
+            return .failure(HTTPDNSProvider.translate(error, source: name))
+        }
+        return records(from: response, for: request)
+    }
+
+    /// The transport request that carries `request`, with the service's pinning, trust and limits.
+    private func transportRequest(_ request: HTTPDNSProviderRequest, limit: Duration?) -> Result<HTTPTransportRequest, HTTPDNSError> {
         guard let url = URL(string: request.url) else {
             return .failure(HTTPDNSError(.invalidConfiguration, "bad service URL", source: name))
         }
@@ -118,13 +182,11 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         let total = limit.map { min($0, options.totalTimeout) } ?? options.totalTimeout
         transportRequest.timeouts = .init(connect: min(options.connectTimeout, total), total: total, idle: total)
         transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes
+        return .success(transportRequest)
+    }
 
-        let response: HTTPTransportResponse
-        do {
-            response = try await transport.send(transportRequest)
-        } catch {
-            return .failure(HTTPDNSProvider.translate(error, source: name))
-        }
+    /// What the service's response says: checked content type, parsed records, HTTP freshness.
+    private func records(from response: HTTPTransportResponse, for request: HTTPDNSProviderRequest) -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
         if let accepted = options.acceptedContentTypes, (200..<300).contains(response.statusCode) {
             let type = HTTPDNSProvider.mediaType(response.header("content-type") ?? "")
             guard accepted.contains(where: { $0.lowercased() == type }) else {
