@@ -116,18 +116,24 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     }
 
     /// base64url without padding (RFC 4648 §5, RFC 8484 §4.1).
+    // Written out (RFC 4648 §5, no padding) rather than through Foundation's standard alphabet and a
+    // second pass: every GET lookup encodes one message.
     public static func base64URL(_ bytes: [UInt8]) -> String {
-        let standard = Data(bytes).base64EncodedString()
         var out: [UInt8] = []
-        out.reserveCapacity(standard.utf8.count)
-        for byte in standard.utf8 {
-            switch byte {
-            case UInt8(ascii: "+"): out.append(UInt8(ascii: "-"))
-            case UInt8(ascii: "/"): out.append(UInt8(ascii: "_"))
-            case UInt8(ascii: "="): break
-            default: out.append(byte)
-            }
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            for shift in [18, 12, 6, 0] { out.append(base64URLAlphabet[Int(chunk >> UInt32(shift) & 0x3f)]) }
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest > 0 {
+            let chunk = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            for shift in [18, 12, 6].prefix(rest + 1) { out.append(base64URLAlphabet[Int(chunk >> UInt32(shift) & 0x3f)]) }
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    private static let base64URLAlphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 }
