@@ -61,20 +61,27 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
 
     /// Parses an address literal; `[::1]` brackets are accepted for IPv6.
     public init?(_ text: String) {
-        var text = Substring(text)
-        if text.hasPrefix("["), text.hasSuffix("]") {
+        self.init(utf8: text.utf8)
+    }
+
+    /// Parses an address literal given as UTF-8 bytes (a slice of a response body, say).
+    init?<Bytes: BidirectionalCollection<UInt8>>(utf8 text: Bytes) {
+        var text = text[...]
+        if text.first == UInt8(ascii: "["), text.last == UInt8(ascii: "]"), text.count >= 2 {
             text = text.dropFirst().dropLast()
         }
-        let count = text.utf8.count
+        let count = text.count
         guard count > 0, count <= 45 else { return nil }
-        let isV6 = text.utf8.contains(UInt8(ascii: ":"))
+        let isV6 = text.contains(UInt8(ascii: ":"))
         // inet_pton(AF_INET) is strict dotted-quad on glibc; check the characters anyway so that
         // behaviour does not depend on the C library.
-        if !isV6, !text.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }) { return nil }
+        if !isV6, !text.allSatisfy({ $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }) { return nil }
         // The C string is built on the stack: addresses are parsed for every answer.
         let parsed = withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { buffer -> (UInt64, UInt64)? in
             var index = 0
-            for byte in text.utf8 {
+            for byte in text {
+                // A NUL inside would end the C string early and let junk after it pass.
+                guard byte != 0 else { return nil }
                 buffer[index] = CChar(bitPattern: byte)
                 index += 1
             }

@@ -19,6 +19,23 @@ final class HTTPDNSJSONTests: XCTestCase {
         XCTAssertNil(try parse("\"1\"").intValue)
     }
 
+    func testDuplicateKeysAreRejectedInSmallAndLargeObjects() throws {
+        let keys = (0..<40).map { "\"k\($0)\":\($0)" }
+        let large = try parse("{" + keys.joined(separator: ",") + "}")
+        XCTAssertEqual(large["k39"]?.intValue, 39)
+        XCTAssertEqual(large["k0"]?.intValue, 0)
+        XCTAssertNil(large["k40"])
+        for duplicate in ["\"k3\":0", "\"k39\":0"] {
+            for position in [5, 20, 40] {
+                var members = keys
+                members.insert(duplicate, at: position)
+                XCTAssertThrowsError(try parse("{" + members.joined(separator: ",") + "}"), "\(duplicate) at \(position)")
+            }
+        }
+        XCTAssertEqual(try parse(#"{"a":1,"b":2}"#), try parse(#"{"b":2,"a":1}"#), "member order does not matter")
+        XCTAssertNotEqual(try parse(#"{"a":1,"b":2}"#), try parse(#"{"a":1,"b":3}"#))
+    }
+
     func testStringEscapes() throws {
         XCTAssertEqual(try parse(#""a\"b\\c\/d\b\f\n\r\t""#), .string("a\"b\\c/d\u{8}\u{c}\n\r\t"))
         XCTAssertEqual(try parse(#""\u00e9\u4e2d\ud83d\ude00""#), .string("é中😀"))

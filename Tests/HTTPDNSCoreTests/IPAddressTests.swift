@@ -58,7 +58,7 @@ final class IPAddressTests: XCTestCase {
         let junk = [
             ":::", "1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", "g::1", "fe80::1%eth0", "[::1", "::1]", "[[::1]]",
             " ::1", "::1 ", "2001:db8::/32", ":", "1:2:3:4:5:6:7", "::ffff:1.2.3", "::ffff:1.2.3.4.5",
-            String(repeating: "0", count: 60) + "::1",
+            String(repeating: "0", count: 60) + "::1", "::1\u{0}junk", "::1\u{0}",
         ]
         for text in junk {
             XCTAssertNil(IPAddress(text), "accepted \(text.debugDescription)")

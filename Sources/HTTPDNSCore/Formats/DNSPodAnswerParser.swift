@@ -3,7 +3,12 @@
 /// Grammar, per line: `[name[.]:] part [- part] [|clientip]`, where `part` is `0` (none) or
 /// `ip;ip;…[,ttl]`. With `type=addrs` (family `.both`) the first part is IPv4 and the second IPv6;
 /// otherwise there is one part of the requested family. The TTL of a name is the smallest one given.
+///
+/// Works on the body's bytes (the grammar is ASCII; every answer of every lookup goes through here):
+/// strings are made only for names and the client address.
 struct DNSPodAnswerParser {
+    typealias Bytes = ArraySlice<UInt8>
+
     let request: HTTPDNSProviderRequest
     let source: String
 
@@ -12,43 +17,46 @@ struct DNSPodAnswerParser {
 
     func parse(_ body: [UInt8]) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
         try HTTPDNSFormatLimits.checkBody(body, source: source)
-        guard let text = String(validating: body, as: UTF8.self) else {
+        // ASCII is valid UTF-8; anything else is checked in full.
+        if body.contains(where: { $0 >= 0x80 }), String(validating: body, as: UTF8.self) == nil {
             throw HTTPDNSError.malformed("DNSPod answer is not UTF-8", source: source)
         }
-        let lines = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
-            .map { $0.trimmingASCIISpaces() }
+        let lines = body[...].split(whereSeparator: { $0 == 0x0a || $0 == 0x0d })
+            .map(Self.trimmingSpaces)
             .filter { !$0.isEmpty }
         guard lines.count <= Self.maxLines else { throw HTTPDNSError.malformed("too many lines", source: source) }
         guard !lines.isEmpty else {
             throw HTTPDNSError(.noAddress, "empty DNSPod answer", host: request.hosts.first, source: source)
         }
-        var byHost: [String: HTTPDNSRecordSet] = [:]
+        var sets: [HTTPDNSRecordSet] = []
         for line in lines {
             let (name, rest) = try splitName(line)
             let set = try parseLine(rest, host: name)
-            guard byHost[name] == nil else { throw HTTPDNSError(.malformedAnswer, "name answered twice", host: name, source: source) }
-            byHost[name] = set
+            guard !sets.contains(where: { $0.host == name }) else {
+                throw HTTPDNSError(.malformedAnswer, "name answered twice", host: name, source: source)
+            }
+            sets.append(set)
         }
-        let sets = request.hosts.compactMap { byHost[$0] }
-        guard sets.contains(where: { !$0.isEmpty }) else {
+        let ordered = request.hosts.compactMap { host in sets.first { $0.host == host } }
+        guard ordered.contains(where: { !$0.isEmpty }) else {
             throw HTTPDNSError(.noAddress, "DNSPod answered 0", host: request.hosts.first, source: source)
         }
-        return sets
+        return ordered
     }
 
     /// Separates a `name.:` prefix from the answer. The text before the first `:` is a name only
     /// when it is one of the requested names: anything else (an IPv6 address, a stray name) stays
     /// in the answer and fails there, so an unrequested name can never be taken for a requested one.
     /// `couldBeGroup` is checked on the raw prefix, so `ab.:` still counts as the name `ab`.
-    private func splitName(_ line: Substring) throws(HTTPDNSError) -> (String, Substring) {
-        if let colon = line.firstIndex(of: ":"), line.distance(from: line.startIndex, to: colon) <= 254 {
+    private func splitName(_ line: Bytes) throws(HTTPDNSError) -> (String, Bytes) {
+        if let colon = line.firstIndex(of: UInt8(ascii: ":")), colon - line.startIndex <= 254 {
             let prefix = line[..<colon]
-            let name = HTTPDNSHostPolicy.normalize(String(prefix))
+            let name = HTTPDNSHostPolicy.normalize(String(decoding: prefix, as: UTF8.self))
             // A bare one-label hex name such as `ab` could be the first group of an IPv6 address;
             // take it as a name only in the dotted `ab.:` form the service writes.
-            let couldBeGroup = prefix.count <= 4 && prefix.allSatisfy(\.isHexDigit)
+            let couldBeGroup = prefix.count <= 4 && prefix.allSatisfy(Self.isHexDigit)
             if request.hosts.contains(name), !couldBeGroup {
-                return (name, line[line.index(after: colon)...])
+                return (name, line[(colon + 1)...])
             }
         }
         guard request.hosts.count == 1 else {
@@ -57,18 +65,18 @@ struct DNSPodAnswerParser {
         return (request.hosts[0], line)
     }
 
-    private func parseLine(_ text: Substring, host: String) throws(HTTPDNSError) -> HTTPDNSRecordSet {
+    private func parseLine(_ text: Bytes, host: String) throws(HTTPDNSError) -> HTTPDNSRecordSet {
         var answer = text
         var set = HTTPDNSRecordSet(host: host)
-        if let bar = answer.firstIndex(of: "|") {
-            let client = answer[answer.index(after: bar)...]
-            guard IPAddress(String(client.prefix(64))) != nil else {
+        if let bar = answer.firstIndex(of: UInt8(ascii: "|")) {
+            let client = answer[(bar + 1)...]
+            guard IPAddress(utf8: client.prefix(64)) != nil else {
                 throw HTTPDNSError(.malformedAnswer, "client IP is not an address", host: host, source: source)
             }
-            set.clientIP = String(client)
+            set.clientIP = String(decoding: client, as: UTF8.self)
             answer = answer[..<bar]
         }
-        let parts = answer.split(separator: "-", omittingEmptySubsequences: false)
+        let parts = answer.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
         switch (request.family, parts.count) {
         case (.both, 2):
             let (v4, ttl4) = try parsePart(parts[0], family: .v4, host: host)
@@ -92,28 +100,43 @@ struct DNSPodAnswerParser {
     }
 
     /// `0` → no addresses; otherwise `ip;ip[,ttl]`, every address of `family`.
-    private func parsePart(_ part: Substring, family: IPAddress.Family, host: String) throws(HTTPDNSError) -> ([IPAddress], Int?) {
-        let part = part.trimmingASCIISpaces()
-        if part == "0" || part.isEmpty { return ([], nil) }
+    private func parsePart(_ part: Bytes, family: IPAddress.Family, host: String) throws(HTTPDNSError) -> ([IPAddress], Int?) {
+        let part = Self.trimmingSpaces(part)
+        if part.isEmpty || part.elementsEqual(CollectionOfOne(UInt8(ascii: "0"))) { return ([], nil) }
         var list = part
         var ttl: Int?
-        if let comma = part.lastIndex(of: ",") {
-            ttl = try HTTPDNSFormatLimits.parseTTL(part[part.index(after: comma)...], source: source)
+        if let comma = part.lastIndex(of: UInt8(ascii: ",")) {
+            ttl = try HTTPDNSFormatLimits.parseTTL(Substring(decoding: part[(comma + 1)...], as: UTF8.self), source: source)
             list = part[..<comma]
         }
-        let items = list.split(separator: ";", omittingEmptySubsequences: false)
+        let items = list.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false)
         guard items.count <= HTTPDNSFormatLimits.maxAddressesPerName else {
             throw HTTPDNSError(.malformedAnswer, "too many addresses", host: host, source: source)
         }
         var addresses: [IPAddress] = []
+        addresses.reserveCapacity(items.count)
         for item in items {
-            let address = try HTTPDNSFormatLimits.parseAddress(item, source: source)
+            guard item.count <= 64, let address = IPAddress(utf8: item) else {
+                throw HTTPDNSError.malformed("not an IP address in answer", source: source)
+            }
             guard address.family == family else {
                 throw HTTPDNSError(.malformedAnswer, "address of the wrong family", host: host, source: source)
             }
             addresses.append(address)
         }
         return (addresses, ttl)
+    }
+
+    /// Drops ASCII spaces and tabs at both ends.
+    private static func trimmingSpaces(_ bytes: Bytes) -> Bytes {
+        var slice = bytes
+        while let first = slice.first, first == 0x20 || first == 0x09 { slice = slice.dropFirst() }
+        while let last = slice.last, last == 0x20 || last == 0x09 { slice = slice.dropLast() }
+        return slice
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
     }
 }
 

@@ -10,7 +10,7 @@ enum HTTPDNSJSON: Equatable, Sendable {
     case number(String)
     case string(String)
     case array([HTTPDNSJSON])
-    case object([String: HTTPDNSJSON])
+    case object(HTTPDNSJSONObject)
 
     /// Deepest nesting accepted; provider answers use three or four levels.
     static let maxDepth = 32
@@ -28,7 +28,7 @@ enum HTTPDNSJSON: Equatable, Sendable {
     }
 
     subscript(key: String) -> HTTPDNSJSON? {
-        if case .object(let members) = self { return members[key] }
+        if case .object(let object) = self { return object[key] }
         return nil
     }
 
@@ -103,7 +103,9 @@ extension HTTPDNSJSON {
 
         mutating func object(depth: Int) throws(HTTPDNSError) -> HTTPDNSJSON {
             index += 1
-            var members: [String: HTTPDNSJSON] = [:]
+            var members = HTTPDNSJSONObject()
+            // Keys seen, for the duplicate check once an object outgrows a linear scan.
+            var keys: Set<String>?
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
@@ -117,7 +119,13 @@ extension HTTPDNSJSON {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
                 index += 1
                 let member = try value(depth: depth + 1)
-                guard members.updateValue(member, forKey: key) == nil else { throw failure("duplicate key") }
+                if members.members.count < 16 {
+                    guard members[key] == nil else { throw failure("duplicate key") }
+                } else {
+                    if keys == nil { keys = Set(members.members.map(\.key)) }
+                    guard keys!.insert(key).inserted else { throw failure("duplicate key") }
+                }
+                members.members.append((key, member))
                 skipWhitespace()
                 guard index < bytes.count else { throw failure("unterminated object") }
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -242,5 +250,28 @@ extension HTTPDNSJSON {
                 }
             }
         }
+    }
+}
+
+/// A JSON object's members in document order (keys are unique: the parser rejects duplicates).
+///
+/// An array rather than a dictionary: provider answers hold a handful of keys, read once or twice,
+/// so comparing keys costs less than hashing them and building hash tables.
+struct HTTPDNSJSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
+    var members: [(key: String, value: HTTPDNSJSON)] = []
+
+    init() {}
+
+    init(dictionaryLiteral elements: (String, HTTPDNSJSON)...) {
+        members = elements.map { (key: $0.0, value: $0.1) }
+    }
+
+    subscript(key: String) -> HTTPDNSJSON? {
+        members.first { $0.key == key }?.value
+    }
+
+    /// Equal when the same keys map to equal values, in any order (as JSON objects compare).
+    static func == (lhs: HTTPDNSJSONObject, rhs: HTTPDNSJSONObject) -> Bool {
+        lhs.members.count == rhs.members.count && lhs.members.allSatisfy { rhs[$0.key] == $0.value }
     }
 }
