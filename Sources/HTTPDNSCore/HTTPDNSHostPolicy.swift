@@ -57,6 +57,13 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
             return flags == 0
         }
         if clean == true { return host }
+        // ASCII (the usual case, often just a trailing dot): fold and trim the bytes directly.
+        var bytes = Array(host.utf8)
+        if bytes.allSatisfy({ $0 < 0x80 }) {
+            if bytes.last == UInt8(ascii: ".") { bytes.removeLast() }
+            for index in bytes.indices where bytes[index] &- 0x41 < 26 { bytes[index] |= 0x20 }
+            return String(decoding: bytes, as: UTF8.self)
+        }
         var name = host.lowercased()
         if name.hasSuffix(".") { name.removeLast() }
         return name

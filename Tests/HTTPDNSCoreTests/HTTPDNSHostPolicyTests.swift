@@ -26,6 +26,18 @@ final class HTTPDNSHostPolicyTests: XCTestCase {
         XCTAssertEqual(HTTPDNSHostPolicy.normalize("www.example.com"), "www.example.com")
         XCTAssertEqual(HTTPDNSHostPolicy.normalize("WWW.Example.COM."), "www.example.com")
         XCTAssertEqual(HTTPDNSHostPolicy.normalize("a.b."), "a.b")
+        XCTAssertEqual(HTTPDNSHostPolicy.normalize("ÄÖ.Example."), "äö.example")
+        // Every ASCII byte, upper and lower case, with and without the trailing dot: the byte path
+        // agrees with Unicode lower-casing.
+        var generator = SeededGenerator(seed: 1035)
+        for _ in 0..<2_000 {
+            let text = String(decoding: (0..<Int.random(in: 0...12, using: &generator)).map { _ in
+                UInt8.random(in: 0x20...0x7e, using: &generator)
+            }, as: UTF8.self) + (Bool.random(using: &generator) ? "." : "")
+            var expected = text.lowercased()
+            if expected.hasSuffix(".") { expected.removeLast() }
+            XCTAssertEqual(HTTPDNSHostPolicy.normalize(text), expected, text)
+        }
     }
 
     func testHostNameSyntax() {
