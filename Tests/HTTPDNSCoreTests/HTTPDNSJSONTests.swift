@@ -66,6 +66,32 @@ final class HTTPDNSJSONTests: XCTestCase {
         }
     }
 
+    /// Seeded random mutations of real answers: every result is a value or an error, never a crash
+    /// (the debug build the suite runs checks every buffer read).
+    func testMutatedDocumentsNeverCrash() {
+        let seeds = [
+            #"{"Status":0,"Question":[{"name":"a.example.","type":1}],"Answer":[{"name":"a.example.","type":1,"TTL":60,"data":"192.0.2.1"}]}"#,
+            #"{"host":"a.example","ips":["192.0.2.1"],"ipsv6":["2001:db8::1"],"ttl":60,"esc":"\u00e9\n\ud83d\ude00"}"#,
+        ].map { Array($0.utf8) }
+        var generator = SeededGenerator(seed: 8259)
+        let alphabet = Array(#"{}[]":,\u0123456789eE+-.tfnrul "#.utf8) + [0x00, 0x7f, 0x80, 0xc3, 0xff]
+        var parsed = 0
+        for _ in 0..<20_000 {
+            var bytes = seeds.randomElement(using: &generator)!
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                let position = Int.random(in: 0..<bytes.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: bytes[position] = alphabet.randomElement(using: &generator)!
+                case 1: bytes.insert(alphabet.randomElement(using: &generator)!, at: position)
+                default: if bytes.count > 1 { bytes.remove(at: position) }
+                }
+            }
+            if (try? HTTPDNSJSON.parse(bytes, source: "test")) != nil { parsed += 1 }
+        }
+        XCTAssertGreaterThan(parsed, 0, "some mutations are still valid JSON")
+        XCTAssertLessThan(parsed, 20_000, "most mutations are not")
+    }
+
     func testQueryEncoding() {
         XCTAssertEqual(HTTPDNSURLQuery.encode("a b&c=d/é~-._"), "a%20b%26c%3Dd%2F%C3%A9~-._")
         XCTAssertEqual(HTTPDNSURLQuery.encode("a,b"), "a%2Cb")

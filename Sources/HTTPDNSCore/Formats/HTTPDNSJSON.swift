@@ -20,11 +20,15 @@ enum HTTPDNSJSON: Equatable, Sendable {
         guard bytes.count <= HTTPDNSFormatLimits.maxBodyBytes else {
             throw HTTPDNSError.malformed("JSON body too large", source: source)
         }
-        var reader = Reader(bytes: bytes, source: source)
-        let value = try reader.value(depth: 0)
-        reader.skipWhitespace()
-        guard reader.index == bytes.count else { throw reader.failure("trailing data after JSON") }
-        return value
+        // The reader walks the buffer itself (no array bounds checks or reference counting per byte;
+        // every read is guarded by `index < bytes.count`).
+        return try bytes.withUnsafeBufferPointer { buffer throws(HTTPDNSError) -> HTTPDNSJSON in
+            var reader = Reader(bytes: buffer, source: source)
+            let value = try reader.value(depth: 0)
+            reader.skipWhitespace()
+            guard reader.index == buffer.count else { throw reader.failure("trailing data after JSON") }
+            return value
+        }
     }
 
     subscript(key: String) -> HTTPDNSJSON? {
@@ -58,11 +62,11 @@ enum HTTPDNSJSON: Equatable, Sendable {
 
 extension HTTPDNSJSON {
     private struct Reader {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         let source: String
         var index = 0
 
-        init(bytes: [UInt8], source: String) {
+        init(bytes: UnsafeBufferPointer<UInt8>, source: String) {
             self.bytes = bytes
             self.source = source
         }
