@@ -96,6 +96,26 @@ final class HTTPDNSJSONTests: XCTestCase {
         XCTAssertEqual(HTTPDNSURLQuery.encode("a b&c=d/é~-._"), "a%20b%26c%3Dd%2F%C3%A9~-._")
         XCTAssertEqual(HTTPDNSURLQuery.encode("a,b"), "a%2Cb")
         XCTAssertEqual(HTTPDNSURLQuery.encode("a,b", keep: [UInt8(ascii: ",")]), "a,b")
+        var query = HTTPDNSURLQuery()
+        query.add("dn", "a.com")
+        query.add("ttl", "1")
+        XCTAssertEqual(query.appended(to: "http://s/d"), "http://s/d?dn=a.com&ttl=1")
+        XCTAssertEqual(query.appended(to: "http://s/d?"), "http://s/d?dn=a.com&ttl=1")
+        XCTAssertEqual(query.appended(to: "http://s/d?x=1"), "http://s/d?x=1&dn=a.com&ttl=1")
+        XCTAssertEqual(query.appended(to: "http://s/d?x=1&"), "http://s/d?x=1&dn=a.com&ttl=1")
+        XCTAssertEqual(query.appended(to: "http://s/d#top"), "http://s/d?dn=a.com&ttl=1#top")
+        XCTAssertEqual(HTTPDNSURLQuery().appended(to: "http://s/d#top"), "http://s/d#top")
+    }
+
+    func testServiceBaseURLs() throws {
+        XCTAssertEqual(try HTTPDNSURLQuery.checkedBase("HTTPS://Service.Example/", source: "t"), "HTTPS://Service.Example")
+        XCTAssertEqual(try HTTPDNSURLQuery.checkedBase("http://s.example/api///", source: "t"), "http://s.example/api")
+        XCTAssertEqual(try HTTPDNSURLQuery.checkedBase("http://s.example/api", source: "t"), "http://s.example/api")
+        XCTAssertEqual(try HTTPDNSURLQuery.checkedBase("http://", source: "t"), "http://")
+        for bad in ["ftp://s.example", "http:/s.example", "s.example", "http://a b", "http://a\u{7f}", "htt", "",
+                    "http://" + String(repeating: "a", count: 2050)] {
+            XCTAssertThrowsError(try HTTPDNSURLQuery.checkedBase(bad, source: "t"), bad)
+        }
     }
 
     func testMergeRecordSets() {

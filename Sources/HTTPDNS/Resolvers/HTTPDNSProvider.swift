@@ -189,7 +189,7 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     private func records(from response: HTTPTransportResponse, for request: HTTPDNSProviderRequest) -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
         if let accepted = options.acceptedContentTypes, (200..<300).contains(response.statusCode) {
             let type = HTTPDNSProvider.mediaType(response.header("content-type") ?? "")
-            guard accepted.contains(where: { $0.lowercased() == type }) else {
+            guard accepted.contains(where: { $0 == type || $0.lowercased() == type }) else {
                 return .failure(.malformed("content type \"\(type)\" is not \(accepted.joined(separator: " or "))", source: name))
             }
         }
@@ -210,7 +210,9 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     /// The media type of a `Content-Type` value, lower-cased, without parameters or spaces.
     static func mediaType(_ value: String) -> String {
         let bytes = value.utf8.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 0x20 && $0 != 0x09 }
-        return String(decoding: bytes, as: UTF8.self).lowercased()
+        // ASCII (every real media type) is folded as bytes; anything else by Unicode rules.
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return String(decoding: bytes, as: UTF8.self).lowercased() }
+        return String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     /// `Cache-Control: max-age` minus `Age` (RFC 9111 §4.2), when the response gives one.

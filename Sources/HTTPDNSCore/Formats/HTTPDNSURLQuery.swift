@@ -65,13 +65,19 @@ struct HTTPDNSURLQuery {
     }
 
     /// Checks that a configured service URL is absolute HTTP(S) and drops trailing slashes.
+    // On bytes, without lower-casing a copy: it runs for every request a provider builds.
     static func checkedBase(_ url: String, source: String) throws(HTTPDNSError) -> String {
-        let lower = url.lowercased()
-        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), url.utf8.count <= 2048,
-              !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f })
+        let bytes = url.utf8
+        func hasSchemePrefix(_ scheme: String) -> Bool {
+            bytes.count >= scheme.utf8.count
+                && zip(bytes, scheme.utf8).allSatisfy { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }
+        }
+        guard hasSchemePrefix("http://") || hasSchemePrefix("https://"), bytes.count <= 2048,
+              !bytes.contains(where: { $0 <= 0x20 || $0 == 0x7f })
         else {
             throw HTTPDNSError(.invalidConfiguration, "service URL must be absolute http(s) without spaces", source: source)
         }
+        guard bytes.last == UInt8(ascii: "/") else { return url }
         var base = Substring(url)
         while base.hasSuffix("/"), !base.hasSuffix("://") { base = base.dropLast() }
         return String(base)
