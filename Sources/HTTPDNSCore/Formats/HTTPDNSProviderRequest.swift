@@ -87,6 +87,7 @@ public enum HTTPDNSRecordSets {
     /// addresses keep their order without duplicates, the TTL is the smallest known one, the first
     /// client IP wins. Hosts keep the order of their first appearance.
     public static func merge(_ sets: [HTTPDNSRecordSet]) -> [HTTPDNSRecordSet] {
+        if sets.count < 2 { return sets }  // the usual one-name answer: nothing to merge
         var order: [String] = []
         var merged: [String: HTTPDNSRecordSet] = [:]
         for set in sets {
