@@ -26,4 +26,18 @@ final class HTTPFreshnessTests: XCTestCase {
         XCTAssertNil(lifetime([("Cache-Control", "max\rage=5")]))
         XCTAssertEqual(lifetime([("Cache-Control", "max-age=60"), ("Age", "junk")]), 60, "a junk Age counts as 0")
     }
+
+    func testMediaTypeComparison() {
+        let type = "application/dns-message"
+        for same in [type, "Application/DNS-Message", " application/dns-message ", "application/dns-message; charset=x",
+                     "application/dns-message;", "\tapplication/dns-message"] {
+            XCTAssertTrue(HTTPDNSProvider.mediaType(same, is: type), same)
+            XCTAssertTrue(HTTPDNSProvider.mediaType(same, is: "APPLICATION/dns-message"), same)
+        }
+        for other in ["", "application/dns", "application/dns-messagex", "text/html", "application/dns-json",
+                      "; application/dns-message"] {
+            XCTAssertFalse(HTTPDNSProvider.mediaType(other, is: type), other)
+        }
+        XCTAssertEqual(HTTPDNSProvider.mediaType("Text/HTML; charset=utf-8"), "text/html")
+    }
 }

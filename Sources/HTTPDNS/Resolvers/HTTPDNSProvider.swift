@@ -188,8 +188,9 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     /// What the service's response says: checked content type, parsed records, HTTP freshness.
     private func records(from response: HTTPTransportResponse, for request: HTTPDNSProviderRequest) -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
         if let accepted = options.acceptedContentTypes, (200..<300).contains(response.statusCode) {
-            let type = HTTPDNSProvider.mediaType(response.header("content-type") ?? "")
-            guard accepted.contains(where: { $0 == type || $0.lowercased() == type }) else {
+            let value = response.header("content-type") ?? ""
+            guard accepted.contains(where: { HTTPDNSProvider.mediaType(value, is: $0) }) else {
+                let type = HTTPDNSProvider.mediaType(value)
                 return .failure(.malformed("content type \"\(type)\" is not \(accepted.joined(separator: " or "))", source: name))
             }
         }
@@ -213,6 +214,21 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         // ASCII (every real media type) is folded as bytes; anything else by Unicode rules.
         guard bytes.allSatisfy({ $0 < 0x80 }) else { return String(decoding: bytes, as: UTF8.self).lowercased() }
         return String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// Whether the media type of a `Content-Type` value (before `;`, spaces and tabs ignored) is
+    /// `expected`, ASCII letters compared without case; allocates nothing.
+    static func mediaType(_ value: String, is expected: String) -> Bool {
+        var expectedBytes = expected.utf8.makeIterator()
+        for byte in value.utf8 {
+            if byte == UInt8(ascii: ";") { break }
+            if byte == 0x20 || byte == 0x09 { continue }
+            guard let want = expectedBytes.next() else { return false }
+            let folded = byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte
+            let wantFolded = want >= 0x41 && want <= 0x5a ? want | 0x20 : want
+            guard folded == wantFolded else { return false }
+        }
+        return expectedBytes.next() == nil
     }
 
     /// `Cache-Control: max-age` minus `Age` (RFC 9111 §4.2), when the response gives one.
