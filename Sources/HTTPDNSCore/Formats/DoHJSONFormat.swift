@@ -160,7 +160,7 @@ extension DoHJSONFormat {
                 ttl = try HTTPDNSFormatLimits.checkTTL(number, source: source)
             }
             var text = Substring(data).trimmingASCIISpaces()
-            if text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") {
+            if text.utf8.count >= 2, text.utf8.first == UInt8(ascii: "\""), text.utf8.last == UInt8(ascii: "\"") {
                 text = text.dropFirst().dropLast().trimmingASCIISpaces()
             }
             out.append(Record(name: HTTPDNSHostPolicy.normalize(name), type: type, ttl: ttl, data: String(text)))

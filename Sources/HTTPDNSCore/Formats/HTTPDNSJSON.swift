@@ -53,7 +53,9 @@ enum HTTPDNSJSON: Equatable, Sendable {
 
     /// The value as an `Int` when it is a JSON integer (no fraction, no exponent) that fits.
     var intValue: Int? {
-        guard case .number(let text) = self, !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) else {
+        guard case .number(let text) = self,
+              !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") })
+        else {
             return nil
         }
         return Int(text)
@@ -115,6 +117,8 @@ extension HTTPDNSJSON {
                 index += 1
                 return .object(members)
             }
+            // Provider objects hold a handful of members: one allocation instead of regrowing.
+            members.members.reserveCapacity(8)
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a key") }
@@ -203,13 +207,18 @@ extension HTTPDNSJSON {
             index += 1
             // Fast path: no escape before the closing quote (every key and almost every value).
             var end = index
+            var ascii = true
             while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 {
+                ascii = ascii && bytes[end] < 0x80
                 end += 1
             }
             if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-                // Validate UTF-8 strictly: a lossy repair could turn junk into a plausible name.
-                guard let text = String(validating: bytes[index..<end], as: UTF8.self) else { throw failure("invalid UTF-8") }
+                let run = UnsafeBufferPointer(rebasing: bytes[index..<end])
                 index = end + 1
+                // ASCII is valid UTF-8 as it is (and `decoding` has a fast path for it); anything else
+                // is validated strictly: a lossy repair could turn junk into a plausible name.
+                if ascii { return String(decoding: run, as: UTF8.self) }
+                guard let text = String(validating: run, as: UTF8.self) else { throw failure("invalid UTF-8") }
                 return text
             }
             var out: [UInt8] = []
