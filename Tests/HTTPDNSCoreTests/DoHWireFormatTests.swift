@@ -1,5 +1,6 @@
 import Foundation
-import HTTPDNSCore
+@testable import HTTPDNSCore
+import DNSWire
 import XCTest
 
 final class DoHWireFormatTests: XCTestCase {
@@ -20,5 +21,35 @@ final class DoHWireFormatTests: XCTestCase {
                 .replacingOccurrences(of: "=", with: "")
             XCTAssertEqual(DoHWireFormat.base64URL(bytes), reference, "length \(length)")
         }
+    }
+
+    /// The query written from a host name's bytes equals the DNSWire encoding of the parsed name.
+    func testQueryFromHostBytesMatchesDNSWire() throws {
+        var generator = SeededGenerator(seed: 1035)
+        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_".utf8)
+        var hosts = ["a", "www.example.com", String(repeating: "a", count: 63) + ".b"]
+        for _ in 0..<500 {
+            hosts.append((0..<Int.random(in: 1...6, using: &generator)).map { _ in
+                String(decoding: (0..<Int.random(in: 1...20, using: &generator)).map { _ in letters.randomElement(using: &generator)! },
+                       as: UTF8.self)
+            }.joined(separator: "."))
+        }
+        for host in hosts {
+            XCTAssertTrue(HTTPDNSHostPolicy.isValidHostName(host), host)
+            for type in [DNSRecordType.A, .AAAA] {
+                XCTAssertEqual(DoHWireFormat.query(host: host, type: type), DNSMessage.query(name: try DNSName(host), type: type, id: 0), host)
+            }
+        }
+    }
+
+    func testQuestionNameComparison() throws {
+        XCTAssertTrue(DoHWireFormat.name(try DNSName("WWW.Example.com."), is: "www.example.com"))
+        XCTAssertTrue(DoHWireFormat.name(try DNSName("a"), is: "a"))
+        for (name, host) in [("www.example.com", "www.example.co"), ("www.example.com", "www.example.comm"),
+                             ("example.com", "www.example.com"), ("www.example.com", "example.com"), ("a.b", "ab")] {
+            XCTAssertFalse(DoHWireFormat.name(try DNSName(name), is: host), "\(name) vs \(host)")
+        }
+        XCTAssertFalse(DoHWireFormat.name(try DNSName(labels: [Array("a.b".utf8)]), is: "a.b"), "a dot inside a label")
+        XCTAssertFalse(DoHWireFormat.name(DNSName.root, is: "a"))
     }
 }

@@ -47,13 +47,7 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     func request(for hosts: [String], family: HTTPDNSAddressFamily) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
         let names = try HTTPDNSFormatLimits.normalizeHosts(hosts, max: 1, source: Self.source)
         let base = try HTTPDNSURLQuery.checkedBase(url, source: Self.source)
-        let name: DNSName
-        do {
-            name = try DNSName(names[0])
-        } catch {
-            throw HTTPDNSError(.invalidHost, "not a DNS name", host: names[0], source: Self.source)
-        }
-        let message = DNSMessage.query(name: name, type: family == .ipv6 ? .AAAA : .A, id: 0)
+        let message = Self.query(host: names[0], type: family == .ipv6 ? .AAAA : .A)
         switch method {
         case .get:
             var query = HTTPDNSURLQuery()
@@ -66,6 +60,45 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
                 headers: ["accept": Self.contentType, "content-type": Self.contentType],
                 body: message, hosts: names, family: family)
         }
+    }
+
+    /// The query for `host` (ID 0, RD, one question, class IN), written straight from the name's
+    /// bytes: `host` is a checked host name (``HTTPDNSFormatLimits/normalizeHosts(_:max:source:)``:
+    /// letters, digits, `-` and `_` in labels of 1 to 63 bytes, at most 253 in all), so its text is
+    /// its labels. Same bytes as ``DNSMessage/query(name:type:id:recursionDesired:edns:)``.
+    static func query(host: String, type: DNSRecordType) -> [UInt8] {
+        let name = host.utf8
+        var out: [UInt8] = [0, 0, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0]
+        out.reserveCapacity(12 + name.count + 6)
+        var lengthAt = out.count
+        out.append(0)
+        for byte in name {
+            if byte == UInt8(ascii: ".") {
+                lengthAt = out.count
+                out.append(0)
+            } else {
+                out.append(byte)
+                out[lengthAt] += 1
+            }
+        }
+        out += [0, UInt8(type.rawValue >> 8), UInt8(type.rawValue & 0xff), 0, 1]
+        return out
+    }
+
+    /// Whether `name` is `host` (a checked host name), ASCII case aside.
+    static func name(_ name: DNSName, is host: String) -> Bool {
+        var hostBytes = host.utf8.makeIterator()
+        for (index, label) in name.labels.enumerated() {
+            if index > 0, hostBytes.next() != UInt8(ascii: ".") { return false }
+            for byte in label {
+                // A dot inside a label (`\.` in text) is not the host's label separator.
+                guard byte != UInt8(ascii: "."), let other = hostBytes.next() else { return false }
+                let folded = byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte
+                let otherFolded = other >= 0x41 && other <= 0x5a ? other | 0x20 : other
+                guard folded == otherFolded else { return false }
+            }
+        }
+        return hostBytes.next() == nil
     }
 
     public func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
@@ -89,7 +122,7 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
         let type: DNSRecordType = request.family == .ipv6 ? .AAAA : .A
         guard message.isResponse, message.questions.count == 1,
               let question = message.questions.first, question.type == type,
-              (try? DNSName(host)) == question.name
+              Self.name(question.name, is: host)
         else {
             throw HTTPDNSError.malformed("answer does not match the question", source: source)
         }
