@@ -1,8 +1,10 @@
 /// Receives what the engine does; every method defaults to doing nothing.
 ///
 /// The library prints nothing by itself: a caller that wants logs or metrics passes a monitor
-/// (the shape of Alamofire's `EventMonitor`). Methods are called synchronously on whatever task
-/// does the work, so implementations must be quick and thread-safe.
+/// (the shape of Alamofire's `EventMonitor`). Methods are called synchronously on whatever task or
+/// thread does the work — including the HTTP transport's event-loop thread, where answers from
+/// HTTPDNS services are handled — so implementations must be quick and thread-safe: a slow monitor
+/// delays every transfer.
 public protocol HTTPDNSEventMonitor: Sendable {
     /// A lookup for `host` started (after the cache could not answer it fresh).
     func lookupStarted(host: String, family: HTTPDNSAddressFamily)
