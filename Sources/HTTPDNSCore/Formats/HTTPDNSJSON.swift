@@ -20,15 +20,11 @@ enum HTTPDNSJSON: Equatable, Sendable {
         guard bytes.count <= HTTPDNSFormatLimits.maxBodyBytes else {
             throw HTTPDNSError.malformed("JSON body too large", source: source)
         }
-        // The reader walks the buffer itself (no array bounds checks or reference counting per byte;
-        // every read is guarded by `index < bytes.count`).
-        return try bytes.withUnsafeBufferPointer { buffer throws(HTTPDNSError) -> HTTPDNSJSON in
-            var reader = Reader(bytes: buffer, source: source)
-            let value = try reader.value(depth: 0)
-            reader.skipWhitespace()
-            guard reader.index == buffer.count else { throw reader.failure("trailing data after JSON") }
-            return value
-        }
+        var reader = Reader(bytes: bytes, source: source)
+        let value = try reader.value(depth: 0)
+        reader.skipWhitespace()
+        guard reader.index == bytes.count else { throw reader.failure("trailing data after JSON") }
+        return value
     }
 
     subscript(key: String) -> HTTPDNSJSON? {
@@ -64,11 +60,11 @@ enum HTTPDNSJSON: Equatable, Sendable {
 
 extension HTTPDNSJSON {
     private struct Reader {
-        let bytes: UnsafeBufferPointer<UInt8>
+        let bytes: [UInt8]
         let source: String
         var index = 0
 
-        init(bytes: UnsafeBufferPointer<UInt8>, source: String) {
+        init(bytes: [UInt8], source: String) {
             self.bytes = bytes
             self.source = source
         }
@@ -213,7 +209,7 @@ extension HTTPDNSJSON {
                 end += 1
             }
             if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-                let run = UnsafeBufferPointer(rebasing: bytes[index..<end])
+                let run = bytes[index..<end]
                 index = end + 1
                 // ASCII is valid UTF-8 as it is (and `decoding` has a fast path for it); anything else
                 // is validated strictly: a lossy repair could turn junk into a plausible name.
