@@ -112,18 +112,6 @@ public struct DNSMessage: Sendable, Hashable {
     public static func query(
         name: DNSName, type: DNSRecordType, id: UInt16 = 0, recursionDesired: Bool = true, edns: DNSEDNS? = nil
     ) -> [UInt8] {
-        if edns == nil {
-            // The plain query written directly (every DoH lookup builds one): header, one question.
-            var out: [UInt8] = []
-            out.reserveCapacity(12 + name.wireLength + 4)
-            out += [UInt8(id >> 8), UInt8(id & 0xff), recursionDesired ? 0x01 : 0x00, 0, 0, 1, 0, 0, 0, 0, 0, 0]
-            for label in name.labels {
-                out.append(UInt8(label.count))
-                out += label
-            }
-            out += [0, UInt8(type.rawValue >> 8), UInt8(type.rawValue & 0xff), 0, 1]
-            return out
-        }
         let message = makeQuery(name: name, type: type, id: id, recursionDesired: recursionDesired, edns: edns)
         // A valid DNSName, one question and an OPT record with options under 64 KiB always encode.
         return (try? message.encode()) ?? []

@@ -81,22 +81,4 @@ final class DNSQueryEncodingTests: XCTestCase {
         XCTAssertEqual(DNSRecordType(name: "TYPE65"), .HTTPS)
         XCTAssertNil(DNSRecordType(name: "bogus"))
     }
-
-    /// The direct query writer agrees with the general encoder for seeded random names, types, IDs
-    /// and RD bits.
-    func testDirectQueryMatchesTheGeneralEncoder() throws {
-        var generator = SplitMix64(seed: 8484)
-        let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789-".utf8)
-        for _ in 0..<500 {
-            let labels = (0..<Int.random(in: 0...5, using: &generator)).map { _ in
-                (0..<Int.random(in: 1...20, using: &generator)).map { _ in letters.randomElement(using: &generator)! }
-            }
-            let name = try DNSName(labels: labels)
-            let type = DNSRecordType(UInt16.random(in: 0...UInt16.max, using: &generator))
-            let id = UInt16.random(in: 0...UInt16.max, using: &generator)
-            let recursion = Bool.random(using: &generator)
-            let general = try DNSMessage.makeQuery(name: name, type: type, id: id, recursionDesired: recursion).encode()
-            XCTAssertEqual(DNSMessage.query(name: name, type: type, id: id, recursionDesired: recursion), general, "\(name)")
-        }
-    }
 }
