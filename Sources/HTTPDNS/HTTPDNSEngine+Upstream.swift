@@ -95,8 +95,9 @@ extension HTTPDNSEngine {
     /// Refreshes `key` without anyone waiting; the answer lands in the cache.
     func startBackgroundRefresh(_ key: HTTPDNSCacheKey) {
         let (flight, isNew) = state.withLock { upstreamFlight(key, state: &$0) }
-        // A plain task: the caller (a cache hit) does not wait for the refresh, not even to start it.
-        if isNew { launch(key, flight) }
+        // Launched from a task of its own: the caller (a cache hit) does not wait for the refresh, not
+        // even for its request to be built.
+        if isNew { Task { self.launch(key, flight) } }
         let monitor = self.monitor
         let clock = self.clock
         flight.observe { [weak self] outcome in
