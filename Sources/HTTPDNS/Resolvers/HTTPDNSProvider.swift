@@ -236,7 +236,12 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     static func freshnessLifetime(_ response: HTTPTransportResponse) -> Int? {
         guard let control = response.header("cache-control") else { return nil }
         var maxAge: Int?
-        for directive in control.utf8.split(separator: UInt8(ascii: ",")) {
+        // Directive by directive, in place (no array of pieces).
+        var rest = control.utf8[...]
+        while !rest.isEmpty {
+            let comma = rest.firstIndex(of: UInt8(ascii: ",")) ?? rest.endIndex
+            let directive = rest[..<comma]
+            rest = comma == rest.endIndex ? rest[comma...] : rest[rest.index(after: comma)...]
             guard let equals = directive.firstIndex(of: UInt8(ascii: "=")) else { continue }
             let name = trimmed(directive[..<equals])
             guard name.count == 7, zip(name, "max-age".utf8).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }) else { continue }
