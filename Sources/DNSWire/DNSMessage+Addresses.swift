@@ -34,7 +34,8 @@ extension DNSMessage {
     public func addresses(for name: DNSName, followingCNAMEs: Bool = true) -> DNSAddressAnswer {
         var result = DNSAddressAnswer(canonicalName: name)
         var current = name
-        var seen: Set<DNSName> = [name]
+        // Filled at the first alias: most answers have none, and an empty set costs nothing.
+        var seen: Set<DNSName> = []
         func lower(_ ttl: UInt32) {
             result.ttl = min(result.ttl ?? ttl, ttl)
         }
@@ -44,6 +45,7 @@ extension DNSMessage {
                     $0.recordClass == .IN && $0.name == current && $0.type == .CNAME
                 }), case .cname(let target) = alias.data else { break }
                 lower(alias.ttl)
+                if seen.isEmpty { seen.insert(name) }
                 if !seen.insert(target).inserted {
                     // A loop: no name in it can have addresses worth trusting.
                     return DNSAddressAnswer(canonicalName: target, aliases: result.aliases + [target], ttl: result.ttl)
