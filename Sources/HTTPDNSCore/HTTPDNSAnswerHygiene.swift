@@ -39,15 +39,12 @@ public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
     public func filter(_ addresses: [IPAddress]) -> Outcome {
         var kept: [IPAddress] = []
         var rejected: [IPAddress] = []
-        if addresses.count <= 16 {
-            // The usual answer: a few addresses, compared directly rather than hashed into a set.
-            for (index, address) in addresses.enumerated() where !addresses[..<index].contains(address) {
-                if accepts(address) { kept.append(address) } else { rejected.append(address) }
-            }
-            return Outcome(kept: kept, rejected: rejected)
-        }
+        // The usual answer holds a few addresses, compared directly; long lists go through a set.
+        let short = addresses.count <= 16
         var seen = Set<IPAddress>()
-        for address in addresses where seen.insert(address).inserted {
+        for (index, address) in addresses.enumerated() {
+            let repeated = short ? addresses[..<index].contains(address) : !seen.insert(address).inserted
+            guard !repeated else { continue }
             if accepts(address) { kept.append(address) } else { rejected.append(address) }
         }
         return Outcome(kept: kept, rejected: rejected)

@@ -22,7 +22,7 @@ struct DNSPodAnswerParser {
             throw HTTPDNSError.malformed("DNSPod answer is not UTF-8", source: source)
         }
         let lines = body[...].split(whereSeparator: { $0 == 0x0a || $0 == 0x0d })
-            .map(Self.trimmingSpaces)
+            .map { HTTPDNSFormatLimits.trimmingSpaces($0) }
             .filter { !$0.isEmpty }
         guard lines.count <= Self.maxLines else { throw HTTPDNSError.malformed("too many lines", source: source) }
         guard !lines.isEmpty else {
@@ -101,7 +101,7 @@ struct DNSPodAnswerParser {
 
     /// `0` → no addresses; otherwise `ip;ip[,ttl]`, every address of `family`.
     private func parsePart(_ part: Bytes, family: IPAddress.Family, host: String) throws(HTTPDNSError) -> ([IPAddress], Int?) {
-        let part = Self.trimmingSpaces(part)
+        let part = HTTPDNSFormatLimits.trimmingSpaces(part)
         if part.isEmpty || part.elementsEqual(CollectionOfOne(UInt8(ascii: "0"))) { return ([], nil) }
         var list = part
         var ttl: Int?
@@ -127,25 +127,7 @@ struct DNSPodAnswerParser {
         return (addresses, ttl)
     }
 
-    /// Drops ASCII spaces and tabs at both ends.
-    private static func trimmingSpaces(_ bytes: Bytes) -> Bytes {
-        var slice = bytes
-        while let first = slice.first, first == 0x20 || first == 0x09 { slice = slice.dropFirst() }
-        while let last = slice.last, last == 0x20 || last == 0x09 { slice = slice.dropLast() }
-        return slice
-    }
-
     private static func isHexDigit(_ byte: UInt8) -> Bool {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
-    }
-}
-
-extension Substring {
-    /// Drops ASCII spaces and tabs at both ends.
-    func trimmingASCIISpaces() -> Substring {
-        var slice = self
-        while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
-        while let last = slice.last, last == " " || last == "\t" { slice = slice.dropLast() }
-        return slice
     }
 }

@@ -109,7 +109,7 @@ public struct DNSPodFormat: HTTPDNSProviderFormat {
         try HTTPDNSFormatLimits.checkBody(body, source: Self.source)
         var text = body
         if let algorithm = configuration.algorithm {
-            let trimmed = Self.trimmed(body[...])
+            let trimmed = HTTPDNSFormatLimits.trimmingSpaces(body, newlines: true)
             // An unencrypted `0` or empty answer is how the service says "no address" even in
             // encrypted mode.
             if !(trimmed.isEmpty || trimmed.elementsEqual("0".utf8)) {
@@ -117,13 +117,6 @@ public struct DNSPodFormat: HTTPDNSProviderFormat {
             }
         }
         return try DNSPodAnswerParser(request: request, source: Self.source).parse(text)
-    }
-
-    static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        var slice = bytes
-        while let first = slice.first, first == 0x20 || first == 0x09 || first == 0x0a || first == 0x0d { slice = slice.dropFirst() }
-        while let last = slice.last, last == 0x20 || last == 0x09 || last == 0x0a || last == 0x0d { slice = slice.dropLast() }
-        return slice
     }
 }
 

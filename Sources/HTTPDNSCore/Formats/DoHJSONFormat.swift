@@ -159,11 +159,13 @@ extension DoHJSONFormat {
                 }
                 ttl = try HTTPDNSFormatLimits.checkTTL(number, source: source)
             }
-            var text = Substring(data).trimmingASCIISpaces()
-            if text.utf8.count >= 2, text.utf8.first == UInt8(ascii: "\""), text.utf8.last == UInt8(ascii: "\"") {
-                text = text.dropFirst().dropLast().trimmingASCIISpaces()
+            var text = HTTPDNSFormatLimits.trimmingSpaces(data.utf8)
+            if text.count >= 2, text.first == UInt8(ascii: "\""), text.last == UInt8(ascii: "\"") {
+                text = HTTPDNSFormatLimits.trimmingSpaces(text.dropFirst().dropLast())
             }
-            out.append(Record(name: HTTPDNSHostPolicy.normalize(name), type: type, ttl: ttl, data: String(text)))
+            // Only ASCII bytes were cut off, so the rest decodes as it was.
+            let value = String(decoding: text, as: UTF8.self)
+            out.append(Record(name: HTTPDNSHostPolicy.normalize(name), type: type, ttl: ttl, data: value))
         }
         return out
     }

@@ -66,6 +66,17 @@ public enum HTTPDNSFormatLimits {
         return out
     }
 
+    /// `bytes` without ASCII spaces and tabs at either end (with `newlines`, CR and LF as well).
+    static func trimmingSpaces<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes, newlines: Bool = false) -> Bytes.SubSequence {
+        func isSpace(_ byte: UInt8) -> Bool {
+            byte == 0x20 || byte == 0x09 || (newlines && (byte == 0x0a || byte == 0x0d))
+        }
+        var slice = bytes[...]
+        while let first = slice.first, isSpace(first) { slice = slice.dropFirst() }
+        while let last = slice.last, isSpace(last) { slice = slice.dropLast() }
+        return slice
+    }
+
     /// Maps a non-2xx HTTP status to the error every format uses for it.
     static func statusError(_ status: Int, source: String) -> HTTPDNSError {
         if status == 401 || status == 403 {
