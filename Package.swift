@@ -27,10 +27,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        .systemLibrary(
-            name: "CMicroHTTPD",
-            pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]
+        // h2o's evloop library (HTTP/1.1, HTTP/2, TLS with ALPN) behind a narrow C face of our own:
+        // Swift never imports h2o's headers (see Sources/CH2O/include/httpdns_h2o.h).
+        .target(
+            name: "CH2O",
+            cSettings: [.define("H2O_USE_EPOLL", to: "1")],
+            linkerSettings: [.linkedLibrary("h2o-evloop"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
 
         // Pure values: no sockets, no files, no clocks of their own.
@@ -48,8 +50,8 @@ let package = Package(
         // IP direct connect for apps: the URLProtocol, the direct client API, connection failover.
         .target(name: "HTTPDNSURLProtocol", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
-        // The self-hostable HTTPDNS server (libmicrohttpd).
-        .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
+        // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
+        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
 
         // The `httpdns` command: resolve, fetch, check, serve, demo.
         .executableTarget(

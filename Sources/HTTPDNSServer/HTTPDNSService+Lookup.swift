@@ -46,12 +46,12 @@ struct HTTPDNSServiceAnswer: Sendable {
 }
 
 extension HTTPDNSService {
-    /// Looks `host` up in the zone, following CNAMEs inside it, then upstream.
-    ///
-    /// Blocks the calling (connection) thread while an upstream lookup runs.
-    func lookup(_ host: String, family: HTTPDNSAddressFamily) -> HTTPDNSServiceAnswer {
+    /// Looks `host` up in the zone, following CNAMEs inside it, then in the upstream answers fetched
+    /// for this request. Never waits: a name that needs upstream is noted in `lookups.missing` and
+    /// answered as failed for now; the request is then answered again once those are fetched.
+    func lookup(_ host: String, family: HTTPDNSAddressFamily, _ lookups: HTTPDNSServiceLookups) -> HTTPDNSServiceAnswer {
         let name = HTTPDNSHostPolicy.normalize(host)
-        let zone = configuration.zone
+        let zone = lookups.zone
         var answer = HTTPDNSServiceAnswer(status: .found, host: name, ttl: 0, authoritative: true)
         var current = name
         var chainTTL = Int.max
@@ -72,7 +72,11 @@ extension HTTPDNSService {
                 return answer
             }
             if engine != nil, HTTPDNSHostPolicy.isValidHostName(current), !IPAddress.isLiteral(current) {
-                var upstream = upstreamLookup(current, family: family)
+                let key = HTTPDNSServiceLookups.Key(host: current, family: family)
+                guard var upstream = lookups.known[key] else {
+                    if !lookups.missing.contains(key) { lookups.missing.append(key) }
+                    return HTTPDNSServiceAnswer(status: .failed, host: name, ttl: 0, authoritative: false)
+                }
                 upstream.host = name
                 upstream.aliases = answer.aliases
                 upstream.addressTTL = upstream.ttl
@@ -89,30 +93,52 @@ extension HTTPDNSService {
         return HTTPDNSServiceAnswer(status: .failed, host: name, ttl: 0, authoritative: false)
     }
 
-    /// Asks the engine, mapping its errors to DNS outcomes.
-    func upstreamLookup(_ host: String, family: HTTPDNSAddressFamily) -> HTTPDNSServiceAnswer {
+    /// Asks the engine, mapping its errors to DNS outcomes; gives up (failed) after the upstream
+    /// budget and 5 s more, should the engine not return.
+    func upstreamLookup(_ host: String, family: HTTPDNSAddressFamily) async -> HTTPDNSServiceAnswer {
         guard let engine else { return HTTPDNSServiceAnswer(status: .nameError, host: host, ttl: 0, authoritative: false) }
         let negativeTTL = configuration.limits.negativeTTL
         let failed = HTTPDNSServiceAnswer(status: .failed, host: host, ttl: 0, authoritative: false)
         let limit = configuration.upstream.timeouts.httpdnsBudget + 5
-        return Self.waitFor(seconds: limit, fallback: failed) {
-            do {
-                let found = try await engine.resolve(host, family: family)
-                return HTTPDNSServiceAnswer(
-                    status: .found, host: host, ipv4: found.addresses.filter { $0.family == .v4 },
-                    ipv6: found.addresses.filter { $0.family == .v6 }, ttl: max(0, found.ttl), authoritative: false)
-            } catch let error as HTTPDNSError {
-                var answer = HTTPDNSServiceAnswer(status: .failed, host: host, ttl: negativeTTL, authoritative: false)
-                let codes = error.attempts.isEmpty ? [error.code] : error.attempts.map(\.error.code)
-                if codes.allSatisfy({ $0 == .nameNotFound }) {
-                    answer.status = .nameError
-                } else if codes.allSatisfy({ $0 == .nameNotFound || $0 == .noAddress }) {
-                    answer.status = .found
+        return await withTaskGroup(of: HTTPDNSServiceAnswer?.self) { group in
+            group.addTask {
+                do {
+                    let found = try await engine.resolve(host, family: family)
+                    return HTTPDNSServiceAnswer(
+                        status: .found, host: host, ipv4: found.addresses.filter { $0.family == .v4 },
+                        ipv6: found.addresses.filter { $0.family == .v6 }, ttl: max(0, found.ttl), authoritative: false)
+                } catch let error as HTTPDNSError {
+                    var answer = HTTPDNSServiceAnswer(status: .failed, host: host, ttl: negativeTTL, authoritative: false)
+                    let codes = error.attempts.isEmpty ? [error.code] : error.attempts.map(\.error.code)
+                    if codes.allSatisfy({ $0 == .nameNotFound }) {
+                        answer.status = .nameError
+                    } else if codes.allSatisfy({ $0 == .nameNotFound || $0 == .noAddress }) {
+                        answer.status = .found
+                    }
+                    return answer
+                } catch {
+                    return failed
                 }
-                return answer
-            } catch {
-                return failed
             }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int64(limit * 1000)))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? failed
+        }
+    }
+
+    /// Fetches every name `lookups` found missing, concurrently.
+    func fetchMissing(_ keys: [HTTPDNSServiceLookups.Key]) async -> [HTTPDNSServiceLookups.Key: HTTPDNSServiceAnswer] {
+        await withTaskGroup(of: (HTTPDNSServiceLookups.Key, HTTPDNSServiceAnswer).self) { group in
+            for key in keys {
+                group.addTask { (key, await self.upstreamLookup(key.host, family: key.family)) }
+            }
+            var answers: [HTTPDNSServiceLookups.Key: HTTPDNSServiceAnswer] = [:]
+            for await (key, answer) in group { answers[key] = answer }
+            return answers
         }
     }
 
@@ -133,5 +159,24 @@ extension HTTPDNSService {
             return fallback
         }
         return box.withLock { $0 } ?? fallback
+    }
+}
+
+/// One request's view of the names: the zone it started with (a reload does not change an answer
+/// halfway), upstream answers fetched so far, and the names still to fetch. Used by one thread at a
+/// time: the loop thread for the first pass, then the task that fetched what was missing.
+final class HTTPDNSServiceLookups {
+    struct Key: Hashable, Sendable {
+        var host: String
+        var family: HTTPDNSAddressFamily
+    }
+
+    let zone: HTTPDNSZone
+    var known: [Key: HTTPDNSServiceAnswer]
+    var missing: [Key] = []
+
+    init(zone: HTTPDNSZone, known: [Key: HTTPDNSServiceAnswer] = [:]) {
+        self.zone = zone
+        self.known = known
     }
 }
