@@ -594,16 +594,10 @@ void httpdns_h2o_server_destroy(httpdns_h2o_server *s)
         stop_accepting(s);
     }
     atomic_store(&s->dead, 1);
-    /* Connections still open or requests Swift still holds keep the loop's memory alive; the
-     * listeners are closed either way. Anything left is leaked rather than freed under a user. */
-    if (atomic_load(&s->open_connections) == 0 && s->live_requests == 0) {
-        h2o_multithread_unregister_receiver(s->queue, &s->receiver);
-        h2o_multithread_destroy_queue(s->queue);
-        h2o_context_dispose(&s->context);
-        h2o_config_dispose(&s->config);
-        h2o_evloop_destroy(s->loop);
-        free(s);
-    }
+    /* The context, loop and queue are not freed: h2o 2.2 asserts in h2o_context_dispose while any
+     * timer is linked (GOAWAY's graceful-shutdown timer, a connection's deadline), and a response
+     * posted late must still find the queue. The listeners are closed; what stays is a few
+     * kilobytes and the loop's epoll and pipe descriptors per stopped server. */
 }
 
 httpdns_h2o_tls *httpdns_h2o_tls_create(const char *certificate_pem, const char *key_pem, char *error, size_t error_size)

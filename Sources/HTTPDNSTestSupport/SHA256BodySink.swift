@@ -7,7 +7,7 @@ import HTTPDNSServer
 ///
 /// libmicrohttpd calls ``append(_:)`` on the connection's thread, one call at a time; the lock makes
 /// the result safe to read from the handler or the test.
-public final class SHA256BodySink: HTTPServer.BodySink, @unchecked Sendable {
+package final class SHA256BodySink: HTTPServer.BodySink, @unchecked Sendable {
     private let lock = NSLock()
     private var context: OpaquePointer?
     private var count = 0

@@ -17,7 +17,7 @@ import HTTPDNSServer
 ///   `X-Echo-Query` and `X-Server-Address` headers and every request header as `X-Echo-<name>`.
 public final class TestHTTPServer: Sendable {
     /// The server itself.
-    public let server: HTTPServer
+    package let server: HTTPServer
     private let state: State
 
     /// What the handler shares with the test. An `NSLock` rather than `Mutex`: ThreadSanitizer on
@@ -48,7 +48,7 @@ public final class TestHTTPServer: Sendable {
     /// The bound port.
     public var port: Int { server.port }
     /// Every request handled so far, in order.
-    public var requests: [HTTPServer.Request] { state.recorded }
+    package var requests: [HTTPServer.Request] { state.recorded }
     /// Chunks the `/endless` route has produced so far.
     public var endlessChunksSent: Int { state.endless.load(ordering: .relaxed) }
 

@@ -169,7 +169,7 @@ final class HTTPDNSServiceDoHTests: HTTPDNSServiceTestCase {
         let service = HTTPDNSService(configuration: HTTPDNSService.Configuration(zone: try makeZone()))
         let encoded = String(repeating: "A", count: 90_000)
         let request = HTTPServer.Request(
-            method: "GET", path: "/dns-query", rawQuery: "dns=" + encoded, queryItems: [HTTPServer.QueryItem(name: "dns", value: encoded)],
+            method: "GET", path: "/dns-query", query: HTTPServerQuery("dns=" + encoded),
             headers: [], body: Data(), remoteAddress: IPAddress("127.0.0.1"), remotePort: 1, httpVersion: "HTTP/1.1")
         XCTAssertEqual(service.handle(request).status, 413)
     }
@@ -179,7 +179,7 @@ final class HTTPDNSServiceDoHTests: HTTPDNSServiceTestCase {
         let bytes = try query("www.example.test", .A, edns: DNSEDNS())
         func post(_ body: [UInt8]) -> Int {
             let request = HTTPServer.Request(
-                method: "POST", path: "/dns-query", rawQuery: nil, queryItems: [],
+                method: "POST", path: "/dns-query",
                 headers: [HTTPServer.Header(name: "Content-Type", value: "application/dns-message")],
                 body: Data(body), remoteAddress: IPAddress("127.0.0.1"), remotePort: 1, httpVersion: "HTTP/1.1")
             return service.handle(request).status
