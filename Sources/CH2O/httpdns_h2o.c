@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -475,6 +476,13 @@ static void post(httpdns_h2o_server *s, struct message *m)
 static void *loop_main(void *argument)
 {
     httpdns_h2o_server *s = argument;
+    /* h2o writes with writev: a peer that closed would raise SIGPIPE and end the process. SIGPIPE
+     * from a write goes to the writing thread, so blocking it here (only here) makes those writes
+     * fail with EPIPE instead, without touching the process's signal dispositions. */
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
     while (!atomic_load(&s->exit_requested)) {
         h2o_evloop_run(s->loop, 100);
         if (s->accept_paused_until != 0 && now_ms() >= s->accept_paused_until) {
