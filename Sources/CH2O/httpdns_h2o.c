@@ -257,9 +257,10 @@ static void handle_head(httpdns_h2o_server *s, struct message *m)
     }
     free(m->headers);
     m->headers = NULL;
-    if (m->final) {
+    if (m->final && (m->body_length > 0 || m->content_length < 0)) {
         req->res.content_length = m->body_length;
     } else if (m->content_length >= 0) {
+        /* A HEAD answer: the length of the body it would have, and no body. */
         req->res.content_length = (size_t)m->content_length;
     }
     r->started = 1;

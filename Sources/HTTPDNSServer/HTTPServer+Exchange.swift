@@ -10,11 +10,14 @@ extension HTTPServer {
     package final class Exchange: Sendable {
         let core: HTTPServerCore
         let token: UInt
+        /// HEAD: the head of the response goes out, its body does not (HTTP/2 would reset the stream).
+        let isHead: Bool
         private let answered = Atomic<Bool>(false)
 
-        init(core: HTTPServerCore, token: UInt) {
+        init(core: HTTPServerCore, token: UInt, isHead: Bool) {
             self.core = core
             self.token = token
+            self.isHead = isHead
         }
 
         /// Sends `response`. A streaming body is pulled on a thread of its own, one chunk per
@@ -22,6 +25,12 @@ extension HTTPServer {
         package func respond(_ response: Response) {
             guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
             switch response.body {
+            case .data(let data) where isHead:
+                postHead(response, body: Data(), contentLength: Int64(data.count), final: true)
+                core.finished(token)
+            case .stream(let length, _) where isHead:
+                postHead(response, body: Data(), contentLength: length.map { Int64(max(0, $0)) } ?? 0, final: true)
+                core.finished(token)
             case .data(let data):
                 postHead(response, body: data, contentLength: Int64(data.count), final: true)
                 core.finished(token)

@@ -168,11 +168,15 @@ final class HTTPServerCore: @unchecked Sendable {
         let token = UInt(bitPattern: httpdns_h2o_request_token(request))
         requests.add(1, ordering: .relaxed)
         inFlight.add(1, ordering: .relaxed)
-        let exchange = HTTPServer.Exchange(core: self, token: token)
         var head = Self.readHead(request)
+        let exchange = HTTPServer.Exchange(core: self, token: token, isHead: head.method == "HEAD")
         var length = 0
         let body = httpdns_h2o_request_body(request, &length)
         let bytes = UnsafeRawBufferPointer(start: body, count: body == nil ? 0 : length)
+        if body != nil, head.header("content-length") == nil {
+            // h2o keeps the body's length to itself; handlers still see it as a header.
+            head.headers.append(HTTPServer.Header(name: "content-length", value: String(bytes.count)))
+        }
         if let sink = bodySink?(head) {
             var offset = 0
             while offset < bytes.count {

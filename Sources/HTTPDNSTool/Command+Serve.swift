@@ -8,8 +8,8 @@ extension Command {
     static let serveSpecs: [OptionSpec] = [
         OptionSpec("listen", value: "[http://|https://]ip:port", help: """
             Where to listen (repeatable: HTTP and HTTPS in one process). IP:PORT or [IPv6]:PORT; port 0 picks \
-            one. https:// needs --tls-cert/--tls-key; without a scheme a listener is HTTPS when they are given, \
-            plain HTTP otherwise. Plain listeners speak HTTP/1.1 and h2c, HTTPS ones HTTP/2 and HTTP/1.1 (ALPN). \
+            one. https:// needs --tls-cert/--tls-key. When no --listen names a scheme, all are HTTPS if \
+            --tls-cert is given and plain HTTP otherwise; when one does, those without a scheme are plain. Plain listeners speak HTTP/1.1 and h2c, HTTPS ones HTTP/2 and HTTP/1.1 (ALPN). \
             Default 127.0.0.1:8053.
             """),
         OptionSpec("zone", value: "file", help: """
@@ -87,11 +87,17 @@ extension Command {
         let listens = parsed.has("listen") ? parsed.all("listen") : [section?.listen ?? "127.0.0.1:8053"]
         var tlsListeners: [Int] = []
         configuration.listeners = []
-        for text in listens {
-            guard let (address, port, scheme) = parseListen(text) else {
+        let parsedListens = try listens.map { text in
+            guard let parsedListen = parseListen(text) else {
                 throw bad("bad --listen '\(text)': expected [http://|https://]IP:PORT ([IPv6]:PORT for IPv6)")
             }
-            let tls = scheme == "https" || (scheme == nil && certificate != nil)
+            return (text, parsedListen)
+        }
+        // Without any scheme written, a certificate makes every listener HTTPS (one --listen and
+        // --tls-cert, as before); once one listener names its scheme, the others are plain.
+        let anyScheme = parsedListens.contains { $0.1.2 != nil }
+        for (text, (address, port, scheme)) in parsedListens {
+            let tls = scheme == "https" || (scheme == nil && !anyScheme && certificate != nil)
             if tls, certificate == nil { throw bad("--listen '\(text)' is HTTPS: it needs --tls-cert and --tls-key") }
             if tls { tlsListeners.append(configuration.listeners.count) }
             configuration.listeners.append(HTTPDNSService.Listener(address: address, port: port))
