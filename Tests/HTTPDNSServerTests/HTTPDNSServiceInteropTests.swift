@@ -39,12 +39,15 @@ class HTTPDNSServiceInteropTestsBase: HTTPDNSServiceTestCase {
     }
 
     /// An HTTPS service whose certificate (IP SAN 127.0.0.1) is issued by a fresh private CA.
-    func startHTTPSService() throws -> (HTTPDNSService, TestCertificates) {
+    func startHTTPSService(
+        _ configure: (inout HTTPDNSService.Configuration) -> Void = { _ in }
+    ) throws -> (HTTPDNSService, TestCertificates) {
         let certificates = try TestCertificates()
         let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
         let service = try startService { configuration in
             configuration.tlsCertificatePEM = leaf.certificatePEM
             configuration.tlsKeyPEM = leaf.keyPEM
+            configure(&configuration)
         }
         return (service, certificates)
     }
