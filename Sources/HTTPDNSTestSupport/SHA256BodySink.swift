@@ -5,8 +5,8 @@ import HTTPDNSServer
 /// A request-body sink for ``HTTPServer`` that hashes the body with SHA-256 as it arrives and counts
 /// its bytes, so a server can prove a 64 MiB upload arrived byte-exact without holding it.
 ///
-/// libmicrohttpd calls ``append(_:)`` on the connection's thread, one call at a time; the lock makes
-/// the result safe to read from the handler or the test.
+/// The server calls ``append(_:)`` on its loop thread, one call at a time; the lock makes the
+/// result safe to read from the handler or the test.
 package final class SHA256BodySink: HTTPServer.BodySink, @unchecked Sendable {
     private let lock = NSLock()
     private var context: OpaquePointer?

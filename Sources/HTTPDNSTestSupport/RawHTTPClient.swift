@@ -5,11 +5,11 @@ import Glibc
 
 /// A TCP connection to a loopback server driven byte by byte, for tests that need many connections
 /// at once, half-sent requests (slowloris) or a chosen source address.
-final class RawHTTPClient {
-    let fd: Int32
+package final class RawHTTPClient {
+    package let fd: Int32
 
     /// Connects to `127.0.0.1:port` (blocking), from `source` when given (another 127/8 address).
-    init(port: Int, source: String? = nil, host: String = "127.0.0.1") throws {
+    package init(port: Int, source: String? = nil, host: String = "127.0.0.1") throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure("socket: \(String(cString: strerror(errno)))") }
         if let source {
@@ -35,9 +35,9 @@ final class RawHTTPClient {
 
     deinit { close(fd) }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+        package init(_ description: String) { self.description = description }
     }
 
     static func address(_ text: String, port: Int) -> sockaddr_in {
@@ -50,7 +50,7 @@ final class RawHTTPClient {
 
     /// Sends `text`; false when the server has closed or reset the connection.
     @discardableResult
-    func send(_ text: String) -> Bool {
+    package func send(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         var sent = 0
         while sent < bytes.count {
@@ -62,7 +62,7 @@ final class RawHTTPClient {
     }
 
     /// What the server sent until it closed, or until `timeout` passed (then `closed` is false).
-    func readAll(timeout: Double) -> (data: [UInt8], closed: Bool, reset: Bool) {
+    package func readAll(timeout: Double) -> (data: [UInt8], closed: Bool, reset: Bool) {
         var data: [UInt8] = []
         let end = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 16_384)
@@ -82,7 +82,7 @@ final class RawHTTPClient {
 
     /// Reads until one whole HTTP/1.1 response with `Content-Length` has arrived (or the
     /// connection ended, or `timeout` passed); returns the status (0 for none) and the body text.
-    func readResponse(timeout: Double) -> (status: Int, body: String, closed: Bool) {
+    package func readResponse(timeout: Double) -> (status: Int, body: String, closed: Bool) {
         var data: [UInt8] = []
         let end = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 16_384)
