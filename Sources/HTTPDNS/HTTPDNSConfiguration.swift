@@ -7,7 +7,7 @@ public struct HTTPDNSConfiguration: Sendable {
         /// The system resolver (`getaddrinfo`), run off the cooperative pool. The default.
         case system
         /// Plain DNS over UDP (TCP on truncation) to a chosen server.
-        case server(IPAddress, port: UInt16)
+        case server(HTTPDNSIPAddress, port: UInt16)
         /// Any resolver, for tests or special set-ups.
         case custom(any HTTPDNSResolver)
     }
@@ -50,8 +50,9 @@ public struct HTTPDNSConfiguration: Sendable {
         public init() {}
     }
 
-    /// HTTPDNS providers, tried in order.
-    public var providers: [any HTTPDNSResolver]
+    /// The resolvers asked first, in order: usually HTTPDNS providers (``HTTPDNSProvider``), also any
+    /// other ``HTTPDNSResolver`` (a plain DNS server, static entries).
+    public var resolvers: [any HTTPDNSResolver]
     /// Hosts that go through HTTPDNS. Default: every name.
     public var protectedHosts: HTTPDNSHostPolicy = .all
     /// The fallback. Default `.system`.
@@ -68,7 +69,7 @@ public struct HTTPDNSConfiguration: Sendable {
     /// Time source; tests inject ``HTTPDNSManualClock``.
     public var clock: any HTTPDNSClock = HTTPDNSSystemClock()
 
-    public init(providers: [any HTTPDNSResolver]) {
-        self.providers = providers
+    public init(resolvers: [any HTTPDNSResolver]) {
+        self.resolvers = resolvers
     }
 }

@@ -200,9 +200,9 @@ extension HTTPDNSEngine {
     func orderedProviders() -> [any HTTPDNSResolver] {
         let now = configuration.clock.now()
         let cooling = state.withLock { $0.providerCooldown }
-        guard !cooling.isEmpty else { return configuration.providers }
-        let healthy = configuration.providers.filter { (cooling[$0.name] ?? 0) <= now }
-        let resting = configuration.providers.filter { (cooling[$0.name] ?? 0) > now }
+        guard !cooling.isEmpty else { return configuration.resolvers }
+        let healthy = configuration.resolvers.filter { (cooling[$0.name] ?? 0) <= now }
+        let resting = configuration.resolvers.filter { (cooling[$0.name] ?? 0) > now }
         return healthy + resting
     }
 

@@ -21,7 +21,7 @@ final class HTTPDNSEngineTests: XCTestCase {
         let provider = FakeResolver("p1", .answer(["93.184.216.34"], ttl: 120))
         let subject = engine([provider])
         let answer = try await subject.resolve("192.0.2.7")
-        XCTAssertEqual(answer.addresses, [IPAddress("192.0.2.7")!])
+        XCTAssertEqual(answer.addresses, [HTTPDNSIPAddress("192.0.2.7")!])
         XCTAssertEqual(provider.calls, 0)
         XCTAssertFalse(subject.protects("192.0.2.7"))
         XCTAssertFalse(subject.protects("[::1]"))
@@ -170,7 +170,7 @@ final class HTTPDNSEngineTests: XCTestCase {
         let provider = FakeResolver("p", .answer(["198.51.100.10", "198.51.100.11"], ttl: 600))
         let subject = engine([provider], clock: clock)
         _ = try await subject.resolve("k.example")
-        subject.reportUnreachable(IPAddress("198.51.100.10")!)
+        subject.reportUnreachable(HTTPDNSIPAddress("198.51.100.10")!)
         let answer = try await subject.resolve("k.example")
         XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.11", "198.51.100.10"])
         clock.advance(by: 61)
@@ -236,7 +236,7 @@ final class HTTPDNSEngineCancellationTests: XCTestCase {
 
 final class HTTPDNSEngineStaticTests: XCTestCase {
     func testStaticEntriesAreTrustedAsGivenButServicesAreNot() async throws {
-        let pins = StaticResolver(["pinned.example": [IPAddress("127.0.0.9")!]], name: "resolve")
+        let pins = StaticResolver(["pinned.example": [HTTPDNSIPAddress("127.0.0.9")!]], name: "resolve")
         let service = FakeResolver("service", .answer(["127.0.0.9"], ttl: 60))
         let subject = engine([pins, service])
         let pinned = try await subject.resolve("pinned.example")
