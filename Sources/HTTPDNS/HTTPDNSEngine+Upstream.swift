@@ -23,11 +23,11 @@ extension HTTPDNSEngine {
     func launch(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) {
         let host = key.host, family = key.family
         monitor.lookupStarted(host: host, family: family)
-        let budget = configuration.timeouts.httpdnsBudget
+        let budget = configuration.timeouts.httpdnsBudget.inSeconds
         let deadline = ContinuousClock.now.advanced(by: .seconds(budget))
         let providers = orderedProviders()
         if let first = providers.first as? HTTPDNSProvider {
-            let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt, budget)) {
+            let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt.inSeconds, budget)) {
                 [self] result in
                 do {
                     land(key, flight, .success(try accept(result.get(), from: first, host: host, family: family)))
@@ -136,7 +136,7 @@ extension HTTPDNSEngine {
                     error: HTTPDNSError(.timedOut, "HTTPDNS budget of \(timeouts.httpdnsBudget) s used up", host: host)))
                 break
             }
-            let seconds = min(timeouts.perAttempt, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
+            let seconds = min(timeouts.perAttempt.inSeconds, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
             do {
                 let records = try await resolveWithin(provider, host, family: family, within: seconds)
                 return try accept(records, from: provider, host: host, family: family)
@@ -207,7 +207,7 @@ extension HTTPDNSEngine {
     }
 
     func markProvider(_ name: String, failed: Bool) {
-        let until = configuration.clock.now() + configuration.failover.providerCooldown
+        let until = configuration.clock.now() + configuration.failover.providerCooldown.inSeconds
         state.withLock { state in
             if failed {
                 state.providerCooldown[name] = until

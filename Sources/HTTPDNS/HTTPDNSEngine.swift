@@ -44,7 +44,7 @@ public final class HTTPDNSEngine: Sendable {
         var cache = HTTPDNSCachePolicy(settings: configuration.cache.policy)
         if let path = configuration.cache.persistencePath {
             let persistence = HTTPDNSCachePersistence(
-                path: path, interval: configuration.cache.persistenceInterval, monitor: configuration.monitor)
+                path: path, interval: configuration.cache.persistenceInterval.inSeconds, monitor: configuration.monitor)
             persistence.load(into: &cache, now: configuration.clock.now())
             self.persistence = persistence
         } else {
@@ -234,7 +234,7 @@ public final class HTTPDNSEngine: Sendable {
         if remaining.count > 1 {
             for provider in orderedProviders() where !remaining.isEmpty {
                 let batch = remaining
-                let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget, context: provider.name) {
+                let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget.inSeconds, context: provider.name) {
                     try await provider.resolve(batch: batch, family: family)
                 }) ?? []
                 for set in sets where remaining.contains(set.host) {
@@ -277,7 +277,7 @@ public final class HTTPDNSEngine: Sendable {
     /// Tells the engine that connecting to `address` failed: for ``HTTPDNSConfiguration/Failover/addressCooldown``
     /// seconds it is moved behind the other addresses of every answer.
     public func reportUnreachable(_ address: HTTPDNSIPAddress) {
-        let until = configuration.clock.now() + configuration.failover.addressCooldown
+        let until = configuration.clock.now() + configuration.failover.addressCooldown.inSeconds
         change { $0.addressCooldown[address] = until }
     }
 

@@ -94,7 +94,7 @@ extension HTTPDNSService {
         guard let engine else { return HTTPDNSServiceAnswer(status: .nameError, host: host, ttl: 0, authoritative: false) }
         let negativeTTL = configuration.limits.negativeTTL
         let failed = HTTPDNSServiceAnswer(status: .failed, host: host, ttl: 0, authoritative: false)
-        let limit = configuration.upstream.timeouts.httpdnsBudget + 5
+        let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 5
         return Self.waitFor(seconds: limit, fallback: failed) {
             do {
                 let found = try await engine.resolve(host, family: family)

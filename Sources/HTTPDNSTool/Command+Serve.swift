@@ -86,8 +86,8 @@ extension Command {
             }
         }
         if givenTimeout != nil {
-            configuration.upstream.timeouts.perAttempt = timeout
-            configuration.upstream.timeouts.httpdnsBudget = timeout * Double(max(1, upstreams.count))
+            configuration.upstream.timeouts.perAttempt = .seconds(timeout)
+            configuration.upstream.timeouts.httpdnsBudget = .seconds(timeout * Double(max(1, upstreams.count)))
         }
         for text in parsed.all("dnspod-key") {
             guard let (id, key) = splitPair(text), !key.isEmpty else { throw bad("bad --dnspod-key '\(text)': expected ID=KEY") }

@@ -171,9 +171,9 @@ struct SharedOptions: Sendable {
         configuration.family = family
         if !protect.isEmpty { configuration.protectedHosts = HTTPDNSHostPolicy(protect) }
         if let timeout {
-            configuration.timeouts.perAttempt = timeout
-            configuration.timeouts.httpdnsBudget = timeout * Double(max(1, resolvers.count))
-            configuration.timeouts.localDNS = timeout
+            configuration.timeouts.perAttempt = .seconds(timeout)
+            configuration.timeouts.httpdnsBudget = .seconds(timeout * Double(max(1, resolvers.count)))
+            configuration.timeouts.localDNS = .seconds(timeout)
         }
         return HTTPDNSEngine(configuration: configuration)
     }
@@ -186,7 +186,7 @@ struct SharedOptions: Sendable {
         let seconds = timeout ?? 5
         switch localDNS {
         case .system: local = HTTPDNSSystemResolver(timeout: .milliseconds(Int64(seconds * 1000)))
-        case .server(let address, let port): local = HTTPDNSUDPResolver(server: address, port: port, timeout: seconds)
+        case .server(let address, let port): local = HTTPDNSUDPResolver(server: address, port: port, timeout: .seconds(seconds))
         }
         return ToolResolver(engine: engine, staticEntries: entries, hasStaticEntries: !resolveEntries.isEmpty, localDNS: local, family: family)
     }

@@ -129,8 +129,8 @@ final class HTTPDNSEngineTests: XCTestCase {
         let hung = FakeResolver("hung", .hang)
         let good = FakeResolver("good", .answer(["198.51.100.2"], ttl: 60))
         let subject = engine([hung, good]) {
-            $0.timeouts.perAttempt = 0.2
-            $0.timeouts.httpdnsBudget = 2
+            $0.timeouts.perAttempt = .seconds(0.2)
+            $0.timeouts.httpdnsBudget = .seconds(2)
         }
         let answer = try await subject.resolve("h.example")
         XCTAssertEqual(answer.source, "good")
@@ -142,8 +142,8 @@ final class HTTPDNSEngineTests: XCTestCase {
         let never = FakeResolver("never", .answer(["198.51.100.3"], ttl: 60))
         let local = FakeResolver("system", .answer(["198.51.100.4"], ttl: nil))
         let subject = engine([hung1, hung2, never], local: local) {
-            $0.timeouts.perAttempt = 0.3
-            $0.timeouts.httpdnsBudget = 0.5
+            $0.timeouts.perAttempt = .seconds(0.3)
+            $0.timeouts.httpdnsBudget = .seconds(0.5)
         }
         let answer = try await subject.resolve("i.example")
         XCTAssertEqual(answer.source, "system")
@@ -211,7 +211,7 @@ final class HTTPDNSEngineTests: XCTestCase {
 final class HTTPDNSEngineCancellationTests: XCTestCase {
     func testCancelledWaiterLeavesAtOnceWhileTheSharedLookupGoesOn() async throws {
         let slow = FakeResolver("slow", .answer(["198.51.100.30"], ttl: 60), delay: 3)
-        let subject = engine([slow]) { $0.timeouts.perAttempt = 5; $0.timeouts.httpdnsBudget = 5 }
+        let subject = engine([slow]) { $0.timeouts.perAttempt = .seconds(5); $0.timeouts.httpdnsBudget = .seconds(5) }
         let lookupDone = HTTPDNSLock(false)
         let waiter = Task { try await subject.resolve("slow.example") }
         let survivor = Task {

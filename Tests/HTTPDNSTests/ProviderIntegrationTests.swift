@@ -198,7 +198,7 @@ final class ProviderIntegrationTests: XCTestCase {
         server.set(mode)
         var configuration = HTTPDNSConfiguration(resolvers: [try provider("\(kind)=\(server.base)\(path)")])
         configuration.failover.httpdnsOnly = true
-        configuration.timeouts.perAttempt = 0.5
+        configuration.timeouts.perAttempt = .seconds(0.5)
         let subject = HTTPDNSEngine(configuration: configuration)
         do {
             let answer = try await subject.resolve("fail.example")
@@ -258,8 +258,8 @@ final class ProviderIntegrationTests: XCTestCase {
         defer { slow.stop() }
         var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(slow.base)")])
         configuration.failover.httpdnsOnly = true
-        configuration.timeouts.perAttempt = 5
-        configuration.timeouts.httpdnsBudget = 5
+        configuration.timeouts.perAttempt = .seconds(5)
+        configuration.timeouts.httpdnsBudget = .seconds(5)
         let subject = HTTPDNSEngine(configuration: configuration)
         let first = Task { try await subject.resolve("shared.example") }
         try await Task.sleep(for: .milliseconds(100))

@@ -53,11 +53,6 @@ public struct HTTPDNSUDPResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         self.name = "udp \(server.uriText):\(port)"
     }
 
-    /// Same, with the timeout in seconds (as the engine configuration holds it).
-    public init(server: HTTPDNSIPAddress, port: UInt16 = 53, timeout seconds: Double) {
-        self.init(server: server, port: port, timeout: .milliseconds(Int64(seconds * 1000)))
-    }
-
     public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
         try await lookup(host, family: family, timeout: timeout)
     }
