@@ -69,13 +69,11 @@ enum URLSessionBench {
         configuration.hygiene.allowLoopback = true
         configuration.failover.httpdnsOnly = true
         configuration.localDNS = .custom(StaticResolver([:]))
+        configuration.trust = .caFile(origin.certificates.caCertificatePath)
         var transportConfiguration = HTTPTransport.Configuration()
         transportConfiguration.maxConnectionsPerHost = inFlight
-        var clientConfiguration = HTTPDNSClient.Configuration()
-        clientConfiguration.trust = .caFile(origin.certificates.caCertificatePath)
         return HTTPDNSClient(
-            engine: HTTPDNSEngine(configuration: configuration), transport: HTTPTransport(configuration: transportConfiguration),
-            configuration: clientConfiguration)
+            engine: HTTPDNSEngine(configuration: configuration), transport: HTTPTransport(configuration: transportConfiguration))
     }
 
     /// Runs `count` requests keeping ``inFlight`` of them running; returns requests per second.

@@ -132,7 +132,7 @@ extension HTTPDNSClient {
             .map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         transportRequest.body = body.transportBody()
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
-        transportRequest.trust = configuration.trust
+        transportRequest.trust = engine.configuration.trust
         let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
         transportRequest.timeouts = .init(
             connect: configuration.connectTimeout, total: configuration.requestTimeout,

@@ -37,7 +37,7 @@ public final class HTTPDNSService: Sendable {
         /// Time limits for upstream lookups. Default the engine's (1.5 s per resolver, 2 s in all).
         public var timeouts: HTTPDNSConfiguration.Timeouts = .init()
         /// Cache settings (TTL floor and ceiling, capacity). Default the engine's.
-        public var cache: HTTPDNSCachePolicy.Settings = .init()
+        public var cache: HTTPDNSCacheSettings = .init()
 
         public init(resolvers: [any HTTPDNSResolver] = []) {
             self.resolvers = resolvers

@@ -54,7 +54,7 @@ struct CheckProbe: Sendable {
 
     let port: Int
     let transport: HTTPTransport
-    let trust: HTTPTransportTrust
+    let trust: HTTPDNSTrust
 
     /// Probes the first address of each side of `report`.
     func run(_ report: HTTPDNSHijackReport) async -> Result {

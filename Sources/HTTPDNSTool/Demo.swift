@@ -81,9 +81,9 @@ struct DemoRun {
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.demo.test"])
         // Loopback is where this demo's servers live; real deployments keep the default (dropped).
         configuration.hygiene = HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true)
+        configuration.trust = .caFile(bed.certificates.caCertificatePath)
         engine = HTTPDNSEngine(configuration: configuration)
         var clientConfiguration = HTTPDNSClient.Configuration()
-        clientConfiguration.trust = .caFile(bed.certificates.caCertificatePath)
         clientConfiguration.connectTimeout = .seconds(3)
         client = HTTPDNSClient(engine: engine, transport: transport, configuration: clientConfiguration)
     }

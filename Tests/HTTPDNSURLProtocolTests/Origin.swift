@@ -65,7 +65,7 @@ func makeClient(
     configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
     var clientConfiguration = HTTPDNSClient.Configuration()
     clientConfiguration.connectTimeout = .seconds(2)
-    if case .caFile(let path) = trust { clientConfiguration.trust = .caFile(path) }
+    if case .caFile(let path) = trust { configuration.trust = .caFile(path) }
     configure(&configuration, &clientConfiguration)
     return HTTPDNSClient(engine: HTTPDNSEngine(configuration: configuration), configuration: clientConfiguration)
 }
