@@ -10,7 +10,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
-        .library(name: "DNSWire", targets: ["DNSWire"]),
         .library(name: "HTTPDNSNetworking", targets: ["HTTPDNSNetworking"]),
         .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
         .executable(name: "httpdns-bench", targets: ["HTTPDNSBench"]),
