@@ -88,7 +88,7 @@ let package = Package(
             name: "HTTPDNSAcceptanceTests",
             dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
-        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNSCore", "HTTPDNSServer"]),
+        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

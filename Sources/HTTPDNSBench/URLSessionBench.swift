@@ -66,7 +66,7 @@ enum URLSessionBench {
     static func protectedClient(_ origin: BenchServers.Origin) -> HTTPDNSClient {
         var configuration = HTTPDNSConfiguration(
             resolvers: [StaticResolver([BenchServers.Origin.host: [HTTPDNSIPAddress("127.0.0.1")!]], ttl: 86_400)])
-        configuration.hygiene.allowLoopback = true
+        configuration.hygiene.allowPrivate = true
         configuration.failover.httpdnsOnly = true
         configuration.localDNS = .custom(StaticResolver([:]))
         configuration.trust = .caFile(origin.certificates.caCertificatePath)

@@ -46,7 +46,7 @@ extension Command {
                     .makeResolver(transport: transport, trust: trust, timeout: .milliseconds(Int64((shared.timeout ?? 5) * 1000)))
                 configuration.blockRedirect = FetcherBlockRedirect(
                     endpoint: endpoint,
-                    hygiene: HTTPDNSAnswerHygiene(allowLoopback: shared.allowPrivate, allowPrivate: shared.allowPrivate),
+                    hygiene: HTTPDNSAnswerHygiene(allowPrivate: shared.allowPrivate),
                     monitor: monitor)
             } catch {
                 throw UsageError("bad --fallback-ips '\(url)': \(SharedOptions.detail(error))", command: command)

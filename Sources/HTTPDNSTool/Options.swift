@@ -168,7 +168,7 @@ struct SharedOptions: Sendable {
         case .server(let address, let port): configuration.localDNS = .server(address, port: port)
         }
         configuration.failover.httpdnsOnly = httpdnsOnly
-        configuration.hygiene = HTTPDNSAnswerHygiene(allowLoopback: allowPrivate, allowPrivate: allowPrivate)
+        configuration.hygiene = HTTPDNSAnswerHygiene(allowPrivate: allowPrivate)
         configuration.family = family
         if !protect.isEmpty { configuration.protectedHosts = HTTPDNSHostPolicy(protect) }
         if let timeout {

@@ -77,7 +77,7 @@ enum Bed {
         configure: (inout HTTPDNSConfiguration) -> Void = { _ in }
     ) throws -> HTTPDNSEngine {
         var configuration = HTTPDNSConfiguration(resolvers: try providers.map { try HTTPDNSProviderSpec(parsing: $0).makeResolver() })
-        configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
+        configuration.hygiene = .init(allowPrivate: true)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
         configuration.trust = .caFile(certificates.caCertificatePath)
         if let localDNS {

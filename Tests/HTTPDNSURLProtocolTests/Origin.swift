@@ -60,7 +60,7 @@ func makeClient(
 ) -> HTTPDNSClient {
     let entries = table.mapValues { $0.compactMap(HTTPDNSIPAddress.init) }
     var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(entries, ttl: 600, name: "test-httpdns")])
-    configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
+    configuration.hygiene = .init(allowPrivate: true)
     configuration.localDNS = .custom(StaticResolver(local.mapValues { $0.compactMap(HTTPDNSIPAddress.init) }, name: "test-localdns"))
     configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
     var clientConfiguration = HTTPDNSClient.Configuration()
