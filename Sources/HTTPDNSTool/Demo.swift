@@ -158,9 +158,11 @@ struct DemoRun {
         }
     }
 
+    /// The detail (a demo shows what went wrong, not the sentence an app would show).
     static func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPDNSError { return Command.explain(error) }
-        return error.localizedDescription
+        if let error = error as? HTTPDNSError { return error.debugDescription }
+        if let underlying = (error as? URLError)?.httpdnsUnderlyingError { return String(describing: underlying) }
+        return String(describing: error)
     }
 
     static func snippet(_ body: Data) -> String {

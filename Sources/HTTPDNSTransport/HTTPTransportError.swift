@@ -96,7 +96,29 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
-    /// The matching `URLError`, with ``description`` as `NSLocalizedDescriptionKey`.
+    /// A short sentence for people (what an app may show): no codes, no libcurl text.
+    package var humanDescription: String {
+        let name = host ?? "the server"
+        switch code {
+        case .cannotFindHost: return "The address of \(name) could not be found."
+        case .cannotConnectToHost: return "Could not connect to \(name)."
+        case .timedOut: return "The request to \(name) timed out."
+        case .secureConnectionFailed: return "A secure connection to \(name) could not be made."
+        case .serverCertificateUntrusted: return "The certificate of \(name) is not valid; the connection was refused."
+        case .cancelled: return "The request was cancelled."
+        case .networkConnectionLost: return "The connection to \(name) was lost."
+        case .responseTooLarge: return "The response from \(name) was too large."
+        case .badServerResponse: return "The response from \(name) could not be read."
+        case .badURL: return "The address of the request is not valid."
+        case .invalidRequest: return "The request is not valid."
+        case .bodySourceFailed: return "The request body could not be read."
+        default: return "The request to \(name) failed."
+        }
+    }
+
+    /// The matching `URLError`: ``humanDescription`` as `NSLocalizedDescriptionKey` (what
+    /// `localizedDescription` shows), the full ``description`` (codes, libcurl text, address) under
+    /// `NSDebugDescription`.
     package var urlError: URLError {
         let urlCode: URLError.Code
         switch code {
@@ -113,6 +135,6 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case .bodySourceFailed: urlCode = .requestBodyStreamExhausted
         default: urlCode = .unknown
         }
-        return URLError(urlCode, userInfo: [NSLocalizedDescriptionKey: description])
+        return URLError(urlCode, userInfo: [NSLocalizedDescriptionKey: humanDescription, "NSDebugDescription": description])
     }
 }
