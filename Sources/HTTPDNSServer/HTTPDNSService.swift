@@ -34,12 +34,12 @@ public final class HTTPDNSService: Sendable {
         /// `HTTPDNSProviderSpec(parsing:).makeResolver()`). Default none: such names are NXDOMAIN.
         public var resolvers: [any HTTPDNSResolver] = []
         /// Which upstream addresses are passed on. Default: no loopback, no private space (a test
-        /// bed on 127.0.0.0/8 sets `allowLoopback`).
+        /// bed on 127.0.0.0/8 sets `allowPrivate`).
         public var hygiene: HTTPDNSAnswerHygiene = .init()
         /// Time limits for upstream lookups. Default the engine's (1.5 s per resolver, 2 s in all).
         public var timeouts: HTTPDNSConfiguration.Timeouts = .init()
         /// Cache settings (TTL floor and ceiling, capacity). Default the engine's.
-        public var cache: HTTPDNSCachePolicy.Settings = .init()
+        public var cache: HTTPDNSCacheSettings = .init()
 
         public init(resolvers: [any HTTPDNSResolver] = []) {
             self.resolvers = resolvers
@@ -84,7 +84,7 @@ public final class HTTPDNSService: Sendable {
     /// One address to listen on.
     public struct Listener: Sendable, Hashable {
         /// The address to bind. Default 127.0.0.1.
-        public var address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!
+        public var address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!
         /// The port; 0 lets the system pick (read ``HTTPDNSService/ports``). Default 0.
         public var port: Int = 0
         /// PEM certificate chain; with ``tlsKeyPEM`` this listener speaks HTTPS (HTTP/2 or HTTP/1.1
@@ -93,7 +93,7 @@ public final class HTTPDNSService: Sendable {
         /// PEM private key for ``tlsCertificatePEM``. Default nil.
         public var tlsKeyPEM: String? = nil
 
-        public init(address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
+        public init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             self.address = address
             self.port = port
         }
@@ -148,7 +148,7 @@ public final class HTTPDNSService: Sendable {
         }
 
         /// The first listener's address. Default 127.0.0.1.
-        public var address: IPAddress {
+        public var address: HTTPDNSIPAddress {
             get { listeners[0].address }
             set { listeners[0].address = newValue }
         }
@@ -186,7 +186,7 @@ public final class HTTPDNSService: Sendable {
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
-            var engineConfiguration = HTTPDNSConfiguration(providers: configuration.upstream.resolvers)
+            var engineConfiguration = HTTPDNSConfiguration(resolvers: configuration.upstream.resolvers)
             // The server must not leak names to the machine's resolver: upstreams only.
             engineConfiguration.failover.httpdnsOnly = true
             engineConfiguration.hygiene = configuration.upstream.hygiene
@@ -303,7 +303,7 @@ public final class HTTPDNSService: Sendable {
         let first = route(request, lookups)
         guard !lookups.missing.isEmpty else { return first }
         let keys = lookups.missing
-        let limit = configuration.upstream.timeouts.httpdnsBudget + 10
+        let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 10
         let known = Self.waitFor(seconds: limit, fallback: [:]) { await self.fetchMissing(keys) }
         return route(request, HTTPDNSServiceLookups(zone: lookups.zone, known: known))
     }

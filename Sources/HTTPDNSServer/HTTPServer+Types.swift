@@ -38,7 +38,7 @@ extension HTTPServer {
         /// The body; empty when a body sink took it.
         package var body: Data
         /// The client's address.
-        package var remoteAddress: IPAddress?
+        package var remoteAddress: HTTPDNSIPAddress?
         /// The client's port.
         package var remotePort: Int
         /// `HTTP/1.0`, `HTTP/1.1` or `HTTP/2`.
@@ -48,7 +48,7 @@ extension HTTPServer {
 
         package init(
             method: String, path: String, query: HTTPServerQuery = .init(), headers: [Header] = [], body: Data = Data(),
-            remoteAddress: IPAddress? = nil, remotePort: Int = 0, httpVersion: String = "HTTP/1.1"
+            remoteAddress: HTTPDNSIPAddress? = nil, remotePort: Int = 0, httpVersion: String = "HTTP/1.1"
         ) {
             self.method = method
             self.path = path

@@ -29,7 +29,7 @@ package final class HTTPServer: Sendable {
     /// One listening address.
     package struct Listener: Sendable {
         /// The address to bind (IPv4 or IPv6). Default 127.0.0.1.
-        package var address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!
+        package var address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!
         /// The port; 0 lets the system pick one (read it back from ``HTTPServer/ports``). Default 0.
         package var port: Int = 0
         /// PEM certificate chain; with ``tlsKeyPEM`` this listener speaks HTTPS (HTTP/2 or HTTP/1.1
@@ -38,7 +38,7 @@ package final class HTTPServer: Sendable {
         /// PEM private key for ``tlsCertificatePEM``. Default nil.
         package var tlsKeyPEM: String? = nil
 
-        package init(address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
+        package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             self.address = address
             self.port = port
         }
@@ -82,12 +82,12 @@ package final class HTTPServer: Sendable {
         /// connections among them). Default false.
         package var reusePort: Bool = false
 
-        package init(address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
+        package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             listeners = [Listener(address: address, port: port)]
         }
 
         /// The first listener's address.
-        package var address: IPAddress {
+        package var address: HTTPDNSIPAddress {
             get { listeners[0].address }
             set { listeners[0].address = newValue }
         }

@@ -61,7 +61,7 @@ enum HTTPServerSocket {
     }()
 
     static func withSocketAddress<T>(
-        _ address: IPAddress, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T
+        _ address: HTTPDNSIPAddress, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T
     ) -> T {
         if address.family == .v4 {
             var storage = sockaddr_in()

@@ -123,8 +123,8 @@ extension Command {
             }
         }
         if givenTimeout != nil {
-            configuration.upstream.timeouts.perAttempt = timeout
-            configuration.upstream.timeouts.httpdnsBudget = timeout * Double(max(1, upstreams.count))
+            configuration.upstream.timeouts.perAttempt = .seconds(timeout)
+            configuration.upstream.timeouts.httpdnsBudget = .seconds(timeout * Double(max(1, upstreams.count)))
         }
         for text in parsed.all("dnspod-key") {
             guard let (id, key) = splitPair(text), !key.isEmpty else { throw bad("bad --dnspod-key '\(text)': expected ID=KEY") }
@@ -137,7 +137,7 @@ extension Command {
             configuration.alibaba.secrets[account] = secret
         }
         let allowPrivate = parsed.flag("allow-private") || (config.allowPrivate ?? false)
-        configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowLoopback: allowPrivate, allowPrivate: allowPrivate)
+        configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowPrivate: allowPrivate)
 
         let tlsFiles = certificate.flatMap { certificate in key.map { (certificate: certificate, key: $0) } }
         if let tlsFiles {
@@ -266,7 +266,7 @@ extension Command {
 
     /// `[http://|https://]IP:PORT` or `…[IPv6]:PORT`, port 0-65535 (0 picks a free one); the scheme
     /// is nil when not written.
-    static func parseListen(_ text: String) -> (IPAddress, Int, String?)? {
+    static func parseListen(_ text: String) -> (HTTPDNSIPAddress, Int, String?)? {
         var rest = Substring(text)
         var scheme: String?
         for candidate in ["http", "https"] where rest.hasPrefix(candidate + "://") {
@@ -279,7 +279,7 @@ extension Command {
         var host = String(rest[..<colon])
         let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
         if bracketed { host = String(host.dropFirst().dropLast()) }
-        guard let address = IPAddress(host), bracketed == (address.family == .v6) else { return nil }
+        guard let address = HTTPDNSIPAddress(host), bracketed == (address.family == .v6) else { return nil }
         return (address, port, scheme)
     }
 }

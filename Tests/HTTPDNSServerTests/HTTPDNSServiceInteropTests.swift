@@ -43,7 +43,7 @@ class HTTPDNSServiceInteropTestsBase: HTTPDNSServiceTestCase {
         _ configure: (inout HTTPDNSService.Configuration) -> Void = { _ in }
     ) throws -> (HTTPDNSService, TestCertificates) {
         let certificates = try TestCertificates()
-        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let service = try startService { configuration in
             configuration.tlsCertificatePEM = leaf.certificatePEM
             configuration.tlsKeyPEM = leaf.keyPEM
@@ -106,7 +106,7 @@ final class HTTPDNSServiceDigTests: HTTPDNSServiceInteropTestsBase {
         let service = try startService()
         let certificates = try TestCertificates()
         defer { certificates.remove() }
-        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let nginx = try NginxFront(backendPort: try XCTUnwrap(service.port), leaf: leaf)
         defer { nginx.stop() }
         let common = [
@@ -130,11 +130,11 @@ final class HTTPDNSServiceDigTests: HTTPDNSServiceInteropTestsBase {
     func testDigSpeaksHTTP2ToTheServiceDirectlyOverTLSAndH2C() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
-        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let service = try startService { configuration in
             configuration.tlsCertificatePEM = leaf.certificatePEM
             configuration.tlsKeyPEM = leaf.keyPEM
-            configuration.listeners.append(HTTPDNSService.Listener(address: IPAddress("127.0.0.1")!, port: 0))
+            configuration.listeners.append(HTTPDNSService.Listener(address: HTTPDNSIPAddress("127.0.0.1")!, port: 0))
         }
         let tlsPort = try XCTUnwrap(service.ports.first)
         let plainPort = service.ports[1]

@@ -46,7 +46,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
         let directory = try temporaryDirectory()
         let certificates = try TestCertificates()
         defer { certificates.remove() }
-        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let zone = directory.appendingPathComponent("zone.json")
         try Data(#"{"www.example.test": {"A": ["192.0.2.10"], "ttl": 60}}"#.utf8).write(to: zone)
         let server = try runner.start([
