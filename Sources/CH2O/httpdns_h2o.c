@@ -85,6 +85,9 @@ struct httpdns_h2o_server {
     long live_requests;
     pthread_t thread;
     int started;
+    /* The loop thread, as it sees itself (set before `loop_running`). */
+    pthread_t loop_thread;
+    atomic_int loop_running;
     atomic_int exit_requested;
     /* Set once the loop has ended: later posts are dropped. */
     atomic_int dead;
@@ -417,47 +420,52 @@ static void stop_accepting(httpdns_h2o_server *s)
     h2o_context_request_shutdown(&s->context);
 }
 
+static void dispatch(httpdns_h2o_server *s, struct message *m)
+{
+    switch (m->kind) {
+    case MSG_HEAD:
+        handle_head(s, m);
+        break;
+    case MSG_CHUNK:
+        handle_chunk(m);
+        break;
+    case MSG_RELEASE:
+        handle_release(m);
+        break;
+    case MSG_SET_TLS:
+        if (m->index >= 0 && m->index < s->listener_count && s->listeners[m->index].accept_ctx.ssl_ctx != NULL) {
+            SSL_CTX_free(s->listeners[m->index].accept_ctx.ssl_ctx);
+            s->listeners[m->index].accept_ctx.ssl_ctx = m->tls;
+        } else if (m->tls != NULL) {
+            SSL_CTX_free(m->tls);
+        }
+        free(m);
+        break;
+    case MSG_STOP_ACCEPTING:
+        stop_accepting(s);
+        free(m);
+        break;
+    case MSG_CLOSE_CONNECTIONS:
+        for (h2o_linklist_t *node = s->connections.next; node != &s->connections; node = node->next) {
+            struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, link, node);
+            shutdown(c->fd, SHUT_RDWR);
+        }
+        free(m);
+        break;
+    case MSG_EXIT:
+        atomic_store(&s->exit_requested, 1);
+        free(m);
+        break;
+    }
+}
+
 static void on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
 {
     httpdns_h2o_server *s = H2O_STRUCT_FROM_MEMBER(httpdns_h2o_server, receiver, receiver);
     while (!h2o_linklist_is_empty(messages)) {
         struct message *m = (struct message *)H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
         h2o_linklist_unlink(&m->super.link);
-        switch (m->kind) {
-        case MSG_HEAD:
-            handle_head(s, m);
-            break;
-        case MSG_CHUNK:
-            handle_chunk(m);
-            break;
-        case MSG_RELEASE:
-            handle_release(m);
-            break;
-        case MSG_SET_TLS:
-            if (m->index >= 0 && m->index < s->listener_count && s->listeners[m->index].accept_ctx.ssl_ctx != NULL) {
-                SSL_CTX_free(s->listeners[m->index].accept_ctx.ssl_ctx);
-                s->listeners[m->index].accept_ctx.ssl_ctx = m->tls;
-            } else if (m->tls != NULL) {
-                SSL_CTX_free(m->tls);
-            }
-            free(m);
-            break;
-        case MSG_STOP_ACCEPTING:
-            stop_accepting(s);
-            free(m);
-            break;
-        case MSG_CLOSE_CONNECTIONS:
-            for (h2o_linklist_t *node = s->connections.next; node != &s->connections; node = node->next) {
-                struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, link, node);
-                shutdown(c->fd, SHUT_RDWR);
-            }
-            free(m);
-            break;
-        case MSG_EXIT:
-            atomic_store(&s->exit_requested, 1);
-            free(m);
-            break;
-        }
+        dispatch(s, m);
     }
 }
 
@@ -469,6 +477,12 @@ static void post(httpdns_h2o_server *s, struct message *m)
         if (m->tls != NULL)
             SSL_CTX_free(m->tls);
         free(m);
+        return;
+    }
+    /* A response made on the loop thread itself (a zone answer, inside the request callback) is
+     * written at once: no queue, no pipe write, no extra turn of the loop. */
+    if (atomic_load(&s->loop_running) && pthread_equal(pthread_self(), s->loop_thread)) {
+        dispatch(s, m);
         return;
     }
     h2o_multithread_send_message(&s->receiver, &m->super);
@@ -484,6 +498,8 @@ static void *loop_main(void *argument)
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
+    s->loop_thread = pthread_self();
+    atomic_store(&s->loop_running, 1);
     while (!atomic_load(&s->exit_requested)) {
         h2o_evloop_run(s->loop, 100);
         if (s->accept_paused_until != 0 && now_ms() >= s->accept_paused_until) {

@@ -7,6 +7,7 @@ import Synchronization
 ///
 /// `perClient` is touched only on the loop thread (accept and close callbacks); the counters are
 /// atomics read from anywhere; the server pointer sits behind a lock so that stopping happens once.
+/// The C server outlives this object's use of it (it is never freed; see `httpdns_h2o_server_destroy`).
 final class HTTPServerCore: @unchecked Sendable {
     let maxRequestBodyBytes: Int
     let limits: HTTPServer.Limits
@@ -23,6 +24,8 @@ final class HTTPServerCore: @unchecked Sendable {
     /// Streaming responses waiting for `proceed`, by request token.
     let pumps = HTTPDNSLock<[UInt: HTTPServerStreamPump]>([:])
     private let server: HTTPDNSLock<ServerHandle?>
+    /// The handle once stopped: posts still reach the C side, which drops them.
+    private let stoppedHandle = HTTPDNSLock<ServerHandle?>(nil)
 
     /// The `httpdns_h2o_server *`; its post functions are thread-safe.
     struct ServerHandle: @unchecked Sendable {
@@ -137,6 +140,7 @@ final class HTTPServerCore: @unchecked Sendable {
             defer { value = nil }
             return value != nil
         }) else { return }
+        stoppedHandle.withLock { $0 = handle }
         httpdns_h2o_server_destroy(handle.pointer)
         // The loop thread has ended: no more callbacks use the context pointer.
         Unmanaged.passUnretained(self).release()
@@ -202,10 +206,12 @@ final class HTTPServerCore: @unchecked Sendable {
 
     // MARK: Posting (any thread)
 
+    /// Hands a message to the loop. No lock is held during the call: on the loop thread the C side
+    /// writes the response at once, which may start the next request (and so come back here). The
+    /// C server is never freed, and after `destroy` it drops what is posted.
     func post(_ body: (OpaquePointer) -> Void) {
-        server.withLock { handle in
-            if let handle { body(handle.pointer) }
-        }
+        guard let handle = server.withLock({ $0 }) ?? stoppedHandle.withLock({ $0 }) else { return }
+        body(handle.pointer)
     }
 
     func finished(_ token: UInt) {
