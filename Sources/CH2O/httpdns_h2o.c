@@ -57,6 +57,9 @@ struct listener {
 struct connection {
     h2o_linklist_t link;
     httpdns_h2o_server *server;
+    h2o_socket_t *sock;
+    /* Linked while a PROXY header is awaited. */
+    h2o_timeout_entry_t proxy_deadline;
     int fd;
     int listener;
     struct sockaddr_storage peer;
@@ -335,6 +338,8 @@ static void on_connection_close(void *data)
 {
     struct connection *c = data;
     httpdns_h2o_server *s = c->server;
+    if (h2o_timeout_is_linked(&c->proxy_deadline))
+        h2o_timeout_unlink(&c->proxy_deadline);
     h2o_linklist_unlink(&c->link);
     atomic_fetch_sub(&s->open_connections, 1);
     s->callbacks.closed(s->callbacks.context, (struct sockaddr *)&c->peer, c->peer_length);
@@ -358,6 +363,40 @@ static void refuse(int fd, int tls)
     close(fd);
 }
 
+/* ---- PROXY protocol (from trusted balancers only; the parsing is Swift's) ---- */
+
+static void on_proxy_timeout(h2o_timeout_entry_t *entry)
+{
+    struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, proxy_deadline, entry);
+    h2o_socket_close(c->sock);
+}
+
+static void on_proxy_read(h2o_socket_t *sock, const char *error)
+{
+    struct connection *c = sock->data;
+    httpdns_h2o_server *s = c->server;
+    if (error != NULL) {
+        h2o_socket_close(sock);
+        return;
+    }
+    struct sockaddr_storage source;
+    socklen_t source_length = 0;
+    long used = s->callbacks.proxy_header(s->callbacks.context, sock->input->bytes, sock->input->size, &source, &source_length);
+    if (used < 0 || (used == 0 && sock->input->size > 4096)) {
+        h2o_socket_close(sock);
+        return;
+    }
+    if (used == 0)
+        return;
+    h2o_timeout_unlink(&c->proxy_deadline);
+    h2o_socket_read_stop(sock);
+    h2o_buffer_consume(&sock->input, (size_t)used);
+    if (source_length > 0)
+        h2o_socket_setpeername(sock, (struct sockaddr *)&source, source_length);
+    sock->data = NULL;
+    h2o_accept(&s->listeners[c->listener].accept_ctx, sock);
+}
+
 static void on_accept(h2o_socket_t *listener_socket, const char *error)
 {
     struct listener *l = listener_socket->data;
@@ -377,7 +416,8 @@ static void on_accept(h2o_socket_t *listener_socket, const char *error)
             }
             return;
         }
-        if (!s->callbacks.accepted(s->callbacks.context, l->index, (struct sockaddr *)&peer, length)) {
+        int verdict = s->callbacks.accepted(s->callbacks.context, l->index, (struct sockaddr *)&peer, length);
+        if (verdict == 0) {
             refuse(fd, l->accept_ctx.ssl_ctx != NULL);
             continue;
         }
@@ -396,8 +436,16 @@ static void on_accept(h2o_socket_t *listener_socket, const char *error)
         h2o_linklist_insert(&s->connections, &c->link);
         atomic_fetch_add(&s->open_connections, 1);
         h2o_socket_t *sock = h2o_evloop_socket_create(s->loop, fd, 0);
+        c->sock = sock;
         sock->on_close.cb = on_connection_close;
         sock->on_close.data = c;
+        if (verdict == 2) {
+            sock->data = c;
+            c->proxy_deadline.cb = on_proxy_timeout;
+            h2o_timeout_link(s->loop, &s->context.handshake_timeout, &c->proxy_deadline);
+            h2o_socket_read_start(sock, on_proxy_read);
+            continue;
+        }
         h2o_accept(&l->accept_ctx, sock);
     }
 }

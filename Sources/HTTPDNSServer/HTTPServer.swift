@@ -81,6 +81,8 @@ package final class HTTPServer: Sendable {
         /// Sets `SO_REUSEPORT` so that several processes share one port (the kernel spreads new
         /// connections among them). Default false.
         package var reusePort: Bool = false
+        /// PROXY protocol headers read from trusted balancers. Default nil: none is read.
+        package var proxyProtocol: ProxyProtocol? = nil
 
         package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             listeners = [Listener(address: address, port: port)]

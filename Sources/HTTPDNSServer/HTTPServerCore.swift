@@ -14,6 +14,7 @@ final class HTTPServerCore: @unchecked Sendable {
     let bodySink: (@Sendable (HTTPServer.Request) -> (any HTTPServer.BodySink)?)?
     let responder: HTTPServer.Responder
     let ports: [Int]
+    let proxyProtocol: HTTPServer.ProxyProtocol?
     let accepted = Atomic<Int>(0)
     let open = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
@@ -39,6 +40,7 @@ final class HTTPServerCore: @unchecked Sendable {
     ) throws(HTTPServer.StartError) {
         maxRequestBodyBytes = configuration.maxRequestBodyBytes
         limits = configuration.limits
+        proxyProtocol = configuration.proxyProtocol
         self.bodySink = bodySink
         self.responder = responder
         HTTPServerSocket.raiseDescriptorLimit()
@@ -77,6 +79,7 @@ final class HTTPServerCore: @unchecked Sendable {
             0, bodySink == nil ? configuration.maxRequestBodyBytes : max(configuration.maxRequestBodyBytes, configuration.maxSinkBodyBytes))
         var callbacks = httpdns_h2o_callbacks()
         callbacks.accepted = serverAccepted
+        callbacks.proxy_header = serverProxyHeader
         callbacks.closed = serverClosed
         callbacks.request = serverRequest
         callbacks.proceed = serverProceed
@@ -148,18 +151,41 @@ final class HTTPServerCore: @unchecked Sendable {
 
     // MARK: Loop-thread callbacks
 
-    func accept(peer: UnsafePointer<sockaddr>?) -> Bool {
+    /// 0 refuse, 1 keep, 2 keep and read a PROXY header first.
+    func accept(listener: Int, peer: UnsafePointer<sockaddr>?) -> Int32 {
         let address = Self.peer(peer).0
         let total = open.load(ordering: .relaxed)
         let fromClient = address.map { perClient[$0, default: 0] } ?? 0
         guard total < limits.maxConnections, fromClient < limits.maxConnectionsPerClient else {
             refused.add(1, ordering: .relaxed)
-            return false
+            return 0
         }
         if let address { perClient[address, default: 0] += 1 }
         open.add(1, ordering: .relaxed)
         accepted.add(1, ordering: .relaxed)
-        return true
+        if let proxyProtocol, let address, proxyProtocol.expects(listener, address) { return 2 }
+        return 1
+    }
+
+    /// Bytes used by the PROXY header at the start of `bytes`, 0 for more, -1 for none.
+    func proxyHeader(_ bytes: UnsafeRawBufferPointer, source: UnsafeMutablePointer<sockaddr_storage>, length: UnsafeMutablePointer<socklen_t>) -> Int {
+        length.pointee = 0
+        guard let proxyProtocol else { return -1 }
+        switch proxyProtocol.parse(bytes) {
+        case .needMore:
+            return 0
+        case .invalid:
+            return -1
+        case .header(let used, let address, let port):
+            guard used > 0, used <= bytes.count else { return -1 }
+            if let address {
+                HTTPServerSocket.withSocketAddress(address, port: port) { pointer, size in
+                    UnsafeMutableRawPointer(source).copyMemory(from: pointer, byteCount: Int(size))
+                    length.pointee = size
+                }
+            }
+            return used
+        }
     }
 
     func closed(peer: UnsafePointer<sockaddr>?) {
@@ -291,8 +317,15 @@ private func core(_ context: UnsafeMutableRawPointer?) -> HTTPServerCore {
 }
 
 private let serverAccepted: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafePointer<sockaddr>?, socklen_t) -> Int32 = {
-    context, _, peer, _ in
-    core(context).accept(peer: peer) ? 1 : 0
+    context, listener, peer, _ in
+    core(context).accept(listener: Int(listener), peer: peer)
+}
+
+private let serverProxyHeader: @convention(c) (
+    UnsafeMutableRawPointer?, UnsafeRawPointer?, Int, UnsafeMutablePointer<sockaddr_storage>?, UnsafeMutablePointer<socklen_t>?
+) -> Int = { context, bytes, length, source, sourceLength in
+    guard let source, let sourceLength else { return -1 }
+    return core(context).proxyHeader(UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length), source: source, length: sourceLength)
 }
 
 private let serverClosed: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<sockaddr>?, socklen_t) -> Void = {

@@ -156,6 +156,51 @@ final class HTTPServerProtocolTests: XCTestCase {
         XCTAssertEqual(try get("old.test"), 60)
     }
 
+    /// A PROXY v1 reader good enough for the test (the service uses the full v1/v2 parser).
+    static let proxyV1 = HTTPServer.ProxyProtocol(
+        expects: { _, peer in peer == HTTPDNSIPAddress("127.0.0.1") },
+        parse: { bytes in
+            let text = Array(bytes.prefix(108))
+            guard let end = text.firstIndex(of: 0x0a) else { return text.starts(with: Array("PROXY ".utf8).prefix(text.count)) ? .needMore : .invalid }
+            let line = String(decoding: text[..<end], as: UTF8.self).trimmingCharacters(in: .newlines)
+            let fields = line.split(separator: " ")
+            guard fields.first == "PROXY", fields.count == 6, let port = Int(fields[4]) else { return .invalid }
+            return .header(length: end + 1, source: HTTPDNSIPAddress(String(fields[2])), port: port)
+        })
+
+    func testPROXYHeaderFromATrustedPeerNamesTheClientOverHTTPAndTLS() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let leaf = try certificates.issue(dnsNames: ["a.test"])
+        var configuration = HTTPServer.Configuration()
+        var tls = HTTPServer.Listener()
+        tls.tlsCertificatePEM = leaf.certificatePEM
+        tls.tlsKeyPEM = leaf.keyPEM
+        configuration.listeners.append(tls)
+        configuration.proxyProtocol = Self.proxyV1
+        let server = try HTTPServer(configuration: configuration) { request in
+            .text("\(request.remoteAddress?.description ?? "-") \(request.remotePort)")
+        }
+        defer { server.stop() }
+        let trusted = try RawHTTPClient(port: server.ports[0], source: "127.0.0.1")
+        trusted.send("PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        XCTAssertEqual(trusted.readResponse(timeout: 10).body, "203.0.113.7 5555")
+        let garbage = try RawHTTPClient(port: server.ports[0], source: "127.0.0.1")
+        garbage.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        let closed = garbage.readAll(timeout: 10)
+        XCTAssertTrue(closed.closed && closed.data.isEmpty, "a trusted peer must send the header")
+        let other = try RawHTTPClient(port: server.ports[0], source: "127.0.0.2")
+        other.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        XCTAssertTrue(other.readResponse(timeout: 10).body.hasPrefix("127.0.0.2 "), "others are not asked for a header")
+        // curl's --haproxy-protocol sends its own address in a v1 header, then TLS.
+        let viaTLS = try Self.curl([
+            "--haproxy-protocol", "--cacert", certificates.caCertificatePath, "--resolve", "a.test:\(server.ports[1]):127.0.0.1",
+            "https://a.test:\(server.ports[1])/",
+        ])
+        XCTAssertEqual(viaTLS.status, 0, viaTLS.errors)
+        XCTAssertTrue(viaTLS.output.hasPrefix("127.0.0.1 "), viaTLS.output)
+    }
+
     func testQueryIsParsedOnceAsBytes() {
         let query = HTTPServerQuery("dns=AA+B%2F&x=1+2&flag&e=%41&bad=%zz&e=second&&=v")
         XCTAssertEqual(query.rawValue("dns").map { String(decoding: $0, as: UTF8.self) }, "AA+B/")

@@ -20,9 +20,16 @@ typedef struct httpdns_h2o_tls httpdns_h2o_tls;
 
 typedef struct {
     void *context;
-    /* A connection was accepted on `listener`: return 1 to keep it, 0 to refuse it (plain HTTP gets
-     * a 503 and a close, TLS an immediate close). */
+    /* A connection was accepted on `listener`: return 1 to keep it, 2 to keep it and read a PROXY
+     * protocol header first (see `proxy_header`), 0 to refuse it (plain HTTP gets a 503 and a
+     * close, TLS an immediate close). */
     int (*accepted)(void *context, int listener, const struct sockaddr *peer, socklen_t length);
+    /* The first bytes of a connection kept with 2: return how many form the PROXY header (with the
+     * client's address in `source`, or `*source_length` 0 to keep the peer's), 0 when more bytes are
+     * needed, -1 when they are not a PROXY header (the connection is closed). The header must
+     * arrive within the handshake deadline. */
+    long (*proxy_header)(void *context, const void *bytes, size_t length, struct sockaddr_storage *source,
+                         socklen_t *source_length);
     /* A kept connection closed. */
     void (*closed)(void *context, const struct sockaddr *peer, socklen_t length);
     /* A complete request (head and body). Read it with the accessors below, during this call only. */
