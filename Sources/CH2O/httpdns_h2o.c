@@ -561,8 +561,19 @@ static void *loop_main(void *argument)
 
 /* ---- public ---- */
 
+static pthread_once_t spill_once = PTHREAD_ONCE_INIT;
+
+/* h2o 2.2 reads a request body whole before the handler runs; its socket buffers move to an
+ * unlinked temporary file past a threshold (32 MiB by default). 4 MiB keeps a large upload's
+ * anonymous memory small: the rest of it lives in the page cache, backed by /tmp. */
+static void lower_spill_threshold(void)
+{
+    h2o_socket_buffer_mmap_settings.threshold = 4 * 1024 * 1024;
+}
+
 httpdns_h2o_server *httpdns_h2o_server_create(const httpdns_h2o_settings *settings, httpdns_h2o_callbacks callbacks)
 {
+    pthread_once(&spill_once, lower_spill_threshold);
     httpdns_h2o_server *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return NULL;
@@ -800,7 +811,7 @@ int httpdns_h2o_request_listener(httpdns_h2o_request *r)
 
 /* ---- posting ---- */
 
-void httpdns_h2o_post_head(httpdns_h2o_server *s, void *token, int status, const char *const *headers,
+void httpdns_h2o_post_head(httpdns_h2o_server *s, void *token, int status, const void *headers,
                            const size_t *lengths, size_t header_count, long long content_length, const void *body,
                            size_t body_length, int final)
 {
@@ -819,8 +830,9 @@ void httpdns_h2o_post_head(httpdns_h2o_server *s, void *token, int status, const
     if (m->headers == NULL || m->body == NULL)
         abort();
     char *cursor = (char *)(m->headers + 2 * header_count);
+    if (text > 0)
+        memcpy(cursor, headers, text);
     for (size_t i = 0; i < 2 * header_count; i++) {
-        memcpy(cursor, headers[i], lengths[i]);
         m->headers[i] = h2o_iovec_init(cursor, lengths[i]);
         cursor += lengths[i];
     }

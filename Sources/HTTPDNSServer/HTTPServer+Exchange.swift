@@ -51,38 +51,26 @@ extension HTTPServer {
                     && !Request.equalsIgnoringCase(header.name, "content-length")
                     && !Request.equalsIgnoringCase(header.name, "transfer-encoding")
             }
-            var texts: [[CChar]] = []
-            texts.reserveCapacity(headers.count * 2)
+            // Names and values back to back in one buffer; the C side copies them once.
+            var text: [UInt8] = []
+            var lengths: [Int] = []
+            lengths.reserveCapacity(headers.count * 2)
             for header in headers {
-                texts.append(Array(header.name.utf8CString))
-                texts.append(Array(header.value.utf8CString))
+                text += header.name.utf8
+                text += header.value.utf8
+                lengths.append(header.name.utf8.count)
+                lengths.append(header.value.utf8.count)
             }
-            let lengths = texts.map { $0.count - 1 }
             let status = Int32(clamping: (100...999).contains(response.status) ? response.status : 500)
-            withPointers(texts) { pointers in
+            text.withUnsafeBytes { text in
                 body.withUnsafeBytes { bytes in
                     core.post { server in
                         httpdns_h2o_post_head(
-                            server, UnsafeMutableRawPointer(bitPattern: token), status, pointers, lengths, headers.count,
+                            server, UnsafeMutableRawPointer(bitPattern: token), status, text.baseAddress, lengths, headers.count,
                             contentLength, bytes.baseAddress, bytes.count, final ? 1 : 0)
                     }
                 }
             }
-        }
-
-        private func withPointers(_ texts: [[CChar]], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Void) {
-            var pointers: [UnsafePointer<CChar>?] = []
-            func nest(_ index: Int) {
-                if index == texts.count {
-                    pointers.withUnsafeBufferPointer { body($0.baseAddress ?? UnsafePointer(bitPattern: 8)!) }
-                    return
-                }
-                texts[index].withUnsafeBufferPointer { text in
-                    pointers.append(text.baseAddress)
-                    nest(index + 1)
-                }
-            }
-            nest(0)
         }
     }
 }

@@ -8,9 +8,9 @@
 // proceed, close) come back here on the loop thread.
 //
 // Known limit of h2o 2.2: a request body is read whole before the handler runs (streaming request
-// bodies arrived in h2o 2.3). Bodies above 32 MiB go to an unlinked temporary file that h2o maps
-// (`h2o_socket_buffer_mmap_settings`), so a 64 MiB upload does not sit in anonymous memory; a
-// ``BodySink`` then gets it in 64 KiB pieces.
+// bodies arrived in h2o 2.3). Past 4 MiB (CH2O lowers h2o's 32 MiB `h2o_socket_buffer_mmap_settings`)
+// a body goes to an unlinked temporary file that h2o maps, so a 64 MiB upload does not sit in
+// anonymous memory; a ``BodySink`` then gets it in 64 KiB pieces.
 import CH2O
 import Foundation
 import HTTPDNSCore

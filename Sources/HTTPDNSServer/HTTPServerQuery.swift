@@ -6,9 +6,8 @@
 package struct HTTPServerQuery: Sendable {
     struct Item: Sendable {
         var name: [UInt8]
-        var value: [UInt8]?
-        /// Percent-decoded with `+` kept.
-        var rawValue: [UInt8]?
+        /// Where the value lies in ``raw`` (decoded when asked for); nil for a bare name.
+        var value: Range<Int>?
     }
 
     /// The bytes after `?`; nil when the target had no `?`.
@@ -31,13 +30,9 @@ package struct HTTPServerQuery: Sendable {
             if end > start {
                 let part = raw[start..<end]
                 if let equals = part.firstIndex(of: UInt8(ascii: "=")) {
-                    let value = part[(equals + 1)...]
-                    items.append(Item(
-                        name: Self.decode(part[..<equals], plusIsSpace: true),
-                        value: Self.decode(value, plusIsSpace: true),
-                        rawValue: Self.decode(value, plusIsSpace: false)))
+                    items.append(Item(name: Self.decode(part[..<equals], plusIsSpace: true), value: (equals + 1)..<end))
                 } else {
-                    items.append(Item(name: Self.decode(part, plusIsSpace: true), value: nil, rawValue: nil))
+                    items.append(Item(name: Self.decode(part, plusIsSpace: true), value: nil))
                 }
             }
             start = end + 1
@@ -55,7 +50,8 @@ package struct HTTPServerQuery: Sendable {
 
     /// The first decoded value of `name` (`+` read as a space); nil when absent or bare.
     package func value(_ name: String) -> [UInt8]? {
-        item(name)?.value
+        guard let raw, let range = item(name)?.value else { return nil }
+        return Self.decode(raw[range], plusIsSpace: true)
     }
 
     /// The first value of `name` as text (bytes that are not UTF-8 become U+FFFD).
@@ -65,7 +61,8 @@ package struct HTTPServerQuery: Sendable {
 
     /// The first value of `name`, percent-decoded with `+` kept; empty for a bare `name`.
     package func rawValue(_ name: String) -> [UInt8]? {
-        item(name).map { $0.rawValue ?? [] }
+        guard let raw, let item = item(name) else { return nil }
+        return item.value.map { Self.decode(raw[$0], plusIsSpace: false) } ?? []
     }
 
     /// How many times `name` occurs.
@@ -76,9 +73,10 @@ package struct HTTPServerQuery: Sendable {
 
     /// Every item as text.
     package var items: [HTTPServer.QueryItem] {
-        parsed.map {
+        parsed.map { item in
             HTTPServer.QueryItem(
-                name: String(decoding: $0.name, as: UTF8.self), value: $0.value.map { String(decoding: $0, as: UTF8.self) })
+                name: String(decoding: item.name, as: UTF8.self),
+                value: item.value.map { String(decoding: Self.decode(raw![$0], plusIsSpace: true), as: UTF8.self) })
         }
     }
 

@@ -94,10 +94,11 @@ const void *httpdns_h2o_request_body(httpdns_h2o_request *request, size_t *lengt
 socklen_t httpdns_h2o_request_peer(httpdns_h2o_request *request, struct sockaddr_storage *address);
 int httpdns_h2o_request_listener(httpdns_h2o_request *request);
 
-/* Responses, from any thread. `headers` holds 2 × `header_count` strings (name, value), copied.
+/* Responses, from any thread. `headers` holds 2 × `header_count` strings back to back (name,
+ * value, name, …) whose lengths are in `lengths`; they are copied.
  * `content_length` -1 lets h2o choose (chunked in HTTP/1.1). With `final` the body is the whole
  * response; without it, chunks follow through httpdns_h2o_post_chunk, each after a `proceed`. */
-void httpdns_h2o_post_head(httpdns_h2o_server *server, void *token, int status, const char *const *headers,
+void httpdns_h2o_post_head(httpdns_h2o_server *server, void *token, int status, const void *headers,
                            const size_t *lengths, size_t header_count, long long content_length, const void *body,
                            size_t body_length, int final);
 /* The next chunk of a streaming response; `final` ends it. */
