@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 TEST_FLAGS ?= --disable-swift-testing
 
-.PHONY: all deps build test test-tsan examples demo bench clean
+.PHONY: all deps build test test-tsan examples docs api api-check demo bench clean
 
 all: build
 
@@ -16,12 +16,24 @@ build: deps
 
 # The README's Swift examples are a package of their own (Examples/), built first: the tests check the
 # README shows them verbatim and run them.
-test: deps examples
+test: deps examples docs api-check
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(TEST_FLAGS)
 
 examples:
 	$(SWIFT) build --package-path Examples $(SWIFT_FLAGS)
+
+# DocC archives of the products; DocC warnings fail the build (and so `make test`).
+docs: deps
+	scripts/docs.sh
+
+# The public API, recorded in api/public-api.txt: `make api` after a deliberate change, and
+# `make api-check` (part of `make test`) fails when the API and the record differ.
+api: deps
+	scripts/public-api.py "$$(scripts/symbol-graphs.sh)" --write
+
+api-check: deps
+	scripts/public-api.py "$$(scripts/symbol-graphs.sh)" --check
 
 # The same suite under ThreadSanitizer, in its own build directory so the normal build stays warm.
 test-tsan: deps examples
@@ -39,4 +51,4 @@ bench: deps
 	$$($(SWIFT) build -c release --show-bin-path)/httpdns-bench $(BENCH_ARGS)
 
 clean:
-	rm -rf .build .build-tsan Examples/.build
+	rm -rf .build .build-tsan .build-docs Examples/.build

@@ -6,14 +6,14 @@ import HTTPDNSCore
 /// resolvers, in every wire format the clients of this package speak.
 ///
 /// Endpoints:
-/// - `/d?dn=…` DNSPod plain text (``DNSPodFormat``), with optional DES/AES enterprise encryption;
+/// - `/d?dn=…` DNSPod plain text, with optional DES/AES enterprise encryption;
 /// - `/{account}/d`, `/{account}/resolve`, `/{account}/sign_d`, `/{account}/sign_resolve` Alibaba
-///   JSON (``AlibabaFormat``, legacy API);
-/// - `/ips?host=…` the self-hosted IP list (``IPListFormat``);
+///   JSON (legacy API);
+/// - `/ips?host=…` the self-hosted IP list (`{"ips":[…],"ttl":N}`);
 /// - `/dns-query` DNS over HTTPS: RFC 8484 wire format (GET `?dns=`, POST) and Google-style JSON
 ///   (`?name=&type=`, also at `/resolve`).
 ///
-/// Names the zone lacks go to ``Configuration/Upstream/resolvers`` through an ``HTTPDNSEngine``, so
+/// Names the zone lacks go to ``Upstream/resolvers`` through an ``HTTPDNSEngine``, so
 /// upstream answers are cached and concurrent questions for one name share one upstream request.
 /// Requests are handled on libmicrohttpd's connection threads; upstream lookups block only their
 /// own connection's thread while the engine works on the cooperative pool.
