@@ -31,7 +31,7 @@ package struct HTTPDNSAccessLogLine: Sendable, Hashable {
     /// When the request arrived: microseconds since the Unix epoch (written as RFC 3339 UTC).
     package var timeMicroseconds: Int64
     /// The client's address (after PROXY protocol / `X-Forwarded-For` from a trusted proxy).
-    package var client: IPAddress?
+    package var client: HTTPDNSIPAddress?
     package var httpProtocol: HTTPProtocol
     package var endpoint: HTTPDNSServerMetrics.Endpoint
     /// The name asked, as the client sent it (several, comma-separated, for a batch).
@@ -49,7 +49,7 @@ package struct HTTPDNSAccessLogLine: Sendable, Hashable {
     package var latencyMicroseconds: Int
 
     package init(
-        timeMicroseconds: Int64, client: IPAddress?, httpProtocol: HTTPProtocol, endpoint: HTTPDNSServerMetrics.Endpoint,
+        timeMicroseconds: Int64, client: HTTPDNSIPAddress?, httpProtocol: HTTPProtocol, endpoint: HTTPDNSServerMetrics.Endpoint,
         name: String?, type: String?, status: Int, rcode: DNSResponseCode? = nil, answers: Int = 0,
         cache: HTTPDNSServerMetrics.CacheOutcome? = nil, latencyMicroseconds: Int
     ) {

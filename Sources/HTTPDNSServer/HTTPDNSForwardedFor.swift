@@ -20,7 +20,7 @@ package enum HTTPDNSForwardedFor {
     package static let maxHops = 32
 
     /// The client of a request that came from `peer` carrying the `X-Forwarded-For` lines `values`.
-    package static func client(peer: IPAddress, values: [String], trusted: HTTPDNSTrustedProxies) -> IPAddress {
+    package static func client(peer: HTTPDNSIPAddress, values: [String], trusted: HTTPDNSTrustedProxies) -> HTTPDNSIPAddress {
         guard trusted.contains(peer), !values.isEmpty else { return peer }
         var current = peer
         var examined = 0
@@ -39,20 +39,20 @@ package enum HTTPDNSForwardedFor {
     }
 
     /// One entry as an address: bare, `v4:port` or `[v6]:port` (the port is dropped).
-    static func address(_ text: String) -> IPAddress? {
+    static func address(_ text: String) -> HTTPDNSIPAddress? {
         guard text.utf8.count <= 64 else { return nil }
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { return nil }
             let rest = text[text.index(after: close)...]
             guard rest.isEmpty || isPort(rest.dropFirst()) && rest.first == ":" else { return nil }
             let inside = text[text.index(after: text.startIndex)..<close]
-            guard let address = IPAddress(String(inside)), address.family == .v6 else { return nil }
+            guard let address = HTTPDNSIPAddress(String(inside)), address.family == .v6 else { return nil }
             return address
         }
-        if let address = IPAddress(text), !text.hasPrefix("[") { return address }
+        if let address = HTTPDNSIPAddress(text), !text.hasPrefix("[") { return address }
         // IPv4 with a port: exactly one colon.
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, isPort(parts[1]), let address = IPAddress(String(parts[0])), address.family == .v4 else { return nil }
+        guard parts.count == 2, isPort(parts[1]), let address = HTTPDNSIPAddress(String(parts[0])), address.family == .v4 else { return nil }
         return address
     }
 

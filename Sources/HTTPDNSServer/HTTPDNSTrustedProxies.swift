@@ -9,7 +9,7 @@ import HTTPDNSCore
 package struct HTTPDNSTrustedProxies: Sendable, Hashable {
     /// One block: the network's 128 bits (IPv4 in the first 32) and its prefix length.
     package struct Block: Sendable, Hashable, CustomStringConvertible {
-        package let family: IPAddress.Family
+        package let family: HTTPDNSIPAddress.Family
         let high: UInt64
         let low: UInt64
         package let prefixLength: Int
@@ -22,7 +22,7 @@ package struct HTTPDNSTrustedProxies: Sendable, Hashable {
         package init(_ text: String) throws(HTTPDNSServiceError) {
             let shown = HTTPDNSZone.shown(text)
             let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let address = IPAddress(String(parts[0])), !parts[0].hasPrefix("[") else {
+            guard let address = HTTPDNSIPAddress(String(parts[0])), !parts[0].hasPrefix("[") else {
                 throw HTTPDNSServiceError(.invalidConfiguration, "trusted proxy \(shown): not an address or CIDR block")
             }
             let bits = address.family == .v4 ? 32 : 128
@@ -47,7 +47,7 @@ package struct HTTPDNSTrustedProxies: Sendable, Hashable {
         }
 
         /// Whether `address` lies in the block (an IPv4-mapped IPv6 address counts as IPv4).
-        package func contains(_ address: IPAddress) -> Bool {
+        package func contains(_ address: HTTPDNSIPAddress) -> Bool {
             let address = address.ipv4Mapped ?? address
             guard address.family == family else { return false }
             let (high, low) = Self.words(address)
@@ -59,12 +59,12 @@ package struct HTTPDNSTrustedProxies: Sendable, Hashable {
             var bytes: [UInt8] = []
             for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: high >> UInt64(shift))) }
             for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: low >> UInt64(shift))) }
-            let address = IPAddress(bytes: family == .v4 ? Array(bytes[0..<4]) : bytes)
+            let address = HTTPDNSIPAddress(bytes: family == .v4 ? Array(bytes[0..<4]) : bytes)
             return "\(address?.description ?? "?")/\(prefixLength)"
         }
 
         /// The address as two big-endian words, IPv4 in the top 32 bits of the first.
-        static func words(_ address: IPAddress) -> (UInt64, UInt64) {
+        static func words(_ address: HTTPDNSIPAddress) -> (UInt64, UInt64) {
             var high: UInt64 = 0
             var low: UInt64 = 0
             for (index, byte) in address.bytes.enumerated() {
@@ -108,7 +108,7 @@ package struct HTTPDNSTrustedProxies: Sendable, Hashable {
     package var isEmpty: Bool { blocks.isEmpty }
 
     /// Whether `address` is a trusted proxy.
-    package func contains(_ address: IPAddress) -> Bool {
+    package func contains(_ address: HTTPDNSIPAddress) -> Bool {
         blocks.contains { $0.contains(address) }
     }
 }

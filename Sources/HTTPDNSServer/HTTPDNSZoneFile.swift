@@ -88,8 +88,8 @@ package struct HTTPDNSZoneFile {
     }
 
     private func addresses(
-        _ value: HTTPDNSJSON, name: String, offset: Int, family: IPAddress.Family
-    ) throws(HTTPDNSServiceError) -> [IPAddress] {
+        _ value: HTTPDNSJSON, name: String, offset: Int, family: HTTPDNSIPAddress.Family
+    ) throws(HTTPDNSServiceError) -> [HTTPDNSIPAddress] {
         let shown = HTTPDNSZone.shown(name)
         guard let items = value.arrayValue else {
             throw failure(at: offset, "\(shown): wrong type (A and AAAA are arrays of address strings)")
@@ -97,12 +97,12 @@ package struct HTTPDNSZoneFile {
         guard items.count <= HTTPDNSFormatLimits.maxAddressesPerName else {
             throw failure(at: offset, "\(shown): more than \(HTTPDNSFormatLimits.maxAddressesPerName) addresses")
         }
-        var out: [IPAddress] = []
+        var out: [HTTPDNSIPAddress] = []
         for item in items {
             guard let text = item.stringValue else {
                 throw failure(at: offset, "\(shown): wrong type (A and AAAA are arrays of address strings)")
             }
-            guard text.utf8.count <= 64, let address = IPAddress(text), address.family == family else {
+            guard text.utf8.count <= 64, let address = HTTPDNSIPAddress(text), address.family == family else {
                 let kind = family == .v4 ? "an IPv4" : "an IPv6"
                 throw failure(at: offset, "\(shown): \(HTTPDNSZone.shown(text)) is not \(kind) address")
             }

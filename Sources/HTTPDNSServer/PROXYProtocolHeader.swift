@@ -21,7 +21,7 @@ package enum PROXYProtocolHeader {
         /// Not a PROXY header, or a broken one: close the connection. `reason` is for the log.
         case invalid(String)
         /// The original client: its address and port; the header is `consumed` bytes long.
-        case header(source: IPAddress, port: UInt16, consumed: Int)
+        case header(source: HTTPDNSIPAddress, port: UInt16, consumed: Int)
         /// A header without a client (health checks, `UNKNOWN`, LOCAL, UNSPEC or UNIX family): use the
         /// connection's own peer address; the header is `consumed` bytes long.
         case local(consumed: Int)
@@ -77,7 +77,7 @@ package enum PROXYProtocolHeader {
         if family == "UNKNOWN" { return .local(consumed: consumed) }  // §2.1: the rest is ignored
         guard family == "TCP4" || family == "TCP6" else { return .invalid("PROXY v1: unknown protocol") }
         guard fields.count == 5 else { return .invalid("PROXY v1: expected 4 fields after \(family)") }
-        let expected: IPAddress.Family = family == "TCP4" ? .v4 : .v6
+        let expected: HTTPDNSIPAddress.Family = family == "TCP4" ? .v4 : .v6
         guard let source = v1Address(fields[1], family: expected), v1Address(fields[2], family: expected) != nil else {
             return .invalid("PROXY v1: bad \(family) address")
         }
@@ -85,13 +85,13 @@ package enum PROXYProtocolHeader {
         return .header(source: source, port: port, consumed: consumed)
     }
 
-    private static func v1Address(_ text: ArraySlice<UInt8>, family: IPAddress.Family) -> IPAddress? {
-        // IPv6 text only: no brackets, no zone index (IPAddress accepts brackets; the spec does not).
+    private static func v1Address(_ text: ArraySlice<UInt8>, family: HTTPDNSIPAddress.Family) -> HTTPDNSIPAddress? {
+        // IPv6 text only: no brackets, no zone index (HTTPDNSIPAddress accepts brackets; the spec does not).
         guard !text.isEmpty, text.count <= 45, text.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: ":") })
         else {
             return nil
         }
-        guard let address = IPAddress(String(decoding: text, as: UTF8.self)), address.family == family else { return nil }
+        guard let address = HTTPDNSIPAddress(String(decoding: text, as: UTF8.self)), address.family == family else { return nil }
         return address
     }
 
@@ -137,7 +137,7 @@ package enum PROXYProtocolHeader {
         // LOCAL (a balancer's own health check), UNSPEC and UNIX: the connection's own addresses.
         guard command == 1, family >> 4 == 1 || family >> 4 == 2 else { return .local(consumed: consumed) }
         let addressLength = family >> 4 == 1 ? 4 : 16
-        guard let source = IPAddress(bytes: Array(input[16..<16 + addressLength])) else {
+        guard let source = HTTPDNSIPAddress(bytes: Array(input[16..<16 + addressLength])) else {
             return .invalid("PROXY v2: bad address")
         }
         let portOffset = 16 + 2 * addressLength

@@ -10,7 +10,7 @@ import XCTest
 final class HTTPDNSAccessLogTests: XCTestCase {
     private func line(name: String? = "www.example.test", time: Int64 = 1_764_568_160_123_456) -> HTTPDNSAccessLogLine {
         HTTPDNSAccessLogLine(
-            timeMicroseconds: time, client: IPAddress("2001:db8::7"), httpProtocol: .h2, endpoint: .dohPost, name: name,
+            timeMicroseconds: time, client: HTTPDNSIPAddress("2001:db8::7"), httpProtocol: .h2, endpoint: .dohPost, name: name,
             type: "AAAA", status: 200, rcode: .noError, answers: 2, cache: .hit, latencyMicroseconds: 412)
     }
 

@@ -3,7 +3,7 @@ import HTTPDNSServer
 import XCTest
 
 final class HTTPDNSForwardedForTests: XCTestCase {
-    private func address(_ text: String) -> IPAddress { IPAddress(text)! }
+    private func address(_ text: String) -> HTTPDNSIPAddress { HTTPDNSIPAddress(text)! }
 
     func testTrustedProxyBlocks() throws {
         let trusted = try HTTPDNSTrustedProxies(["10.0.0.0/8", "::1/128", "192.0.2.10", "2001:db8:100::/40, 0.0.0.0/0"])

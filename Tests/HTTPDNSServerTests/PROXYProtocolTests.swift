@@ -17,8 +17,8 @@ final class PROXYProtocolTests: XCTestCase {
     }
 
     private var v2IPv6: [UInt8] {
-        let source = IPAddress("2001:db8::7")!.bytes
-        let destination = IPAddress("2001:db8::1")!.bytes
+        let source = HTTPDNSIPAddress("2001:db8::7")!.bytes
+        let destination = HTTPDNSIPAddress("2001:db8::1")!.bytes
         return v2(family: 0x21, block: source + destination + [0x00, 0x35, 0x01, 0xbb])
     }
 
@@ -35,12 +35,12 @@ final class PROXYProtocolTests: XCTestCase {
         let unspecified = v2(family: 0x00, block: [])
         let unix = v2(family: 0x31, block: [UInt8](repeating: 0, count: 216))
         return [
-            (v1, .header(source: IPAddress("192.168.0.1")!, port: 56_324, consumed: v1.count)),
-            (v1Six, .header(source: IPAddress("2001:db8::7")!, port: 0, consumed: v1Six.count)),
+            (v1, .header(source: HTTPDNSIPAddress("192.168.0.1")!, port: 56_324, consumed: v1.count)),
+            (v1Six, .header(source: HTTPDNSIPAddress("2001:db8::7")!, port: 0, consumed: v1Six.count)),
             (longest, .local(consumed: 107)),
             (unknown, .local(consumed: unknown.count)),
-            (v2IPv4, .header(source: IPAddress("192.0.2.7")!, port: 56_324, consumed: 16 + 12 + 9)),
-            (v2IPv6, .header(source: IPAddress("2001:db8::7")!, port: 53, consumed: 16 + 36)),
+            (v2IPv4, .header(source: HTTPDNSIPAddress("192.0.2.7")!, port: 56_324, consumed: 16 + 12 + 9)),
+            (v2IPv6, .header(source: HTTPDNSIPAddress("2001:db8::7")!, port: 53, consumed: 16 + 36)),
             (local, .local(consumed: 16)),
             (localWithJunkFamily, .local(consumed: 19)),
             (unspecified, .local(consumed: 16)),
