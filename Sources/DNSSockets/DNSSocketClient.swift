@@ -46,9 +46,15 @@ public struct DNSSocketClient: Sendable {
         } catch {
             throw HTTPDNSError(.invalidHost, "not a DNS name: \(error)", host: name)
         }
+        var edns = configuration.edns
+        // A server answering for a client passes its subnet down (RFC 7871; see HTTPDNSClientSubnet).
+        if let subnet = HTTPDNSClientSubnet.current {
+            edns = edns ?? DNSEDNS()
+            edns?.options += subnet.option
+        }
         let query = DNSMessage.makeQuery(
             name: dnsName, type: type, id: Self.randomID(), recursionDesired: configuration.recursionDesired,
-            edns: configuration.edns
+            edns: edns
         )
         do {
             return try await exchange(query, server: server, port: port, timeout: timeout)

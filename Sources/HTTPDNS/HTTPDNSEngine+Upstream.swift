@@ -21,6 +21,11 @@ extension HTTPDNSEngine {
     /// only a failure moves the rest of the failover into a task. Otherwise the whole lookup is a
     /// task, started on this thread up to its first suspension.
     func launch(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) {
+        // The key's client subnet reaches the resolvers that speak DNS as a task-local, for the
+        // request built here and for the tasks started here (they inherit it).
+        guard HTTPDNSClientSubnet.current == key.clientSubnet else {
+            return HTTPDNSClientSubnet.$current.withValue(key.clientSubnet) { launch(key, flight) }
+        }
         let host = key.host, family = key.family
         monitor.lookupStarted(host: host, family: family)
         let budget = configuration.timeouts.httpdnsBudget.inSeconds
