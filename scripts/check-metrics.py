@@ -26,6 +26,8 @@ EXPECTED = {
     "httpdns_connections": "counter",
     "httpdns_shed": "counter",
     "httpdns_access_log_dropped": "counter",
+    "httpdns_zone_names": "gauge",
+    "httpdns_zone_loads": "counter",
 }
 
 

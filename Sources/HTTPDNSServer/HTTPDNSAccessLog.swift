@@ -19,7 +19,8 @@ import HTTPDNSCore
 /// (disk full, closed pipe) drops that batch and counts its lines the same way. Lines are never
 /// torn: each batch is whole lines, and a short write is continued.
 ///
-/// Call ``close()`` before exit: it writes what is buffered and stops the thread.
+/// Call ``close()`` before exit: it writes what is buffered and stops the thread. A log opened by
+/// path can be ``reopen()``ed after logrotate moved the file (on SIGHUP, say).
 package final class HTTPDNSAccessLog: Sendable {
     /// Bounds of the log.
     package struct Configuration: Sendable, Hashable {
@@ -40,13 +41,17 @@ package final class HTTPDNSAccessLog: Sendable {
         var finished = false
         var written: UInt64 = 0
         var dropped: UInt64 = 0
+        /// Where lines go now.
+        var descriptor: Int32
+        /// Descriptors replaced by ``reopen()``, closed by the writer once no write uses them.
+        var retired: [Int32] = []
     }
 
-    private let fileDescriptor: Int32
+    private let path: String?
     private let ownsDescriptor: Bool
     private let configuration: Configuration
     private let metrics: HTTPDNSServerMetrics?
-    private let state = HTTPDNSLock(State())
+    private let state: HTTPDNSLock<State>
     private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
 
@@ -55,11 +60,18 @@ package final class HTTPDNSAccessLog: Sendable {
     ///
     /// - Parameters:
     ///   - metrics: counts dropped lines too, when given.
-    package init(
+    package convenience init(
         fileDescriptor: Int32, ownsDescriptor: Bool = false, configuration: Configuration = .init(),
         metrics: HTTPDNSServerMetrics? = nil
     ) {
-        self.fileDescriptor = fileDescriptor
+        self.init(fileDescriptor: fileDescriptor, ownsDescriptor: ownsDescriptor, path: nil, configuration: configuration, metrics: metrics)
+    }
+
+    private init(
+        fileDescriptor: Int32, ownsDescriptor: Bool, path: String?, configuration: Configuration, metrics: HTTPDNSServerMetrics?
+    ) {
+        self.state = HTTPDNSLock(State(descriptor: fileDescriptor))
+        self.path = path
         self.ownsDescriptor = ownsDescriptor
         self.configuration = configuration
         self.metrics = metrics
@@ -76,12 +88,35 @@ package final class HTTPDNSAccessLog: Sendable {
             self.init(fileDescriptor: STDOUT_FILENO, configuration: configuration, metrics: metrics)
             return
         }
-        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
+        let descriptor = try Self.open(path)
+        self.init(fileDescriptor: descriptor, ownsDescriptor: true, path: path, configuration: configuration, metrics: metrics)
+    }
+
+    private static func open(_ path: String) throws(HTTPDNSServiceError) -> Int32 {
+        let descriptor = openFile(path)
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))
             throw HTTPDNSServiceError(.invalidConfiguration, "cannot open access log \(path): \(reason)")
         }
-        self.init(fileDescriptor: descriptor, ownsDescriptor: true, configuration: configuration, metrics: metrics)
+        return descriptor
+    }
+
+    /// Opens the log's path again and sends later lines there: after logrotate renamed the file,
+    /// the log continues in a new one. Lines already handed to the old file finish there. Does
+    /// nothing for a log given as a descriptor (or standard output).
+    ///
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` when the path cannot be opened; the
+    ///   log then goes on in the old file.
+    package func reopen() throws(HTTPDNSServiceError) {
+        guard let path, path != "-" else { return }
+        let descriptor = try Self.open(path)
+        let stale = state.withLock { state -> Int32? in
+            guard !state.closing else { return descriptor }
+            state.retired.append(state.descriptor)
+            state.descriptor = descriptor
+            return nil
+        }
+        if let stale { closeDescriptor(stale) }
     }
 
     /// Queues `line`; never blocks on I/O. Dropped (and counted) when the buffer is full or the log
@@ -136,9 +171,14 @@ package final class HTTPDNSAccessLog: Sendable {
 
     private func runWriter() {
         var batch: [UInt8] = []
+        var descriptor: Int32 = -1
         while true {
             var lines = 0
+            var retired: [Int32] = []
             let closing = state.withLock { state -> Bool in
+                // Descriptors replaced since the last batch: no write uses them any more.
+                if ownsDescriptor { swap(&retired, &state.retired) } else { state.retired = [] }
+                descriptor = state.descriptor
                 if state.pending.isEmpty {
                     if !state.closing { state.writerIdle = true }
                     return state.closing
@@ -149,25 +189,26 @@ package final class HTTPDNSAccessLog: Sendable {
                 state.pendingLines = 0
                 return false
             }
+            retired.forEach(closeDescriptor)
             if batch.isEmpty {
                 if closing { break }
                 wake.wait()
                 continue
             }
-            let complete = writeAll(batch)
+            let complete = writeAll(batch, to: descriptor)
             batch.removeAll(keepingCapacity: true)
             state.withLock { state in
                 if complete { state.written &+= UInt64(lines) } else { state.dropped &+= UInt64(lines) }
             }
             if !complete { metrics?.accessLogDropped(lines) }
         }
-        if ownsDescriptor { closeDescriptor(fileDescriptor) }
+        if ownsDescriptor { closeDescriptor(state.withLock { $0.descriptor }) }
         state.withLock { $0.finished = true }
         done.signal()
     }
 
     /// Writes every byte, continuing short writes and retrying `EINTR`; false on any other error.
-    private func writeAll(_ bytes: [UInt8]) -> Bool {
+    private func writeAll(_ bytes: [UInt8], to fileDescriptor: Int32) -> Bool {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
@@ -188,4 +229,9 @@ package final class HTTPDNSAccessLog: Sendable {
 /// `close(2)`, out of the class whose own `close(timeout:)` hides it.
 private func closeDescriptor(_ descriptor: Int32) {
     _ = close(descriptor)
+}
+
+/// `open(2)` for appending, created 0640, out of the class whose own `open(_:)` hides it.
+private func openFile(_ path: String) -> Int32 {
+    open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
 }

@@ -68,6 +68,11 @@ extension HTTPDNSServerMetrics {
         }
         family("access_log_dropped_total", "counter", "Access-log lines dropped because the writer lagged.")
         sample("access_log_dropped_total", "", state.accessLogDropped)
+        family("zone_names", "gauge", "Names in the zone in service.")
+        sample("zone_names", "", state.zoneNames)
+        family("zone_loads_total", "counter", "Zone loads and reloads, by result.")
+        sample("zone_loads_total", "result=\"ok\"", state.zoneLoads)
+        sample("zone_loads_total", "result=\"failed\"", state.zoneLoadFailures)
         return text
     }
 

@@ -20,7 +20,9 @@ import HTTPDNSCore
 ///   buckets ``latencyBucketsMicroseconds`` (100 µs to 10 s);
 /// - `httpdns_open_connections` (gauge) and `httpdns_connections_total`;
 /// - `httpdns_shed_total{reason}`: requests or connections refused by a limit, by ``ShedReason``;
-/// - `httpdns_access_log_dropped_total`: access-log lines dropped because the writer lagged.
+/// - `httpdns_access_log_dropped_total`: access-log lines dropped because the writer lagged;
+/// - `httpdns_zone_names` (gauge) and `httpdns_zone_loads_total{result}`: the zone in service and
+///   every (re)load, `ok` or `failed` (a failed reload keeps the old zone).
 package final class HTTPDNSServerMetrics: Sendable {
     /// The URL the request came in on.
     package enum Endpoint: Int, CaseIterable, Sendable {
@@ -200,6 +202,9 @@ package final class HTTPDNSServerMetrics: Sendable {
         var connections: UInt64 = 0
         var shed = [UInt64](repeating: 0, count: ShedReason.allCases.count)
         var accessLogDropped: UInt64 = 0
+        var zoneNames = 0
+        var zoneLoads: UInt64 = 0
+        var zoneLoadFailures: UInt64 = 0
     }
 
     let state = HTTPDNSLock(State())
@@ -245,6 +250,19 @@ package final class HTTPDNSServerMetrics: Sendable {
     /// Access-log lines were dropped because the writer lagged.
     package func accessLogDropped(_ count: Int = 1) {
         state.withLock { $0.accessLogDropped &+= UInt64(max(0, count)) }
+    }
+
+    /// A zone with `names` entries went into service (at start or on reload).
+    package func zoneLoaded(names: Int) {
+        state.withLock { state in
+            state.zoneNames = names
+            state.zoneLoads &+= 1
+        }
+    }
+
+    /// A zone reload was refused (the old zone stays in service).
+    package func zoneLoadFailed() {
+        state.withLock { $0.zoneLoadFailures &+= 1 }
     }
 
     /// The open-connections gauge now.

@@ -137,4 +137,30 @@ final class HTTPDNSAccessLogTests: XCTestCase {
             XCTAssertEqual(error?.detail, "cannot open access log /nonexistent-dir/access.log: No such file or directory")
         }
     }
+
+    func testReopenContinuesInANewFileAfterRotation() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("access-\(UUID().uuidString).log").path
+        defer {
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: path + ".1")
+        }
+        let log = try HTTPDNSAccessLog(path: path)
+        for index in 0..<100 { log.log(line(name: "before\(index).test")) }
+        // Wait (bounded) until the writer has written them, as logrotate would find the file.
+        for _ in 0..<1_000 where log.written < 100 { usleep(5_000) }
+        XCTAssertEqual(log.written, 100)
+        XCTAssertEqual(rename(path, path + ".1"), 0)
+        try log.reopen()
+        for index in 0..<50 { log.log(line(name: "after\(index).test")) }
+        XCTAssertTrue(log.close())
+        let old = try String(contentsOfFile: path + ".1", encoding: .utf8).split(separator: "\n")
+        let new = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(old.count, 100)
+        XCTAssertEqual(new.count, 50)
+        XCTAssertTrue(new.allSatisfy { $0.contains("\"name\":\"after") })
+        // A log given as a descriptor has nothing to reopen.
+        let stdoutLog = HTTPDNSAccessLog(fileDescriptor: -1)
+        XCTAssertNoThrow(try stdoutLog.reopen(), "nothing to reopen for a descriptor")
+        stdoutLog.close()
+    }
 }
