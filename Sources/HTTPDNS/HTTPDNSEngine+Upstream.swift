@@ -39,11 +39,15 @@ extension HTTPDNSEngine {
                 } catch {
                     let failure = providerFailed(error, provider: first, host: host)
                     let earlier = [HTTPDNSError.Attempt(source: first.name, error: failure)]
+                    // Started from the transport's thread, outside any task: the client subnet is
+                    // set again for the rest of the failover.
                     Task {
-                        let outcome = await Self.outcome(host: host) {
-                            try await self.resolveUpstream(
-                                host, family: family, providers: Array(providers.dropFirst()), earlier: earlier,
-                                deadline: deadline)
+                        let outcome = await HTTPDNSClientSubnet.$current.withValue(key.clientSubnet) {
+                            await Self.outcome(host: host) {
+                                try await self.resolveUpstream(
+                                    host, family: family, providers: Array(providers.dropFirst()), earlier: earlier,
+                                    deadline: deadline)
+                            }
                         }
                         self.land(key, flight, outcome)
                     }

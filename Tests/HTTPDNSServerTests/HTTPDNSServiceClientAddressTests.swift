@@ -71,6 +71,21 @@ final class HTTPDNSServiceClientAddressTests: HTTPDNSServiceTestCase {
         XCTAssertEqual(subnets, ["203.0.113.0/24", "2001:db8:aaaa:bb00::/56", "none"])
     }
 
+    /// The first upstream is an HTTP service (the engine's fast path, answered on the transport's
+    /// thread); when it fails, the failover to the next one still carries the subnet.
+    func testTheClientSubnetSurvivesFailoverFromAnHTTPUpstream() async throws {
+        let dns = try upstream()
+        let closedPort = try Dnsmasq.freePort(on: HTTPDNSIPAddress("127.0.0.1")!)
+        let broken = try resolver("doh=http://127.0.0.1:\(closedPort)/dns-query")
+        let service = try startService {
+            $0.trustedProxies = try! HTTPDNSTrustedProxies(["127.0.0.1"])
+            $0.upstream = .init(resolvers: [broken, HTTPDNSUDPResolver(server: HTTPDNSIPAddress("127.0.0.1")!, port: dns.port)])
+        }
+        let answer = try await fetch(base(service) + "/d?dn=up.example.test", headers: ["X-Forwarded-For": "203.0.113.77"])
+        XCTAssertEqual(text(answer), "192.0.2.55")
+        XCTAssertEqual(dns.queries.withLock { $0 }.map { $0.edns.map { Self.clientSubnet(in: $0.options) } ?? "no EDNS" }, ["203.0.113.0/24"])
+    }
+
     func testDoHClientsOptingOutOfClientSubnetAreRespected() async throws {
         let dns = try upstream()
         let service = try startService {
