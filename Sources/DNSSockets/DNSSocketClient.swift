@@ -57,7 +57,13 @@ public struct DNSSocketClient: Sendable {
             edns: edns
         )
         do {
-            return try await exchange(query, server: server, port: port, timeout: timeout)
+            let answer = try await exchange(query, server: server, port: port, timeout: timeout)
+            // RFC 7871 §7.3: an answer whose Client Subnet differs from the query's is dropped.
+            if let subnet = HTTPDNSClientSubnet.current, let options = answer.edns?.options,
+               !subnet.agrees(withAnswerOptions: options) {
+                throw HTTPDNSError.malformed("answer's EDNS Client Subnet does not match \(subnet)", source: "\(server.uriText):\(port)")
+            }
+            return answer
         } catch var error as HTTPDNSError {
             error.host = error.host ?? name
             throw error

@@ -52,6 +52,26 @@ package struct HTTPDNSClientSubnet: Sendable, Hashable, Codable, CustomStringCon
                 0, address.family == .v4 ? 1 : 2, UInt8(sourcePrefixLength), 0] + addressBytes
     }
 
+    /// Whether an answer's EDNS `options` agree with this subnet (RFC 7871 §7.3): no Client Subnet
+    /// option at all (the server ignored it), or one with the same family, source prefix length and
+    /// address bits. Anything else (a changed or malformed option) means the answer must be dropped.
+    package func agrees(withAnswerOptions options: [UInt8]) -> Bool {
+        var index = 0
+        while index + 4 <= options.count {
+            let code = UInt16(options[index]) << 8 | UInt16(options[index + 1])
+            let length = Int(options[index + 2]) << 8 | Int(options[index + 3])
+            let data = index + 4
+            guard data + length <= options.count else { return false }
+            if code == Self.optionCode {
+                let sent = option
+                return length == sent.count - 4 && options[data..<data + 3].elementsEqual(sent[4..<7])
+                    && options[(data + 4)..<(data + length)].elementsEqual(sent[8...])
+            }
+            index = data + length
+        }
+        return true
+    }
+
     /// `192.0.2.0/24`.
     package var description: String { "\(address)/\(sourcePrefixLength)" }
 

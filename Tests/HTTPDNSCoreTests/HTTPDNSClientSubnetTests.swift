@@ -30,6 +30,21 @@ final class HTTPDNSClientSubnetTests: XCTestCase {
         XCTAssertEqual(subnet("2001:db8:1234:5678::1")?.option, [0, 8, 0, 11, 0, 2, 56, 0, 0x20, 0x01, 0x0d, 0xb8, 0x12, 0x34, 0x56])
     }
 
+    /// RFC 7871 §7.3: the answer's option must repeat FAMILY, SOURCE PREFIX-LENGTH and ADDRESS.
+    func testAnswersMustEchoTheSubnetOrLeaveItOut() throws {
+        let sent = try XCTUnwrap(subnet("203.0.113.77"))
+        XCTAssertTrue(sent.agrees(withAnswerOptions: []))
+        XCTAssertTrue(sent.agrees(withAnswerOptions: [0, 10, 0, 2, 1, 2]), "another option only (a cookie)")
+        XCTAssertTrue(sent.agrees(withAnswerOptions: [0, 8, 0, 7, 0, 1, 24, 0, 203, 0, 113]))
+        XCTAssertTrue(sent.agrees(withAnswerOptions: [0, 8, 0, 7, 0, 1, 24, 16, 203, 0, 113]), "any scope")
+        XCTAssertTrue(sent.agrees(withAnswerOptions: [0, 10, 0, 2, 1, 2, 0, 8, 0, 7, 0, 1, 24, 24, 203, 0, 113]))
+        XCTAssertFalse(sent.agrees(withAnswerOptions: [0, 8, 0, 7, 0, 1, 24, 0, 198, 51, 100]), "other address")
+        XCTAssertFalse(sent.agrees(withAnswerOptions: [0, 8, 0, 7, 0, 1, 23, 0, 203, 0, 112]), "other prefix")
+        XCTAssertFalse(sent.agrees(withAnswerOptions: [0, 8, 0, 7, 0, 2, 24, 0, 203, 0, 113]), "other family")
+        XCTAssertFalse(sent.agrees(withAnswerOptions: [0, 8, 0, 3, 0, 1, 24]), "truncated option")
+        XCTAssertFalse(sent.agrees(withAnswerOptions: [0, 8, 0, 9, 0, 1, 24, 0, 203]), "length past the end")
+    }
+
     func testDoHWireQueriesCarryTheTaskLocalSubnetInAnOPTRecord() throws {
         let format = DoHWireFormat(url: "https://doh.example/dns-query", method: .post)
         let plain = try format.requests(for: ["www.example.test"], family: .ipv4, now: 0)

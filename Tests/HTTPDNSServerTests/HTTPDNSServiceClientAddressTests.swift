@@ -21,8 +21,8 @@ final class HTTPDNSServiceClientAddressTests: HTTPDNSServiceTestCase {
         upstreams = []
     }
 
-    private func upstream(answering: Bool = true) throws -> RecordingDNSServer {
-        let server = try RecordingDNSServer(answering: answering)
+    private func upstream(answering: Bool = true, answerOptions: [UInt8]? = nil) throws -> RecordingDNSServer {
+        let server = try RecordingDNSServer(answering: answering, answerOptions: answerOptions)
         upstreams.append(server)
         return server
     }
@@ -84,6 +84,22 @@ final class HTTPDNSServiceClientAddressTests: HTTPDNSServiceTestCase {
         let answer = try await fetch(base(service) + "/d?dn=up.example.test", headers: ["X-Forwarded-For": "203.0.113.77"])
         XCTAssertEqual(text(answer), "192.0.2.55")
         XCTAssertEqual(dns.queries.withLock { $0 }.map { $0.edns.map { Self.clientSubnet(in: $0.options) } ?? "no EDNS" }, ["203.0.113.0/24"])
+    }
+
+    /// RFC 7871 §7.3: an answer whose Client Subnet was changed is dropped; an echo is accepted.
+    func testAnswersWithAnotherClientSubnetAreDropped() async throws {
+        let liar = try upstream(answerOptions: [0, 8, 0, 7, 0, 1, 24, 0, 198, 51, 100])
+        let echo = try upstream(answerOptions: [0, 8, 0, 7, 0, 1, 24, 24, 203, 0, 113])
+        func start(_ dns: RecordingDNSServer) throws -> HTTPDNSService {
+            try startService {
+                $0.trustedProxies = try! HTTPDNSTrustedProxies(["127.0.0.1"])
+                $0.upstream = .init(resolvers: [HTTPDNSUDPResolver(server: HTTPDNSIPAddress("127.0.0.1")!, port: dns.port)])
+            }
+        }
+        let lied = try await fetch(base(try start(liar)) + "/d?dn=up.example.test", headers: ["X-Forwarded-For": "203.0.113.77"])
+        XCTAssertEqual(lied.statusCode, 502)
+        let echoed = try await fetch(base(try start(echo)) + "/d?dn=up.example.test", headers: ["X-Forwarded-For": "203.0.113.77"])
+        XCTAssertEqual(text(echoed), "192.0.2.55")
     }
 
     func testDoHClientsOptingOutOfClientSubnetAreRespected() async throws {
@@ -179,7 +195,8 @@ final class HTTPDNSServiceClientAddressTests: HTTPDNSServiceTestCase {
 }
 
 /// A UDP DNS server on 127.0.0.1 that records every query and answers A 192.0.2.55 (TTL 60),
-/// AAAA with nothing, or nothing at all.
+/// AAAA with nothing, or nothing at all; with `answerOptions`, its answers carry an OPT record
+/// holding them.
 final class RecordingDNSServer: Sendable {
     let port: UInt16
     let queries = HTTPDNSLock<[DNSMessage]>([])
@@ -187,7 +204,7 @@ final class RecordingDNSServer: Sendable {
     private let stopped = HTTPDNSLock(false)
     private let done = DispatchSemaphore(value: 0)
 
-    init(answering: Bool) throws {
+    init(answering: Bool, answerOptions: [UInt8]? = nil) throws {
         let descriptor = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -202,7 +219,7 @@ final class RecordingDNSServer: Sendable {
         socket = descriptor
         port = UInt16(bigEndian: address.sin_port)
         let thread = Thread { [self] in
-            serve(answering: answering)
+            serve(answering: answering, answerOptions: answerOptions)
             done.signal()
         }
         thread.start()
@@ -214,7 +231,7 @@ final class RecordingDNSServer: Sendable {
         close(socket)
     }
 
-    private func serve(answering: Bool) {
+    private func serve(answering: Bool, answerOptions: [UInt8]?) {
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while !stopped.withLock({ $0 }) {
             var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
@@ -233,6 +250,7 @@ final class RecordingDNSServer: Sendable {
             if query.questions.first?.type == .A {
                 reply.answers = [DNSRecord(name: query.questions[0].name, ttl: 60, data: .a([192, 0, 2, 55]))]
             }
+            if let answerOptions { reply.additionals.append(.opt(DNSEDNS(options: answerOptions))) }
             guard let bytes = try? reply.encode() else { continue }
             _ = bytes.withUnsafeBytes { raw in
                 withUnsafePointer(to: &from) {
