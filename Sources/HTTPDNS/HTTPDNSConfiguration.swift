@@ -39,7 +39,7 @@ public struct HTTPDNSConfiguration: Sendable {
     /// Cache settings.
     public struct Cache: Sendable {
         /// TTL floor and ceiling, refresh point, serve-stale limits, capacity.
-        public var policy: HTTPDNSCachePolicy.Settings = .init()
+        public var policy: HTTPDNSCacheSettings = .init()
         /// A file the cache is saved to and loaded from (atomic replace); nil keeps it in memory. Default nil.
         public var persistencePath: String? = nil
         /// Changes are written at most this often (each write replaces the whole file). Default 2 s.
@@ -53,6 +53,9 @@ public struct HTTPDNSConfiguration: Sendable {
     /// The resolvers asked first, in order: usually HTTPDNS providers (``HTTPDNSProvider``), also any
     /// other ``HTTPDNSResolver`` (a plain DNS server, static entries).
     public var resolvers: [any HTTPDNSResolver]
+    /// Certificate authorities trusted for HTTPS, to HTTPDNS providers and to origins alike (a
+    /// provider built by hand may carry its own). Default: the system's.
+    public var trust: HTTPDNSTrust = .system
     /// Hosts that go through HTTPDNS. Default: every name.
     public var protectedHosts: HTTPDNSHostPolicy = .all
     /// The fallback. Default `.system`.

@@ -37,6 +37,11 @@ public final class HTTPDNSEngine: Sendable {
     /// The persisted cache (at most a few MB) is read here, synchronously, so that the very first
     /// lookups can use it; create engines at start-up rather than inside hot async paths.
     public init(configuration: HTTPDNSConfiguration) {
+        var configuration = configuration
+        configuration.resolvers = configuration.resolvers.map { HTTPDNSEngine.trusting(configuration.trust, $0) }
+        if case .custom(let resolver) = configuration.localDNS {
+            configuration.localDNS = .custom(HTTPDNSEngine.trusting(configuration.trust, resolver))
+        }
         self.configuration = configuration
         self.clock = configuration.clock
         self.monitor = configuration.monitor
@@ -60,6 +65,11 @@ public final class HTTPDNSEngine: Sendable {
         if !names.isEmpty {
             Task { [self] in await self.preResolve(names) }
         }
+    }
+
+    /// `resolver` with the engine's trust where it is an HTTPDNS provider without one of its own.
+    package static func trusting(_ trust: HTTPDNSTrust, _ resolver: any HTTPDNSResolver) -> any HTTPDNSResolver {
+        (resolver as? HTTPDNSProvider)?.trusting(trust) ?? resolver
     }
 
     /// Whether requests to `host` go through the engine (IP literals never do).
