@@ -41,6 +41,29 @@ package final class HTTPDNSServerMetrics: Sendable {
             case .other: "other"
             }
         }
+
+        /// The endpoint a request is counted under, from its method and path (as
+        /// ``HTTPDNSService/handle(_:)`` routes them); `hasDNSParameter` tells a DoH wire GET
+        /// (`?dns=`) from a JSON one (`?name=`) at `/dns-query`.
+        package init(method: String, path: String, hasDNSParameter: Bool) {
+            switch path {
+            case "/d": self = .dnspod
+            case "/ips": self = .ips
+            case "/health": self = .health
+            case "/resolve": self = .dohJSON
+            case "/dns-query":
+                switch method {
+                case "POST": self = .dohPost
+                case "GET": self = hasDNSParameter ? .dohGet : .dohJSON
+                default: self = .other
+                }
+            default:
+                let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+                let isAlibaba = parts.count == 3 && parts[0].isEmpty && !parts[1].isEmpty
+                    && ["d", "resolve", "sign_d", "sign_resolve"].contains(parts[2])
+                self = isAlibaba ? .alibaba : .other
+            }
+        }
     }
 
     /// The shape of the answer body.

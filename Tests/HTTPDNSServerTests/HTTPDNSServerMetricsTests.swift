@@ -97,6 +97,23 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
                                 "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"])
     }
 
+    func testEndpointsFollowTheServiceRouting() {
+        typealias Endpoint = HTTPDNSServerMetrics.Endpoint
+        XCTAssertEqual(Endpoint(method: "GET", path: "/d", hasDNSParameter: false), .dnspod)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/100000/d", hasDNSParameter: false), .alibaba)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/100000/sign_resolve", hasDNSParameter: false), .alibaba)
+        XCTAssertEqual(Endpoint(method: "GET", path: "//d", hasDNSParameter: false), .other)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/a/b/d", hasDNSParameter: false), .other)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/ips", hasDNSParameter: false), .ips)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/dns-query", hasDNSParameter: true), .dohGet)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/dns-query", hasDNSParameter: false), .dohJSON)
+        XCTAssertEqual(Endpoint(method: "POST", path: "/dns-query", hasDNSParameter: false), .dohPost)
+        XCTAssertEqual(Endpoint(method: "PUT", path: "/dns-query", hasDNSParameter: false), .other)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/resolve", hasDNSParameter: false), .dohJSON)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/health", hasDNSParameter: false), .health)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/metrics", hasDNSParameter: false), .other)
+    }
+
     func testOutcomeCountsSaturateInsteadOfSpillingIntoTheirNeighbour() {
         var outcomes = HTTPDNSServerMetrics.Outcomes<HTTPDNSServerMetrics.UpstreamOutcome>()
         for _ in 0..<70_000 { outcomes.add(.ok) }
