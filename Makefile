@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 TEST_FLAGS ?= --disable-swift-testing
 
-.PHONY: all deps build test test-tsan demo bench clean
+.PHONY: all deps build test test-tsan examples demo bench clean
 
 all: build
 
@@ -14,12 +14,17 @@ deps:
 build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
-test: deps
+# The README's Swift examples are a package of their own (Examples/), built first: the tests check the
+# README shows them verbatim and run them.
+test: deps examples
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(TEST_FLAGS)
 
+examples:
+	$(SWIFT) build --package-path Examples $(SWIFT_FLAGS)
+
 # The same suite under ThreadSanitizer, in its own build directory so the normal build stays warm.
-test-tsan: deps
+test-tsan: deps examples
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan $(TEST_FLAGS)
 
@@ -35,4 +40,4 @@ bench: deps
 	$$($(SWIFT) build -c release --show-bin-path)/httpdns-bench $(BENCH_ARGS)
 
 clean:
-	rm -rf .build .build-tsan
+	rm -rf .build .build-tsan Examples/.build

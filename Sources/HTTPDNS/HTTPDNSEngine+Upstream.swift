@@ -179,7 +179,7 @@ extension HTTPDNSEngine {
     ) throws(HTTPDNSError) -> HTTPDNSAnswer {
         // Static entries are the user's own pins (curl's --resolve): trusted as given, loopback
         // and private space included; everything from a service goes through the hygiene rules.
-        let isStatic = provider is StaticResolver
+        let isStatic = provider is HTTPDNSStaticResolver
         let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowPrivate: true) : configuration.hygiene
         let outcome = hygiene.filter(records, family: family)
         guard !outcome.kept.isEmpty else {
@@ -192,7 +192,7 @@ extension HTTPDNSEngine {
         markProvider(provider.name, failed: false)
         return HTTPDNSAnswer(
             host: host, addresses: outcome.kept, ttl: records.ttl ?? configuration.cache.policy.defaultTTL,
-            source: provider.name, origin: isStatic ? .static : .httpdns)
+            source: provider.name, origin: provider.origin)
     }
 
     /// Reports a provider's failure (and cools the provider down when the fault is its own).

@@ -7,6 +7,7 @@ import HTTPDNSCore
 /// the engine applies its floor.
 public struct HTTPDNSSystemResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name = "system"
+    public var origin: HTTPDNSAnswer.Origin { .localDNS }
     private let resolver: DNSSystemResolver
 
     /// - Parameter timeout: how long to wait for `getaddrinfo`. Default 5 s.
@@ -37,6 +38,7 @@ public struct HTTPDNSSystemResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
 /// reply is accepted only when ID, question, server address and port match.
 public struct HTTPDNSUDPResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
+    public var origin: HTTPDNSAnswer.Origin { .dns }
     public let server: HTTPDNSIPAddress
     public let port: UInt16
     private let timeout: Duration
