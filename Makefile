@@ -48,6 +48,7 @@ demo: deps
 # What protection costs against same-run baselines; BENCH_ARGS="--quick", "--only 1,4", "--json FILE".
 bench: deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product httpdns-bench
+	$(SWIFT) build -c release $(SWIFT_FLAGS) --product httpdns
 	$$($(SWIFT) build -c release --show-bin-path)/httpdns-bench $(BENCH_ARGS)
 
 clean:
