@@ -50,7 +50,7 @@ public struct HTTPDNSConfiguration: Sendable {
         public init() {}
     }
 
-    /// The resolvers asked first, in order: usually HTTPDNS providers (``HTTPDNSProvider``), also any
+    /// The resolvers asked first, in order: usually HTTPDNS providers (from ``HTTPDNSProviderSpec``), also any
     /// other ``HTTPDNSResolver`` (a plain DNS server, static entries).
     public var resolvers: [any HTTPDNSResolver]
     /// Certificate authorities trusted for HTTPS, to HTTPDNS providers and to origins alike (a

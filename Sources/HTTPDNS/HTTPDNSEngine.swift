@@ -107,6 +107,21 @@ public final class HTTPDNSEngine: Sendable {
         }
     }
 
+    /// Resolves `host` for a client in `clientSubnet`: the subnet is sent to DNS upstreams as EDNS
+    /// Client Subnet (RFC 7871) and the answer is cached for that subnet alone. With `nil`, the same
+    /// as ``resolve(_:family:)``. For the server, which answers many clients.
+    package func resolve(
+        _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet?
+    ) async throws -> HTTPDNSAnswer {
+        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family, clientSubnet: clientSubnet)
+        switch lookupCache(key) {
+        case .hit(let answer):
+            return answer
+        case .miss(let key, let staleFallback):
+            return try await resolveMiss(key, original: host, staleFallback: staleFallback)
+        }
+    }
+
     /// The synchronous half of ``resolve(_:family:)``.
     @usableFromInline
     enum CacheOutcome {
@@ -117,8 +132,11 @@ public final class HTTPDNSEngine: Sendable {
     /// Answers from the cache (reporting the hit, starting a refresh when due) or says what to ask.
     @usableFromInline
     func lookupCache(_ host: String, family: HTTPDNSAddressFamily?) -> CacheOutcome {
-        let family = family ?? defaultFamily
-        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family)
+        lookupCache(HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family ?? defaultFamily))
+    }
+
+    func lookupCache(_ key: HTTPDNSCacheKey) -> CacheOutcome {
+        let family = key.family
         // IP literals and invalid names are never cached, so a hit needs no checks.
         switch cacheStep(key) {
         case .hit(let answer, let refresh):

@@ -34,6 +34,10 @@ struct HTTPDNSServiceAnswer: Sendable {
     var authoritative: Bool
     /// The zone apex for the SOA of a negative answer, when the name lies in the zone.
     var apex: String?
+    /// Where the answer came from, for metrics and the access log (nil: no lookup was made).
+    var cacheOutcome: HTTPDNSServerMetrics.CacheOutcome?
+    /// What the upstream lookup did, when one was needed.
+    var upstreamOutcome: HTTPDNSServerMetrics.UpstreamOutcome?
 
     /// The addresses of `family`, IPv4 first.
     func addresses(_ family: HTTPDNSAddressFamily) -> [HTTPDNSIPAddress] {
@@ -48,11 +52,17 @@ struct HTTPDNSServiceAnswer: Sendable {
 extension HTTPDNSService {
     /// Looks `host` up in the zone, following CNAMEs inside it, then in the upstream answers fetched
     /// for this request. Never waits: a name that needs upstream is noted in `lookups.missing` and
-    /// answered as failed for now; the request is then answered again once those are fetched.
-    func lookup(_ host: String, family: HTTPDNSAddressFamily, _ lookups: HTTPDNSServiceLookups) -> HTTPDNSServiceAnswer {
+    /// answered as failed for now; the request is then answered again once those are fetched (a
+    /// name that failed within ``Upstream/failureTTL`` fails at once, `.negativeCached`).
+    ///
+    /// - Parameter clientSubnet: the client's subnet, sent upstream as EDNS Client Subnet
+    ///   (``clientSubnet(of:)``). Default nil.
+    func lookup(
+        _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet? = nil, _ lookups: HTTPDNSServiceLookups
+    ) -> HTTPDNSServiceAnswer {
         let name = HTTPDNSHostPolicy.normalize(host)
         let zone = lookups.zone
-        var answer = HTTPDNSServiceAnswer(status: .found, host: name, ttl: 0, authoritative: true)
+        var answer = HTTPDNSServiceAnswer(status: .found, host: name, ttl: 0, authoritative: true, cacheOutcome: .zone)
         var current = name
         var chainTTL = Int.max
         for _ in 0...max(0, configuration.limits.maxCNAMEChain) {
@@ -72,8 +82,15 @@ extension HTTPDNSService {
                 return answer
             }
             if engine != nil, HTTPDNSHostPolicy.isValidHostName(current), !HTTPDNSIPAddress.isLiteral(current) {
-                let key = HTTPDNSServiceLookups.Key(host: current, family: family)
-                guard var upstream = lookups.known[key] else {
+                let key = HTTPDNSCacheKey(host: current, family: family, clientSubnet: clientSubnet)
+                var upstream: HTTPDNSServiceAnswer
+                if let known = lookups.known[key] {
+                    upstream = known
+                } else if upstreamFailures.withLock({ $0.contains(key, now: .now) }) {
+                    upstream = HTTPDNSServiceAnswer(
+                        status: .failed, host: current, ttl: 0, authoritative: false, cacheOutcome: .miss,
+                        upstreamOutcome: .negativeCached)
+                } else {
                     if !lookups.missing.contains(key) { lookups.missing.append(key) }
                     return HTTPDNSServiceAnswer(status: .failed, host: name, ttl: 0, authoritative: false)
                 }
@@ -94,26 +111,34 @@ extension HTTPDNSService {
     }
 
     /// Asks the engine, mapping its errors to DNS outcomes; gives up (failed) after the upstream
-    /// budget and 5 s more, should the engine not return.
-    func upstreamLookup(_ host: String, family: HTTPDNSAddressFamily) async -> HTTPDNSServiceAnswer {
+    /// budget and 5 s more, should the engine not return. A failure is remembered for
+    /// ``Upstream/failureTTL``.
+    func upstreamLookup(_ key: HTTPDNSCacheKey) async -> HTTPDNSServiceAnswer {
+        let host = key.host
         guard let engine else { return HTTPDNSServiceAnswer(status: .nameError, host: host, ttl: 0, authoritative: false) }
         let negativeTTL = configuration.limits.negativeTTL
-        let failed = HTTPDNSServiceAnswer(status: .failed, host: host, ttl: 0, authoritative: false)
+        let failed = HTTPDNSServiceAnswer(
+            status: .failed, host: host, ttl: 0, authoritative: false, cacheOutcome: .miss, upstreamOutcome: .failed)
         let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 5
-        return await withTaskGroup(of: HTTPDNSServiceAnswer?.self) { group in
+        let answer = await withTaskGroup(of: HTTPDNSServiceAnswer?.self) { group in
             group.addTask {
                 do {
-                    let found = try await engine.resolve(host, family: family)
+                    let found = try await engine.resolve(host, family: key.family, clientSubnet: key.clientSubnet)
+                    let cache: HTTPDNSServerMetrics.CacheOutcome = found.isStale ? .stale : found.fromCache ? .hit : .miss
                     return HTTPDNSServiceAnswer(
                         status: .found, host: host, ipv4: found.addresses.filter { $0.family == .v4 },
-                        ipv6: found.addresses.filter { $0.family == .v6 }, ttl: max(0, found.ttl), authoritative: false)
+                        ipv6: found.addresses.filter { $0.family == .v6 }, ttl: max(0, found.ttl), authoritative: false,
+                        cacheOutcome: cache, upstreamOutcome: cache == .hit ? nil : .ok)
                 } catch let error as HTTPDNSError {
-                    var answer = HTTPDNSServiceAnswer(status: .failed, host: host, ttl: negativeTTL, authoritative: false)
+                    var answer = failed
+                    answer.ttl = negativeTTL
                     let codes = error.attempts.isEmpty ? [error.code] : error.attempts.map(\.error.code)
                     if codes.allSatisfy({ $0 == .nameNotFound }) {
                         answer.status = .nameError
+                        answer.upstreamOutcome = .ok
                     } else if codes.allSatisfy({ $0 == .nameNotFound || $0 == .noAddress }) {
                         answer.status = .found
+                        answer.upstreamOutcome = .ok
                     }
                     return answer
                 } catch {
@@ -128,15 +153,20 @@ extension HTTPDNSService {
             group.cancelAll()
             return first ?? failed
         }
+        if answer.status == .failed {
+            let failureTTL = configuration.upstream.failureTTL
+            upstreamFailures.withLock { $0.insert(key, ttl: failureTTL, now: .now) }
+        }
+        return answer
     }
 
-    /// Fetches every name `lookups` found missing, concurrently.
-    func fetchMissing(_ keys: [HTTPDNSServiceLookups.Key]) async -> [HTTPDNSServiceLookups.Key: HTTPDNSServiceAnswer] {
-        await withTaskGroup(of: (HTTPDNSServiceLookups.Key, HTTPDNSServiceAnswer).self) { group in
+    /// Fetches every name a first pass found missing, concurrently.
+    func fetchMissing(_ keys: [HTTPDNSCacheKey]) async -> [HTTPDNSCacheKey: HTTPDNSServiceAnswer] {
+        await withTaskGroup(of: (HTTPDNSCacheKey, HTTPDNSServiceAnswer).self) { group in
             for key in keys {
-                group.addTask { (key, await self.upstreamLookup(key.host, family: key.family)) }
+                group.addTask { (key, await self.upstreamLookup(key)) }
             }
-            var answers: [HTTPDNSServiceLookups.Key: HTTPDNSServiceAnswer] = [:]
+            var answers: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]
             for await (key, answer) in group { answers[key] = answer }
             return answers
         }
@@ -166,16 +196,11 @@ extension HTTPDNSService {
 /// halfway), upstream answers fetched so far, and the names still to fetch. Used by one thread at a
 /// time: the loop thread for the first pass, then the task that fetched what was missing.
 final class HTTPDNSServiceLookups {
-    struct Key: Hashable, Sendable {
-        var host: String
-        var family: HTTPDNSAddressFamily
-    }
-
     let zone: HTTPDNSZone
-    var known: [Key: HTTPDNSServiceAnswer]
-    var missing: [Key] = []
+    var known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer]
+    var missing: [HTTPDNSCacheKey] = []
 
-    init(zone: HTTPDNSZone, known: [Key: HTTPDNSServiceAnswer] = [:]) {
+    init(zone: HTTPDNSZone, known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]) {
         self.zone = zone
         self.known = known
     }

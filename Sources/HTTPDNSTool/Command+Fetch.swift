@@ -44,10 +44,7 @@ extension Command {
             do {
                 let endpoint = try HTTPDNSProviderSpec(kind: .ips, location: url)
                     .makeResolver(transport: transport, trust: trust, timeout: .milliseconds(Int64((shared.timeout ?? 5) * 1000)))
-                configuration.blockRedirect = FetcherBlockRedirect(
-                    endpoint: endpoint,
-                    hygiene: HTTPDNSAnswerHygiene(allowPrivate: shared.allowPrivate),
-                    monitor: monitor)
+                configuration.blockRedirect = FetcherBlockRedirect(endpoint: endpoint, monitor: monitor)
             } catch {
                 throw UsageError("bad --fallback-ips '\(url)': \(SharedOptions.detail(error))", command: command)
             }

@@ -34,7 +34,7 @@ public struct HTTPDNSSystemResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
 
 /// Plain DNS (UDP, TCP on truncation) to a chosen server, as an ``HTTPDNSResolver``.
 ///
-/// Spoofing resistance per RFC 5452 lives in ``DNSSocketClient``: random ID and source port, and a
+/// Spoofing resistance per RFC 5452 lives in the socket client underneath: random ID and source port, and a
 /// reply is accepted only when ID, question, server address and port match.
 public struct HTTPDNSUDPResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
