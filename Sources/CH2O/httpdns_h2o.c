@@ -382,7 +382,7 @@ static void on_proxy_read(h2o_socket_t *sock, const char *error)
     struct sockaddr_storage source;
     socklen_t source_length = 0;
     long used = s->callbacks.proxy_header(s->callbacks.context, sock->input->bytes, sock->input->size, &source, &source_length);
-    if (used < 0 || (used == 0 && sock->input->size > 4096)) {
+    if (used == -1 || (used == 0 && sock->input->size > 4096)) {
         h2o_socket_close(sock);
         return;
     }
@@ -390,7 +390,8 @@ static void on_proxy_read(h2o_socket_t *sock, const char *error)
         return;
     h2o_timeout_unlink(&c->proxy_deadline);
     h2o_socket_read_stop(sock);
-    h2o_buffer_consume(&sock->input, (size_t)used);
+    if (used > 0) /* -2: no header here, the bytes are the connection's own */
+        h2o_buffer_consume(&sock->input, (size_t)used);
     if (source_length > 0)
         h2o_socket_setpeername(sock, (struct sockaddr *)&source, source_length);
     sock->data = NULL;

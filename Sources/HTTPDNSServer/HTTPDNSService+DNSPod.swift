@@ -52,6 +52,7 @@ extension HTTPDNSService {
                 plain = String(plain[..<semicolon])
             }
             cipher = (format, algorithm)
+            lookups.encrypted = true
         }
 
         let names = plain.split(separator: ",", omittingEmptySubsequences: false).map { HTTPDNSHostPolicy.normalize(String($0)) }

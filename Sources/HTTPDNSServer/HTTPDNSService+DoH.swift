@@ -62,6 +62,7 @@ extension HTTPDNSService {
         } else {
             let optedOut = edns.map { Self.optsOutOfClientSubnet($0.options) } ?? false
             let reply = reply(to: question, clientSubnet: optedOut ? nil : clientSubnet, lookups)
+            lookups.described(question, reply)
             response.rcode = reply.rcode
             response.isAuthoritative = reply.authoritative && reply.rcode != .serverFailure
             response.answers = reply.answers

@@ -23,6 +23,7 @@ extension HTTPDNSService {
             type = .A
         }
         let reply = reply(to: DNSQuestion(name: name, type: type), clientSubnet: clientSubnet(of: request), lookups)
+        lookups.described(DNSQuestion(name: name, type: type), reply)
         let members: [(String, String)] = [
             ("Status", String(reply.rcode.rawValue)),
             ("TC", "false"), ("RD", "true"), ("RA", "true"), ("AD", "false"), ("CD", "false"),

@@ -1,3 +1,4 @@
+import DNSWire
 import Dispatch
 import HTTPDNS
 import HTTPDNSCore
@@ -59,6 +60,14 @@ extension HTTPDNSService {
     ///   (``clientSubnet(of:)``). Default nil.
     func lookup(
         _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet? = nil, _ lookups: HTTPDNSServiceLookups
+    ) -> HTTPDNSServiceAnswer {
+        let answer = answer(host, family: family, clientSubnet: clientSubnet, lookups)
+        lookups.note(answer, family: family)
+        return answer
+    }
+
+    private func answer(
+        _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet?, _ lookups: HTTPDNSServiceLookups
     ) -> HTTPDNSServiceAnswer {
         let name = HTTPDNSHostPolicy.normalize(host)
         let zone = lookups.zone
@@ -199,6 +208,37 @@ final class HTTPDNSServiceLookups {
     let zone: HTTPDNSZone
     var known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer]
     var missing: [HTTPDNSCacheKey] = []
+    // What the answer was made of, for the metrics and the access log.
+    var name: String?
+    var type: String?
+    var rcode: DNSResponseCode?
+    var answers = 0
+    var encrypted = false
+    var cacheOutcomes: HTTPDNSServerMetrics.Outcomes<HTTPDNSServerMetrics.CacheOutcome> = []
+    var upstreamOutcomes: HTTPDNSServerMetrics.Outcomes<HTTPDNSServerMetrics.UpstreamOutcome> = []
+    var firstCacheOutcome: HTTPDNSServerMetrics.CacheOutcome?
+
+    /// Notes the question and the DNS answer of a DoH request.
+    func described(_ question: DNSQuestion, _ reply: HTTPDNSServiceReply) {
+        name = question.name.text(trailingDot: false)
+        type = question.type.description
+        rcode = reply.rcode
+        answers = reply.answers.count
+    }
+
+    /// Notes one name's answer.
+    func note(_ answer: HTTPDNSServiceAnswer, family: HTTPDNSAddressFamily) {
+        if name == nil {
+            name = answer.host
+            type = family == .ipv4 ? "A" : family == .ipv6 ? "AAAA" : "A,AAAA"
+        }
+        if answer.status == .found { answers += answer.ipv4.count + answer.ipv6.count }
+        if let outcome = answer.cacheOutcome {
+            cacheOutcomes.add(outcome)
+            if firstCacheOutcome == nil { firstCacheOutcome = outcome }
+        }
+        if let outcome = answer.upstreamOutcome { upstreamOutcomes.add(outcome) }
+    }
 
     init(zone: HTTPDNSZone, known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]) {
         self.zone = zone

@@ -155,6 +155,10 @@ public final class HTTPDNSService: Sendable {
         /// the client's address: Alibaba's `client_ip`, DNSPod's `clientip=1` and the EDNS Client
         /// Subnet sent upstream. Default none: the client is the connection's peer.
         package var trustedProxies: HTTPDNSTrustedProxies = .init()
+        /// Counters behind `/metrics` (Prometheus text). Default a fresh set.
+        package var metrics: HTTPDNSServerMetrics = .init()
+        /// One JSON line per answered request, when given. Default nil.
+        package var accessLog: HTTPDNSAccessLog? = nil
 
         public init(zone: HTTPDNSZone = .init()) {
             self.zone = zone
@@ -243,6 +247,8 @@ public final class HTTPDNSService: Sendable {
         serverConfiguration.limits.idleTimeout = connections.idleTimeout
         serverConfiguration.limits.maxConcurrentStreams = connections.maxConcurrentStreams
         serverConfiguration.reusePort = connections.reusePort
+        serverConfiguration.connectionEvents = Self.connectionEvents(configuration.metrics)
+        serverConfiguration.proxyProtocol = Self.proxyProtocol(trusting: configuration.trustedProxies)
         try server.withLock { (server: inout HTTPServer?) throws(HTTPDNSServiceError) in
             guard server == nil else { return }
             draining.withLock { $0 = false }
@@ -326,14 +332,21 @@ public final class HTTPDNSService: Sendable {
     /// Answers one request from the loop thread: at once when the zone (or nothing) answers it,
     /// else after fetching the missing names on the cooperative pool; the loop goes on meanwhile.
     package func respond(to request: HTTPServer.Request, exchange: HTTPServer.Exchange) {
+        let started = ContinuousClock.now
         let lookups = HTTPDNSServiceLookups(zone: zone)
         let first = route(request, lookups)
-        guard !lookups.missing.isEmpty else { return exchange.respond(first) }
+        guard !lookups.missing.isEmpty else {
+            observe(request, first, lookups, since: started)
+            return exchange.respond(first)
+        }
         let keys = lookups.missing
         let zone = lookups.zone
         Task {
             let known = await self.fetchMissing(keys)
-            exchange.respond(self.route(request, HTTPDNSServiceLookups(zone: zone, known: known)))
+            let second = HTTPDNSServiceLookups(zone: zone, known: known)
+            let response = self.route(request, second)
+            self.observe(request, response, second, since: started)
+            exchange.respond(response)
         }
     }
 
@@ -352,6 +365,9 @@ public final class HTTPDNSService: Sendable {
         case "/ips":
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
             return handleIPList(request, lookups)
+        case "/metrics":
+            guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
+            return Self.json(configuration.metrics.render(), contentType: HTTPDNSServerMetrics.contentType)
         case "/health":
             // Ready once listening with its zone loaded; 503 while draining, so balancers move on.
             return draining.withLock { $0 } ? Self.text("draining\n", status: 503) : Self.text("ready\n")

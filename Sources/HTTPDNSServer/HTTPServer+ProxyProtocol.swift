@@ -13,8 +13,11 @@ extension HTTPServer {
         package enum Header: Sendable, Equatable {
             /// Not a whole header yet.
             case needMore
-            /// Not a PROXY header: the connection is closed.
+            /// A broken PROXY header: the connection is closed.
             case invalid
+            /// No PROXY header: the connection's bytes are its own (a balancer that sends only
+            /// `X-Forwarded-For`, or a direct client).
+            case absent
             /// A header of `length` bytes; `source` is the client, nil to keep the peer's address
             /// (`PROXY UNKNOWN`, v2 `LOCAL`).
             case header(length: Int, source: HTTPDNSIPAddress?, port: Int)

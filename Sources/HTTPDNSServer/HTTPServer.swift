@@ -83,6 +83,9 @@ package final class HTTPServer: Sendable {
         package var reusePort: Bool = false
         /// PROXY protocol headers read from trusted balancers. Default nil: none is read.
         package var proxyProtocol: ProxyProtocol? = nil
+        /// Told of every connection opened, closed or refused, on the loop thread (keep it cheap:
+        /// metrics). Default nil.
+        package var connectionEvents: (@Sendable (ConnectionEvent) -> Void)? = nil
 
         package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             listeners = [Listener(address: address, port: port)]
@@ -111,6 +114,15 @@ package final class HTTPServer: Sendable {
             get { listeners[0].tlsKeyPEM }
             set { listeners[0].tlsKeyPEM = newValue }
         }
+    }
+
+    /// What happened to a connection, for ``Configuration/connectionEvents``.
+    package enum ConnectionEvent: Sendable {
+        case opened, closed
+        /// Refused: ``Limits/maxConnections`` was reached.
+        case refusedConnections
+        /// Refused: the client held ``Limits/maxConnectionsPerClient``.
+        case refusedPerClient
     }
 
     /// Produces the response for a request on a thread of its own (it may block).

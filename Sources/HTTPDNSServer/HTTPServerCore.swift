@@ -15,6 +15,7 @@ final class HTTPServerCore: @unchecked Sendable {
     let responder: HTTPServer.Responder
     let ports: [Int]
     let proxyProtocol: HTTPServer.ProxyProtocol?
+    let events: (@Sendable (HTTPServer.ConnectionEvent) -> Void)?
     let accepted = Atomic<Int>(0)
     let open = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
@@ -41,6 +42,7 @@ final class HTTPServerCore: @unchecked Sendable {
         maxRequestBodyBytes = configuration.maxRequestBodyBytes
         limits = configuration.limits
         proxyProtocol = configuration.proxyProtocol
+        events = configuration.connectionEvents
         self.bodySink = bodySink
         self.responder = responder
         HTTPServerSocket.raiseDescriptorLimit()
@@ -158,8 +160,10 @@ final class HTTPServerCore: @unchecked Sendable {
         let fromClient = address.map { perClient[$0, default: 0] } ?? 0
         guard total < limits.maxConnections, fromClient < limits.maxConnectionsPerClient else {
             refused.add(1, ordering: .relaxed)
+            events?(total < limits.maxConnections ? .refusedPerClient : .refusedConnections)
             return 0
         }
+        events?(.opened)
         if let address { perClient[address, default: 0] += 1 }
         open.add(1, ordering: .relaxed)
         accepted.add(1, ordering: .relaxed)
@@ -176,6 +180,8 @@ final class HTTPServerCore: @unchecked Sendable {
             return 0
         case .invalid:
             return -1
+        case .absent:
+            return -2
         case .header(let used, let address, let port):
             guard used > 0, used <= bytes.count else { return -1 }
             if let address {
@@ -190,6 +196,7 @@ final class HTTPServerCore: @unchecked Sendable {
 
     func closed(peer: UnsafePointer<sockaddr>?) {
         open.subtract(1, ordering: .relaxed)
+        events?(.closed)
         guard let address = Self.peer(peer).0, let count = perClient[address] else { return }
         if count <= 1 { perClient[address] = nil } else { perClient[address] = count - 1 }
     }

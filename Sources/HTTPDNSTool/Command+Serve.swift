@@ -34,6 +34,15 @@ extension Command {
         OptionSpec("idle-timeout", value: "seconds", help: "HTTP/2: idle time of a connection. Default 30."),
         OptionSpec("max-streams", value: "n", help: "HTTP/2: requests of one connection handled at once. Default 100."),
         OptionSpec("drain-timeout", value: "seconds", help: "On SIGTERM/SIGINT: how long requests in flight may finish. Default 5."),
+        OptionSpec("access-log", value: "file", help: """
+            One JSON line per answered request (time, client, protocol, endpoint, name, type, status, rcode, \
+            answers, cache, latency) appended to FILE, or stdout for -; reopened on SIGHUP (logrotate). Default none.
+            """),
+        OptionSpec("trusted-proxy", value: "cidr", help: """
+            A balancer whose client address is believed (repeatable): its PROXY protocol v1/v2 header, or \
+            else its X-Forwarded-For, names the client for Alibaba's client_ip, DNSPod's clientip=1 and the \
+            EDNS Client Subnet sent upstream. Default none: the client is the connection's peer.
+            """),
         OptionSpec("dnspod-key", value: "id=key", help: """
             A DNSPod enterprise account (repeatable): requests with id=ID and alg=des|aes have dn decrypted \
             and the answer encrypted with KEY.
@@ -158,6 +167,19 @@ extension Command {
             Output.diagnostic("httpdns: warning: no --zone and no --upstream: every name gets NXDOMAIN")
         }
 
+        do {
+            configuration.trustedProxies = try HTTPDNSTrustedProxies(parsed.all("trusted-proxy"))
+        } catch {
+            throw bad("bad --trusted-proxy: \(error.detail)")
+        }
+        if zonePath != nil { configuration.metrics.zoneLoaded(names: configuration.zone.entries.count) }
+        if let path = parsed.last("access-log") {
+            do {
+                configuration.accessLog = try HTTPDNSAccessLog(path: path, metrics: configuration.metrics)
+            } catch {
+                throw ToolFailure("cannot open --access-log \(path): \(error.detail)")
+            }
+        }
         let service = HTTPDNSService(configuration: configuration)
         do {
             try service.start()
@@ -228,6 +250,7 @@ extension Command {
             }
         }
         service.stop()
+        _ = service.configuration.accessLog?.close()
         watcher?.stop()
     }
 
@@ -237,10 +260,20 @@ extension Command {
     ) {
         if let zonePath {
             do {
-                service.reload(zone: try HTTPDNSZone(contentsOfFile: zonePath))
+                let zone = try HTTPDNSZone(contentsOfFile: zonePath)
+                service.reload(zone: zone)
+                service.metrics.zoneLoaded(names: zone.entries.count)
                 Output.diagnostic("httpdns: reloaded zone \(zonePath)")
             } catch {
+                service.metrics.zoneLoadFailed()
                 Output.diagnostic("httpdns: reload: keeping the old zone: \(zonePath): \(error.detail)")
+            }
+        }
+        if let accessLog = service.configuration.accessLog {
+            do {
+                try accessLog.reopen()
+            } catch {
+                Output.diagnostic("httpdns: reload: cannot reopen the access log: \(error.detail)")
             }
         }
         if let tlsFiles {

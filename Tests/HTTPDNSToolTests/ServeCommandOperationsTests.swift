@@ -144,6 +144,42 @@ final class ServeCommandOperationsTests: ToolTestCase {
         XCTAssertThrowsError(try RawHTTPClient(port: port), "no longer accepting")
     }
 
+    func testMetricsAccessLogAndTheClientBehindATrustedProxy() throws {
+        let directory = try temporaryDirectory()
+        let zone = directory.appendingPathComponent("zone.json")
+        try Data(#"{"www.example.test": {"A": ["192.0.2.10"], "ttl": 60}}"#.utf8).write(to: zone)
+        let log = directory.appendingPathComponent("access.log")
+        let server = try runner.start([
+            "serve", "--listen", "127.0.0.1:0", "--zone", zone.path, "--access-log", log.path, "--trusted-proxy", "127.0.0.1/32",
+        ])
+        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        let url = try listening(server, count: 1)[0]
+        let port = try XCTUnwrap(url.split(separator: ":").last.flatMap { Int($0) })
+        // A PROXY v1 header from the trusted balancer names the client.
+        let proxied = try RawHTTPClient(port: port, source: "127.0.0.1")
+        proxied.send("PROXY TCP4 203.0.113.9 127.0.0.1 4000 80\r\nGET /d?dn=www.example.test&clientip=1 HTTP/1.1\r\nHost: t\r\n\r\n")
+        XCTAssertEqual(proxied.readResponse(timeout: 10).body, "192.0.2.10|203.0.113.9")
+        // Without a header, its X-Forwarded-For does.
+        let forwarded = try RawHTTPClient(port: port, source: "127.0.0.1")
+        forwarded.send("GET /d?dn=www.example.test&clientip=1 HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 198.51.100.4\r\n\r\n")
+        XCTAssertEqual(forwarded.readResponse(timeout: 10).body, "192.0.2.10|198.51.100.4")
+        // Anyone else's header is not believed.
+        let direct = try RawHTTPClient(port: port, source: "127.0.0.2")
+        direct.send("GET /d?dn=www.example.test&clientip=1 HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 198.51.100.4\r\n\r\n")
+        XCTAssertEqual(direct.readResponse(timeout: 10).body, "192.0.2.10|127.0.0.2")
+
+        let metrics = try curl(["\(url)/metrics"]).output
+        XCTAssertTrue(metrics.contains("httpdns_queries_total{endpoint=\"dnspod\"} 3"), metrics)
+        XCTAssertTrue(metrics.contains("httpdns_cache_total{outcome=\"zone\"} 3"), metrics)
+        XCTAssertTrue(metrics.contains("httpdns_open_connections"), metrics)
+        try waitUntil { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").count >= 3 }
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        XCTAssertTrue(lines[0].contains("\"client\":\"203.0.113.9\""), String(lines[0]))
+        XCTAssertTrue(lines[0].contains("\"endpoint\":\"dnspod\""), String(lines[0]))
+        XCTAssertTrue(lines[0].contains("\"name\":\"www.example.test\""), String(lines[0]))
+        for line in lines { XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(line.utf8)), String(line)) }
+    }
+
     private func waitUntil(_ condition: () throws -> Bool) throws {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {

@@ -26,8 +26,9 @@ typedef struct {
     int (*accepted)(void *context, int listener, const struct sockaddr *peer, socklen_t length);
     /* The first bytes of a connection kept with 2: return how many form the PROXY header (with the
      * client's address in `source`, or `*source_length` 0 to keep the peer's), 0 when more bytes are
-     * needed, -1 when they are not a PROXY header (the connection is closed). The header must
-     * arrive within the handshake deadline. */
+     * needed, -1 when they are not a valid PROXY header (the connection is closed), -2 when the
+     * connection carries no header (its bytes go to HTTP as they are). The header must arrive within
+     * the handshake deadline. */
     long (*proxy_header)(void *context, const void *bytes, size_t length, struct sockaddr_storage *source,
                          socklen_t *source_length);
     /* A kept connection closed. */
