@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -78,6 +79,9 @@ struct httpdns_h2o_server {
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t receiver;
     httpdns_h2o_callbacks callbacks;
+    httpdns_h2o_settings settings;
+    /* Posted by the loop thread once its h2o objects exist. */
+    sem_t ready;
     struct listener listeners[MAX_LISTENERS];
     int listener_count;
     int accepting;
@@ -537,6 +541,8 @@ static void post(httpdns_h2o_server *s, struct message *m)
     h2o_multithread_send_message(&s->receiver, &m->super);
 }
 
+static void setup(httpdns_h2o_server *s);
+
 static void *loop_main(void *argument)
 {
     httpdns_h2o_server *s = argument;
@@ -547,8 +553,13 @@ static void *loop_main(void *argument)
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
+    /* Every h2o object is made here, on the thread that will use it: h2o keeps per-thread buffer
+     * prototypes and recycling allocators (`__thread`), and a socket made on another thread would
+     * share that thread's unsynchronised free lists (heap corruption, seen with several servers). */
+    setup(s);
     s->loop_thread = pthread_self();
     atomic_store(&s->loop_running, 1);
+    sem_post(&s->ready);
     while (!atomic_load(&s->exit_requested)) {
         h2o_evloop_run(s->loop, 100);
         if (s->accept_paused_until != 0 && now_ms() >= s->accept_paused_until) {
@@ -579,6 +590,16 @@ httpdns_h2o_server *httpdns_h2o_server_create(const httpdns_h2o_settings *settin
     if (s == NULL)
         return NULL;
     s->callbacks = callbacks;
+    s->settings = *settings;
+    h2o_linklist_init_anchor(&s->connections);
+    s->accepting = 1;
+    return s;
+}
+
+/* On the loop thread, before it runs. */
+static void setup(httpdns_h2o_server *s)
+{
+    const httpdns_h2o_settings *settings = &s->settings;
     h2o_config_init(&s->config);
     s->config.server_name = h2o_iovec_init(H2O_STRLIT("httpdns"));
     s->config.max_request_entity_size = settings->max_body_bytes;
@@ -597,9 +618,14 @@ httpdns_h2o_server *httpdns_h2o_server_create(const httpdns_h2o_settings *settin
     h2o_context_init(&s->context, s->loop, &s->config);
     s->queue = h2o_multithread_create_queue(s->loop);
     h2o_multithread_register_receiver(s->queue, &s->receiver, on_messages);
-    h2o_linklist_init_anchor(&s->connections);
-    s->accepting = 1;
-    return s;
+    for (int i = 0; i < s->listener_count; i++) {
+        struct listener *l = &s->listeners[i];
+        l->accept_ctx.ctx = &s->context;
+        l->accept_ctx.hosts = s->config.hosts;
+        l->sock = h2o_evloop_socket_create(s->loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
+        l->sock->data = l;
+        h2o_socket_read_start(l->sock, on_accept);
+    }
 }
 
 int httpdns_h2o_server_add_listener(httpdns_h2o_server *s, int fd, httpdns_h2o_tls *tls)
@@ -610,24 +636,24 @@ int httpdns_h2o_server_add_listener(httpdns_h2o_server *s, int fd, httpdns_h2o_t
     l->server = s;
     l->fd = fd;
     l->index = s->listener_count;
-    l->accept_ctx.ctx = &s->context;
-    l->accept_ctx.hosts = s->config.hosts;
     if (tls != NULL) {
         SSL_CTX_up_ref((SSL_CTX *)tls);
         l->accept_ctx.ssl_ctx = (SSL_CTX *)tls;
     }
-    l->sock = h2o_evloop_socket_create(s->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    l->sock->data = l;
-    h2o_socket_read_start(l->sock, on_accept);
     return s->listener_count++;
 }
 
 int httpdns_h2o_server_start(httpdns_h2o_server *s)
 {
+    if (sem_init(&s->ready, 0, 0) != 0)
+        return errno;
     int error = pthread_create(&s->thread, NULL, loop_main, s);
-    if (error == 0)
-        s->started = 1;
-    return error;
+    if (error != 0)
+        return error;
+    s->started = 1;
+    while (sem_wait(&s->ready) != 0 && errno == EINTR) {
+    }
+    return 0;
 }
 
 static struct message *new_message(enum message_kind kind)
@@ -676,7 +702,8 @@ void httpdns_h2o_server_destroy(httpdns_h2o_server *s)
             post(s, m);
         pthread_join(s->thread, NULL);
     } else {
-        stop_accepting(s);
+        for (int i = 0; i < s->listener_count; i++)
+            close(s->listeners[i].fd);
     }
     atomic_store(&s->dead, 1);
     /* The context, loop and queue are not freed: h2o 2.2 asserts in h2o_context_dispose while any
