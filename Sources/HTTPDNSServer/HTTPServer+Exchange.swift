@@ -130,6 +130,9 @@ final class HTTPServerStreamPump: @unchecked Sendable {
             }
             let data = chunk ?? Data()
             let final = chunk == nil
+            // The token names the C request only until the terminal message is handled: forget it
+            // first, so that a request made later at the same address is not mistaken for this one.
+            if final { core.pumps.withLock { $0[token] = nil } }
             data.withUnsafeBytes { bytes in
                 core.post { server in
                     httpdns_h2o_post_chunk(server, UnsafeMutableRawPointer(bitPattern: token), bytes.baseAddress, bytes.count, final ? 1 : 0)
@@ -145,10 +148,10 @@ final class HTTPServerStreamPump: @unchecked Sendable {
     }
 
     private func finish(release: Bool) {
+        core.pumps.withLock { $0[token] = nil }
         if release {
             core.post { server in httpdns_h2o_post_release(server, UnsafeMutableRawPointer(bitPattern: token)) }
         }
-        core.pumps.withLock { $0[token] = nil }
         core.finished(token)
     }
 }
