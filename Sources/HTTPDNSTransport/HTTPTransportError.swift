@@ -21,6 +21,7 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
             case badURL
             case invalidRequest
             case bodySourceFailed
+            case proxyConnectionFailed
             case unknown
         }
 
@@ -51,6 +52,9 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         public static let invalidRequest = Code(.invalidRequest)
         /// The streaming body source threw.
         public static let bodySourceFailed = Code(.bodySourceFailed)
+        /// The proxy could not be reached, or refused to connect to the origin (a non-2xx answer to
+        /// CONNECT). Apple's CFNetwork reports this as error 310 (`kCFErrorHTTPSProxyConnectionFailure`).
+        public static let proxyConnectionFailed = Code(.proxyConnectionFailed)
         /// Anything else; see ``HTTPTransportError/curlCode`` and ``HTTPTransportError/detail``.
         public static let unknown = Code(.unknown)
 
@@ -101,7 +105,9 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         let urlCode: URLError.Code
         switch code {
         case .cannotFindHost: urlCode = .cannotFindHost
-        case .cannotConnectToHost: urlCode = .cannotConnectToHost
+        // corelibs Foundation has no proxy code (CFNetwork's 310 is in another domain); it reports
+        // a proxy that cannot be reached as cannotConnectToHost, as here.
+        case .cannotConnectToHost, .proxyConnectionFailed: urlCode = .cannotConnectToHost
         case .timedOut: urlCode = .timedOut
         case .secureConnectionFailed: urlCode = .secureConnectionFailed
         case .serverCertificateUntrusted: urlCode = .serverCertificateUntrusted

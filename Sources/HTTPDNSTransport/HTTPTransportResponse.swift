@@ -11,6 +11,8 @@ public struct HTTPTransportResponseHead: Sendable {
     public var connectedAddress: IPAddress?
     /// The protocol version used: `"1.0"`, `"1.1"`, `"2"` or `"3"`.
     public var httpVersion: String
+    /// libcurl's phase times up to the response head.
+    package var timings = HTTPTransportTimings()
 
     public init(statusCode: Int, headers: [HTTPHeader], connectedAddress: IPAddress?, httpVersion: String) {
         self.statusCode = statusCode
@@ -35,6 +37,8 @@ public struct HTTPTransportMetrics: Sendable, Hashable {
     public var responseBodyBytes: Int64 = 0
     /// Wall time of the transfer as libcurl measured it.
     public var totalTime: Duration = .zero
+    /// libcurl's phase times for the whole transfer.
+    package var timings = HTTPTransportTimings()
 
     public init() {}
 }
