@@ -24,6 +24,10 @@ public protocol HTTPDNSEventMonitor: Sendable {
     func fellBackToLocalDNS(host: String)
     /// Something non-fatal went wrong (a corrupt cache file, say).
     func warning(_ message: String)
+    /// A connection to `address` failed (refused, timed out, proxy failure); `error` is the
+    /// transport's `HTTPTransportError`. Sent by `HTTPDNSClient` once per failed address; an address
+    /// that another address's connection merely beat in a race is not reported.
+    func connectionFailed(address: IPAddress, error: any Error)
 }
 
 extension HTTPDNSEventMonitor {
@@ -36,6 +40,7 @@ extension HTTPDNSEventMonitor {
     public func resolverFailed(resolver: String, host: String, error: HTTPDNSError) {}
     public func fellBackToLocalDNS(host: String) {}
     public func warning(_ message: String) {}
+    public func connectionFailed(address: IPAddress, error: any Error) {}
 }
 
 /// The default monitor: ignores everything.

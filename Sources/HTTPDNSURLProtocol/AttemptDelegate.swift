@@ -26,23 +26,33 @@ final class AttemptDelegate: HTTPTransportDelegate {
     private let originalURL: URL
     private let interceptRedirects: Bool
     private let client: any HTTPDNSClientDelegate
+    /// The exchange's report, shared by its attempts: what one attempt's head carries includes what
+    /// the others learnt (addresses raced past, failures).
     private let report: HTTPDNSLock<HTTPDNSConnectionReport>
     private let request: URLRequest
     private let cookieStorage: HTTPCookieStorage?
+    /// When the exchange started (before resolution): first-byte and total times count from here.
+    private let started: ContinuousClock.Instant
 
     init(
-        originalURL: URL, interceptRedirects: Bool, client: any HTTPDNSClientDelegate, report: HTTPDNSConnectionReport,
-        request: URLRequest, cookieStorage: HTTPCookieStorage?
+        originalURL: URL, interceptRedirects: Bool, client: any HTTPDNSClientDelegate,
+        report: HTTPDNSLock<HTTPDNSConnectionReport>, request: URLRequest, cookieStorage: HTTPCookieStorage?,
+        started: ContinuousClock.Instant
     ) {
         self.originalURL = originalURL
         self.interceptRedirects = interceptRedirects
         self.client = client
-        self.report = HTTPDNSLock(report)
+        self.report = report
         self.request = request
         self.cookieStorage = cookieStorage
+        self.started = started
     }
 
-    func run(transport: HTTPTransport, request: HTTPTransportRequest, task: HTTPDNSClientTask) async -> Result {
+    /// Starts the transfer and waits for its head or failure.
+    ///
+    /// - Parameter register: told the transfer as soon as it exists; returning false cancels it
+    ///   (the request was cancelled, or another attempt won the race meanwhile).
+    func run(transport: HTTPTransport, request: HTTPTransportRequest, register: (HTTPTransportTask) -> Bool) async -> Result {
         await withCheckedContinuation { continuation in
             state.withLock { $0.continuation = continuation }
             do throws(HTTPTransportError) {
@@ -51,7 +61,7 @@ final class AttemptDelegate: HTTPTransportDelegate {
                     state.transfer = transfer
                     return state.cancelWhenKnown
                 }
-                if cancelNow || !task.setTransfer(transfer) { transfer.cancel() }
+                if cancelNow || !register(transfer) { transfer.cancel() }
             } catch {
                 resume(.failed(error))
             }
@@ -83,11 +93,15 @@ final class AttemptDelegate: HTTPTransportDelegate {
             return
         }
         state.withLock { $0.headSeen = true }
+        let firstByte = started.duration(to: .now)
         let report = self.report.withLock { report -> HTTPDNSConnectionReport in
             report.connectedAddress = head.connectedAddress
             report.httpVersion = head.httpVersion
             report.responseHeaders = head.headers
             report.attempts.append(.init(address: head.connectedAddress, failure: nil))
+            report.timings.connect = head.timings.tcpConnect
+            report.timings.tls = head.timings.tls
+            report.timings.firstByte = firstByte
             return report
         }
         client.didReceive(response: response, connection: report)
@@ -112,8 +126,23 @@ final class AttemptDelegate: HTTPTransportDelegate {
         }
         guard !redirecting else { return }
         switch result {
-        case .success: client.didComplete(error: nil)
-        case .failure(let error): client.didComplete(error: error.urlError)
+        case .success:
+            if let receiver = client as? any FinalReportReceiver {
+                let total = started.duration(to: .now)
+                receiver.didFinish(connection: report.withLock { report in
+                    report.timings.total = total
+                    return report
+                })
+            }
+            client.didComplete(error: nil)
+        case .failure(let error):
+            client.didComplete(error: error.urlError)
         }
     }
+}
+
+/// A client delegate that wants the report once more when the body is complete, with the total
+/// time (``HTTPDNSClient/send(_:)``); called just before `didComplete(error: nil)`.
+protocol FinalReportReceiver: HTTPDNSClientDelegate {
+    func didFinish(connection: HTTPDNSConnectionReport)
 }

@@ -36,79 +36,202 @@ extension HTTPDNSClient {
             throw URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "only http and https URLs with a host are supported"])
         }
         let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
+        let started = ContinuousClock.now
         let body = try RequestBody(request)
-        var report = HTTPDNSConnectionReport(
+        let report = HTTPDNSLock(HTTPDNSConnectionReport(
             host: host, answer: nil, attempts: [], connectedAddress: nil, certificateVerified: scheme == "https",
-            viaBlockRedirect: false, httpVersion: "")
+            viaBlockRedirect: false, httpVersion: ""))
 
         // Every failure from here on carries the story so far (answer, addresses tried): callers get it
         // through `URLError.httpdnsConnectionReport`.
         do {
             var plan = AddressPlan()
-            if engine.protects(host) {
-                do {
-                    let answer = try await engine.resolve(host)
-                    report.answer = answer
-                    plan.add(answer.addresses)
-                    plan.localTried = answer.origin == .localDNS
-                } catch {
-                    plan.resolutionError = error
-                    plan.localTried = true  // the engine already fell back to LocalDNS (unless HTTPDNS-only)
+            plan.host = HTTPDNSHostPolicy.normalize(host)
+            plan.protected = engine.protects(host)
+            let proxy = proxies.proxy(for: url)
+            let sticky = plan.protected
+                ? blockedHosts.withLock { $0.addresses(for: plan.host, now: engine.configuration.clock.now()) } : nil
+            if let sticky {
+                // A host found blocked lately goes straight to the redirect addresses (direct, as pinned
+                // requests always are): no lookup, no walk over dead addresses.
+                plan.sticky = true
+                plan.add(sticky)
+                plan.localTried = true
+                plan.redirectTried = true
+                report.withLock { report in
+                    report.viaBlockRedirect = true
+                    if let proxy { report.proxy = .bypassed(ProxyEnvironment.redacted(proxy)) }
                 }
+            } else if let proxy, !plan.protected || configuration.proxyPolicy == .respect {
+                plan.unpinned = true
+                plan.proxy = proxy
+                report.withLock { $0.proxy = .used(ProxyEnvironment.redacted(proxy)) }
+            } else if plan.protected {
+                if let proxy { report.withLock { $0.proxy = .bypassed(ProxyEnvironment.redacted(proxy)) } }
+                await resolve(host, into: &plan, report: report)
             } else {
                 plan.unpinned = true
             }
-
-            var lastError: HTTPTransportError?
-            while true {
-                try Task.checkCancellation()
-                guard let address = await nextAddress(&plan, host: host, lastError: lastError, report: &report) else {
-                    if let lastError { throw lastError }
-                    if let error = plan.resolutionError { throw error }
-                    throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(host)"])
-                }
-                let transportRequest = makeTransportRequest(request, url: url, pinned: address, body: body)
-                let attempt = AttemptDelegate(
-                    originalURL: url, interceptRedirects: interceptRedirects, client: delegate, report: report,
-                    request: request, cookieStorage: cookieStorage)
-                let result = await attempt.run(transport: transport, request: transportRequest, task: task)
-                switch result {
-                case .delivered:
-                    return .delivered
-                case .redirect(let next):
-                    return .redirect(next)
-                case .failed(let error):
-                    report.attempts.append(.init(address: address, failure: error.description))
-                    if error.code == .cancelled || task.isCancelled { throw CancellationError() }
-                    if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
-                        // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
-                        engine.invalidate(host)
-                        throw error
-                    }
-                    guard let address, HTTPDNSClient.isConnectFailure(error) else { throw error }
-                    engine.reportUnreachable(address)
-                    guard body.isReplayable(after: error) else { throw error }
-                    lastError = error
-                }
-            }
+            let context = AttemptContext(
+                request: request, url: url, body: body, interceptRedirects: interceptRedirects, cookieStorage: cookieStorage,
+                delegate: delegate, task: task, report: report, started: started)
+            return try await connect(&plan, context)
         } catch {
-            throw HTTPDNSClientFailure(underlying: error, report: report)
+            throw HTTPDNSClientFailure(underlying: error, report: report.withLock { $0 })
         }
     }
 
-    /// Picks the next address: the answer's, then LocalDNS's, then the block-redirect endpoint's.
+    /// What every attempt of one exchange shares.
+    struct AttemptContext: Sendable {
+        var request: URLRequest
+        var url: URL
+        var body: RequestBody
+        var interceptRedirects: Bool
+        var cookieStorage: HTTPCookieStorage?
+        var delegate: any HTTPDNSClientDelegate
+        var task: HTTPDNSClientTask
+        var report: HTTPDNSLock<HTTPDNSConnectionReport>
+        var started: ContinuousClock.Instant
+    }
+
+    /// Asks the engine for `host` and queues its addresses, fastest known first.
+    private func resolve(_ host: String, into plan: inout AddressPlan, report: HTTPDNSLock<HTTPDNSConnectionReport>) async {
+        let start = ContinuousClock.now
+        do {
+            let answer = try await engine.resolve(host)
+            plan.add(engine.connectOrder(answer.addresses, unknown: unmeasuredConnectTime))
+            plan.localTried = answer.origin == .localDNS
+            report.withLock { $0.answer = answer }
+        } catch {
+            plan.resolutionError = error
+            plan.localTried = true  // the engine already fell back to LocalDNS (unless HTTPDNS-only)
+        }
+        let elapsed = start.duration(to: .now)
+        report.withLock { $0.timings.resolution = elapsed }
+    }
+
+    /// Runs attempts until one delivers a response head (or a redirect), staggering them by the
+    /// connection attempt delay (RFC 8305 §5) and starting the next at once when one fails.
+    private func connect(_ plan: inout AddressPlan, _ context: AttemptContext) async throws -> Outcome {
+        let race = ConnectionRace(engine: engine, report: context.report, task: context.task)
+        do {
+            let outcome = try await withTaskCancellationHandler {
+                try await runRace(race, &plan, context)
+            } onCancel: {
+                race.cancelAll()
+            }
+            race.finish()
+            return outcome
+        } catch {
+            race.cancelAll()
+            throw error
+        }
+    }
+
+    private func runRace(_ race: ConnectionRace, _ plan: inout AddressPlan, _ context: AttemptContext) async throws -> Outcome {
+        var lastError: HTTPTransportError?
+        var launched = 0
+        var running = 0
+        func launch(_ address: IPAddress?) {
+            let index = launched
+            launched += 1
+            running += 1
+            race.add(index, address: address)
+            var transportRequest = makeTransportRequest(
+                context.request, url: context.url, pinned: address, body: context.body, proxy: address == nil ? plan.proxy : nil)
+            transportRequest.connectGate = { race.claim(index, $0) }
+            let attempt = AttemptDelegate(
+                originalURL: context.url, interceptRedirects: context.interceptRedirects, client: context.delegate,
+                report: context.report, request: context.request, cookieStorage: context.cookieStorage, started: context.started)
+            let transport = self.transport
+            Task {
+                let result = await attempt.run(transport: transport, request: transportRequest) { race.register(index, $0) }
+                race.finished(index, result)
+            }
+            if let delay = attemptDelay, address != nil {
+                Task {
+                    try? await Task.sleep(for: delay)
+                    race.delayElapsed(index)
+                }
+            }
+        }
+
+        guard let first = await nextAddress(&plan, lastError: nil, report: context.report) else {
+            if let error = plan.resolutionError { throw error }
+            throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(plan.host)"])
+        }
+        launch(first)
+        for await event in race.events {
+            try Task.checkCancellation()
+            switch event {
+            case .delayElapsed(let index):
+                // Only the newest attempt's delay starts another, and only from the answer's own
+                // addresses: fallbacks (LocalDNS, the block redirect) wait until everything failed.
+                guard index == launched - 1, !race.hasWinner, let next = plan.next() else { continue }
+                launch(next)
+            case .finished(let index, let result):
+                running -= 1
+                let role = race.role(of: index)
+                if role == .loser { continue }
+                let error: HTTPTransportError
+                switch result {
+                case .delivered: return .delivered
+                case .redirect(let next): return .redirect(next)
+                case .failed(let failure): error = failure
+                }
+                let address = error.attemptedAddress ?? race.address(of: index)
+                if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
+                context.report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
+                if let address, error.code != .cancelled {
+                    engine.configuration.monitor.connectionFailed(address: address, error: error)
+                }
+                if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
+                    // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
+                    engine.invalidate(plan.host)
+                    throw error
+                }
+                guard HTTPDNSClient.isConnectFailure(error) else { throw error }
+                if let address { engine.reportUnreachable(address) }
+                guard context.body.isReplayable(after: error) else { throw error }
+                lastError = error
+                if role == .winner { plan.requeue(race.reopen()) }
+                if running > 0 {
+                    // Others are still connecting: the next address of the answer joins them at once.
+                    if !race.hasWinner, let next = plan.next() { launch(next) }
+                    continue
+                }
+                guard let next = await nextAddress(&plan, lastError: lastError, report: context.report) else { throw error }
+                launch(next)
+            }
+        }
+        // The stream ended without an outcome: the race was cancelled.
+        throw CancellationError()
+    }
+
+    /// Picks the next address when every attempt so far failed: the answer's, then LocalDNS's, then
+    /// the block-redirect endpoint's (remembered for its TTL).
     private func nextAddress(
-        _ plan: inout AddressPlan, host: String, lastError: HTTPTransportError?, report: inout HTTPDNSConnectionReport
+        _ plan: inout AddressPlan, lastError: HTTPTransportError?, report: HTTPDNSLock<HTTPDNSConnectionReport>
     ) async -> IPAddress?? {
-        if plan.unpinned {
-            guard !plan.unpinnedUsed else { return nil }
+        if plan.unpinned, !plan.unpinnedUsed {
             plan.unpinnedUsed = true
             return .some(nil)
         }
         if let next = plan.next() { return next }
-        if !plan.localTried {
+        if plan.sticky {
+            // The remembered redirect addresses failed too: forget them and go through HTTPDNS again.
+            plan.sticky = false
+            plan.localTried = false
+            plan.redirectTried = false
+            blockedHosts.withLock { $0.forget(plan.host) }
+            report.withLock { $0.viaBlockRedirect = false }
+            await resolve(plan.host, into: &plan, report: report)
+            if let next = plan.next() { return next }
+        }
+        guard plan.protected else { return nil }
+        if !plan.localTried, !plan.unpinned {
             plan.localTried = true
-            if let local = try? await engine.resolveLocally(host) {
+            if let local = try? await engine.resolveLocally(plan.host) {
                 plan.add(local.addresses)
                 if let next = plan.next() { return next }
             }
@@ -116,23 +239,34 @@ extension HTTPDNSClient {
         let blocked = lastError.map(HTTPDNSClient.isBlockSignal) ?? (plan.resolutionError != nil)
         if !plan.redirectTried, blocked, let redirect = configuration.blockRedirect {
             plan.redirectTried = true
-            if let records = try? await redirect.resolve(host, family: engine.configuration.family) {
+            let family = engine.configuration.family
+            if let records = try? await redirect.resolve(plan.host, family: family) {
                 // The redirect endpoint is a network answer like any HTTPDNS one: same hygiene rules.
-                plan.add(engine.configuration.hygiene.filter(records, family: engine.configuration.family).kept)
-                report.viaBlockRedirect = true
+                let kept = engine.configuration.hygiene.filter(records, family: family).kept
+                let ttl = blockRedirectTTL(records.ttl)
+                let now = engine.configuration.clock.now()
+                blockedHosts.withLock { $0.remember(plan.host, addresses: kept, ttl: ttl, now: now) }
+                plan.add(kept)
+                report.withLock { report in
+                    report.viaBlockRedirect = true
+                    if let proxy = plan.proxy { report.proxy = .bypassed(ProxyEnvironment.redacted(proxy)) }
+                }
                 if let next = plan.next() { return next }
             }
         }
         return nil
     }
 
-    func makeTransportRequest(_ request: URLRequest, url: URL, pinned: IPAddress?, body: RequestBody) -> HTTPTransportRequest {
+    func makeTransportRequest(
+        _ request: URLRequest, url: URL, pinned: IPAddress?, body: RequestBody, proxy: String? = nil
+    ) -> HTTPTransportRequest {
         var transportRequest = HTTPTransportRequest(url: url, method: request.httpMethod ?? "GET")
         transportRequest.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
             .map { HTTPHeader(name: $0.key, value: $0.value) }
         transportRequest.body = body.transportBody()
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
         transportRequest.trust = configuration.trust
+        transportRequest.proxy = proxy
         let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
         transportRequest.timeouts = .init(
             connect: configuration.connectTimeout, total: configuration.requestTimeout,
@@ -147,11 +281,6 @@ extension HTTPDNSClient {
         case .timedOut, .networkConnectionLost: error.requestBytesSent == 0
         default: false
         }
-    }
-
-    /// Failures that look like a blocked domain (seed 003: cannot find host / cannot connect / proxy).
-    static func isBlockSignal(_ error: HTTPTransportError) -> Bool {
-        error.code == .cannotFindHost || error.code == .cannotConnectToHost
     }
 
     /// The `URLError` an app expects for `error`.
@@ -182,6 +311,14 @@ extension HTTPDNSClient {
 struct AddressPlan {
     private var queue: [IPAddress] = []
     private var tried = Set<IPAddress>()
+    /// The host, normalised (the key of the sticky block redirect).
+    var host = ""
+    /// The engine protects the host (pinning, LocalDNS and the block redirect apply).
+    var protected = false
+    /// The queue holds remembered block-redirect addresses.
+    var sticky = false
+    /// The proxy an unpinned attempt goes through.
+    var proxy: String?
     var unpinned = false
     var unpinnedUsed = false
     var localTried = false
@@ -201,6 +338,12 @@ struct AddressPlan {
             if index < second.count { merged.append(second[index]) }
         }
         queue += merged
+    }
+
+    /// Puts addresses that were never refused back at the front (attempts a failed winner had beaten).
+    mutating func requeue(_ addresses: [IPAddress]) {
+        for address in addresses { tried.remove(address) }
+        queue = addresses.filter { !queue.contains($0) } + queue
     }
 
     mutating func next() -> IPAddress? {

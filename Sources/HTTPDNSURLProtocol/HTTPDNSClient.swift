@@ -35,6 +35,20 @@ public final class HTTPDNSClient: Sendable {
         public var cookieStorage: HTTPCookieStorage? = nil
         /// Most redirects followed by ``HTTPDNSClient/data(for:)`` and ``HTTPDNSClient/bytes(for:)``. Default 20.
         public var maximumRedirects: Int = 20
+        /// Connection racing (Happy Eyeballs v2, RFC 8305 §5): when an address has not connected after
+        /// this long, the next one is tried alongside it, and the first connection made carries the
+        /// request (the others are dropped before a byte of the request is sent). At least 10 ms.
+        /// nil tries addresses one after another, each when the previous failed. Default 250 ms.
+        ///
+        /// Either way the connect time of every new connection is remembered per address by the
+        /// engine and later attempts try the fastest address first.
+        public var connectionAttemptDelay: Duration? = .milliseconds(250)
+        /// What to do for a protected host when a proxy is configured for it in the environment.
+        /// Default ``HTTPDNSProxyPolicy/respect``: through the proxy, unpinned.
+        public var proxyPolicy: HTTPDNSProxyPolicy = .respect
+        /// The environment the proxy settings are read from; nil reads the process's when the client
+        /// is made. For tests.
+        package var proxyEnvironment: [String: String]? = nil
 
         public init() {}
     }
@@ -44,11 +58,17 @@ public final class HTTPDNSClient: Sendable {
     /// The libcurl transport.
     public let transport: HTTPTransport
     public let configuration: Configuration
+    /// The proxy variables, read once when the client is made.
+    let proxies: ProxyEnvironment
+    /// Hosts sent to the block-redirect addresses for now (seed 003, made sticky).
+    let blockedHosts = HTTPDNSLock(BlockRedirectMemory())
 
+    /// Creates a client. The proxy environment variables are read here.
     public init(engine: HTTPDNSEngine, transport: HTTPTransport = .shared, configuration: Configuration = .init()) {
         self.engine = engine
         self.transport = transport
         self.configuration = configuration
+        self.proxies = ProxyEnvironment(configuration.proxyEnvironment ?? ProcessInfo.processInfo.environment)
     }
 
     /// Sends `request` and collects the whole response, following redirects (re-resolving each host).
@@ -170,6 +190,10 @@ public struct HTTPDNSConnectionReport: Sendable {
     /// The response's header fields in the order received, repeats kept (`HTTPURLResponse` merges
     /// them); for `curl -i`-style output.
     public var responseHeaders: [HTTPHeader] = []
+    /// Whether a proxy was configured for the URL, and whether the request used it.
+    public var proxy: ProxyUse = .none
+    /// Where the time went.
+    public var timings = Timings()
 }
 
 /// A running request; cancel it with ``cancel()``.

@@ -1,0 +1,177 @@
+import Foundation
+import HTTPDNS
+import HTTPDNSCore
+import HTTPDNSTransport
+
+/// The attempts of one exchange at its addresses, and which of them got a connection first.
+///
+/// Every attempt is a whole transfer whose connect gate (`CURLOPT_PREREQFUNCTION`) asks ``claim(_:_:)``
+/// once its connection (and TLS) is ready: the first to ask wins and sends the request; the others
+/// are cancelled before they send anything. The winner's bookkeeping happens inside the claim, on
+/// the transport's thread, so the report handed over with the response head already lists the
+/// addresses raced past, and the engine learns the connect times at once.
+final class ConnectionRace: Sendable {
+    enum Event: Sendable {
+        /// Attempt `index` ended: its head came, or it failed (or was cancelled).
+        case finished(Int, AttemptDelegate.Result)
+        /// Attempt `index` has run for the connection attempt delay.
+        case delayElapsed(Int)
+    }
+
+    enum Role {
+        case undecided
+        case winner
+        case loser
+    }
+
+    private struct Racer {
+        var address: IPAddress?
+        var started: ContinuousClock.Instant
+        var transfer: HTTPTransportTask?
+        var lost = false
+        var requeued = false
+        var finished = false
+    }
+
+    private struct State {
+        var racers: [Int: Racer] = [:]
+        var winner: Int?
+        var cancelled = false
+    }
+
+    private let state = HTTPDNSLock(State())
+    let events: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+    private let engine: HTTPDNSEngine
+    private let report: HTTPDNSLock<HTTPDNSConnectionReport>
+    private let task: HTTPDNSClientTask
+
+    init(engine: HTTPDNSEngine, report: HTTPDNSLock<HTTPDNSConnectionReport>, task: HTTPDNSClientTask) {
+        (events, continuation) = AsyncStream<Event>.makeStream()
+        self.engine = engine
+        self.report = report
+        self.task = task
+    }
+
+    /// Announces attempt `index` before its transfer starts.
+    func add(_ index: Int, address: IPAddress?) {
+        state.withLock { $0.racers[index] = Racer(address: address, started: .now) }
+    }
+
+    /// Records the transfer of attempt `index`; false when it must not run (cancelled, or lost already).
+    func register(_ index: Int, _ transfer: HTTPTransportTask) -> Bool {
+        let (keep, isWinner) = state.withLock { state -> (Bool, Bool) in
+            state.racers[index]?.transfer = transfer
+            guard !state.cancelled else { return (false, false) }
+            if let winner = state.winner { return (winner == index, winner == index) }
+            return (true, false)
+        }
+        if isWinner { return task.setTransfer(transfer) }
+        return keep
+    }
+
+    /// The connect gate of attempt `index`: true lets it send its request.
+    func claim(_ index: Int, _ connection: HTTPTransportConnection) -> Bool {
+        let now = ContinuousClock.now
+        let outcome = state.withLock { state -> (winner: Racer, losers: [Racer])? in
+            guard !state.cancelled, let racer = state.racers[index] else { return nil }
+            if let winner = state.winner { return winner == index ? (racer, []) : nil }
+            state.winner = index
+            var losers: [Racer] = []
+            for (other, loser) in state.racers where other != index && !loser.lost && !loser.finished {
+                state.racers[other]?.lost = true
+                losers.append(loser)
+            }
+            return (racer, losers)
+        }
+        guard let (winner, losers) = outcome else { return false }
+        for loser in losers { loser.transfer?.cancel() }
+        if let transfer = winner.transfer, !task.setTransfer(transfer) { return false }
+        if let address = winner.address, connection.timings.newConnection {
+            engine.recordConnectTime(address, connection.timings.tcpConnect)
+        }
+        let raced = losers.filter { $0.address != nil }.sorted { $0.started < $1.started }
+        guard !raced.isEmpty else { return true }
+        for loser in raced {
+            engine.recordUnfinishedConnect(loser.address!, after: loser.started.duration(to: now))
+        }
+        report.withLock { report in
+            for loser in raced {
+                let waited = loser.started.duration(to: now)
+                report.attempts.append(.init(
+                    address: loser.address, failure: "raced past: not connected after \(HTTPDNSClient.milliseconds(waited)) ms"))
+            }
+        }
+        return true
+    }
+
+    func role(of index: Int) -> Role {
+        state.withLock { state in
+            if state.winner == index { return .winner }
+            if state.racers[index]?.lost == true { return .loser }
+            return .undecided
+        }
+    }
+
+    /// The winner failed after connecting: the race is open again. Returns the addresses of the
+    /// attempts it had beaten, which never failed and may be tried again.
+    func reopen() -> [IPAddress] {
+        state.withLock { state in
+            state.winner = nil
+            var beaten: [(ContinuousClock.Instant, IPAddress)] = []
+            for (index, racer) in state.racers where racer.lost && !racer.requeued {
+                state.racers[index]?.requeued = true
+                if let address = racer.address { beaten.append((racer.started, address)) }
+            }
+            return beaten.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+    }
+
+    /// The address attempt `index` was pinned to.
+    func address(of index: Int) -> IPAddress? {
+        state.withLock { $0.racers[index]?.address }
+    }
+
+    var hasWinner: Bool { state.withLock { $0.winner != nil } }
+
+    /// Cancels every attempt (the request was cancelled or failed for good).
+    func cancelAll() {
+        let transfers = state.withLock { state -> [HTTPTransportTask] in
+            state.cancelled = true
+            return state.racers.values.compactMap(\.transfer)
+        }
+        for transfer in transfers { transfer.cancel() }
+        continuation.finish()
+    }
+
+    /// Attempt `index` ended with `result`.
+    func finished(_ index: Int, _ result: AttemptDelegate.Result) {
+        state.withLock { $0.racers[index]?.finished = true }
+        continuation.yield(.finished(index, result))
+    }
+
+    /// Attempt `index` has waited for the connection attempt delay.
+    func delayElapsed(_ index: Int) {
+        continuation.yield(.delayElapsed(index))
+    }
+
+    /// Ends the event stream; attempts still running report into nothing.
+    func finish() {
+        continuation.finish()
+    }
+}
+
+extension HTTPDNSClient {
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// The connection attempt delay in force (RFC 8305 §5: never below 10 ms), or nil for none.
+    var attemptDelay: Duration? {
+        configuration.connectionAttemptDelay.map { max($0, .milliseconds(10)) }
+    }
+
+    /// What an address never measured counts as when ordering by connect time.
+    var unmeasuredConnectTime: Duration { attemptDelay ?? .milliseconds(250) }
+}
