@@ -36,13 +36,13 @@ extension HTTPDNSConnectionReport {
 /// - `no_proxy` (then `NO_PROXY`): names and addresses separated by commas or spaces; `*` alone
 ///   matches every host; a name matches itself and its subdomains (a leading dot is ignored); an
 ///   IP address or CIDR range matches addresses in it.
-struct ProxyEnvironment: Sendable, Hashable {
+package struct ProxyEnvironment: Sendable, Hashable {
     var httpProxy: String?
     var httpsProxy: String?
     var allProxy: String?
     var noProxy: [String]
 
-    init(_ environment: [String: String]) {
+    package init(_ environment: [String: String]) {
         func value(_ names: String...) -> String? {
             for name in names {
                 if let value = environment[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty { return value }
@@ -61,7 +61,7 @@ struct ProxyEnvironment: Sendable, Hashable {
     var isEmpty: Bool { httpProxy == nil && httpsProxy == nil && allProxy == nil }
 
     /// The proxy for `url`, or nil for a direct connection.
-    func proxy(for url: URL) -> String? {
+    package func proxy(for url: URL) -> String? {
         guard !isEmpty, let scheme = url.scheme?.lowercased(), let host = url.host else { return nil }
         let proxy = (scheme == "https" ? httpsProxy : httpProxy) ?? allProxy
         guard let proxy, !bypasses(host) else { return nil }
@@ -69,7 +69,7 @@ struct ProxyEnvironment: Sendable, Hashable {
     }
 
     /// Whether `no_proxy` exempts `host`.
-    func bypasses(_ host: String) -> Bool {
+    package func bypasses(_ host: String) -> Bool {
         var name = host.lowercased()
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         while name.hasSuffix(".") { name.removeLast() }
@@ -105,7 +105,7 @@ struct ProxyEnvironment: Sendable, Hashable {
     }
 
     /// `proxy` without user name and password, for reports and logs.
-    static func redacted(_ proxy: String) -> String {
+    package static func redacted(_ proxy: String) -> String {
         guard let at = proxy.lastIndex(of: "@") else { return proxy }
         let schemeEnd = proxy.range(of: "://")?.upperBound ?? proxy.startIndex
         guard at >= schemeEnd else { return proxy }
