@@ -175,9 +175,14 @@ extension HTTPDNSClient {
                 if role == .loser { continue }
                 let error: HTTPTransportError
                 switch result {
-                case .delivered: return .delivered
-                case .redirect(let next): return .redirect(next)
-                case .failed(let failure): error = failure
+                case .delivered:
+                    rememberBlockRedirect(plan, reachedAt: race.address(of: index))
+                    return .delivered
+                case .redirect(let next):
+                    rememberBlockRedirect(plan, reachedAt: race.address(of: index))
+                    return .redirect(next)
+                case .failed(let failure):
+                    error = failure
                 }
                 let address = error.attemptedAddress ?? race.address(of: index)
                 if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
@@ -206,6 +211,13 @@ extension HTTPDNSClient {
         }
         // The stream ended without an outcome: the race was cancelled.
         throw CancellationError()
+    }
+
+    /// Keeps the block-redirect addresses for the host when one of them answered (seed 003, sticky).
+    private func rememberBlockRedirect(_ plan: AddressPlan, reachedAt address: IPAddress?) {
+        guard let (addresses, ttl) = plan.redirect, let address, addresses.contains(address) else { return }
+        let now = engine.configuration.clock.now()
+        blockedHosts.withLock { $0.remember(plan.host, addresses: addresses, ttl: ttl, now: now) }
     }
 
     /// Picks the next address when every attempt so far failed: the answer's, then LocalDNS's, then
@@ -243,9 +255,7 @@ extension HTTPDNSClient {
             if let records = try? await redirect.resolve(plan.host, family: family) {
                 // The redirect endpoint is a network answer like any HTTPDNS one: same hygiene rules.
                 let kept = engine.configuration.hygiene.filter(records, family: family).kept
-                let ttl = blockRedirectTTL(records.ttl)
-                let now = engine.configuration.clock.now()
-                blockedHosts.withLock { $0.remember(plan.host, addresses: kept, ttl: ttl, now: now) }
+                plan.redirect = (kept, blockRedirectTTL(records.ttl))
                 plan.add(kept)
                 report.withLock { report in
                     report.viaBlockRedirect = true
@@ -319,6 +329,8 @@ struct AddressPlan {
     var sticky = false
     /// The proxy an unpinned attempt goes through.
     var proxy: String?
+    /// The block-redirect endpoint's addresses and how long to keep them, once asked.
+    var redirect: (addresses: [IPAddress], ttl: Int)?
     var unpinned = false
     var unpinnedUsed = false
     var localTried = false
