@@ -184,7 +184,8 @@ extension HTTPDNSClient {
                 case .failed(let failure):
                     error = failure
                 }
-                let address = error.attemptedAddress ?? race.address(of: index)
+                // The attempt's own address: libcurl's is the proxy's when one was used.
+                let address = race.address(of: index)
                 if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
                 context.report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
                 if let address, error.code != .cancelled {
@@ -287,7 +288,7 @@ extension HTTPDNSClient {
     /// Failures where the request surely or probably did not reach a server: worth the next address.
     static func isConnectFailure(_ error: HTTPTransportError) -> Bool {
         switch error.code {
-        case .cannotConnectToHost, .cannotFindHost: true
+        case .cannotConnectToHost, .cannotFindHost, .proxyConnectionFailed: true
         case .timedOut, .networkConnectionLost: error.requestBytesSent == 0
         default: false
         }
