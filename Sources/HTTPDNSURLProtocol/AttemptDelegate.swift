@@ -15,7 +15,7 @@ final class AttemptDelegate: HTTPTransportDelegate {
     }
 
     private struct State {
-        var continuation: CheckedContinuation<Result, Never>?
+        var onResult: (@Sendable (Result) -> Void)?
         var transfer: HTTPTransportTask?
         var headSeen = false
         var redirecting = false
@@ -48,32 +48,34 @@ final class AttemptDelegate: HTTPTransportDelegate {
         self.started = started
     }
 
-    /// Starts the transfer and waits for its head or failure.
+    /// Starts the transfer; `onResult` is called once, with its head or failure (on the transport's
+    /// thread, or on this one when the request cannot start).
     ///
     /// - Parameter register: told the transfer as soon as it exists; returning false cancels it
     ///   (the request was cancelled, or another attempt won the race meanwhile).
-    func run(transport: HTTPTransport, request: HTTPTransportRequest, register: (HTTPTransportTask) -> Bool) async -> Result {
-        await withCheckedContinuation { continuation in
-            state.withLock { $0.continuation = continuation }
-            do throws(HTTPTransportError) {
-                let transfer = try transport.start(request, delegate: self)
-                let cancelNow = state.withLock { state -> Bool in
-                    state.transfer = transfer
-                    return state.cancelWhenKnown
-                }
-                if cancelNow || !register(transfer) { transfer.cancel() }
-            } catch {
-                resume(.failed(error))
+    func start(
+        transport: HTTPTransport, request: HTTPTransportRequest, register: (HTTPTransportTask) -> Bool,
+        onResult: @escaping @Sendable (Result) -> Void
+    ) {
+        state.withLock { $0.onResult = onResult }
+        do throws(HTTPTransportError) {
+            let transfer = try transport.start(request, delegate: self)
+            let cancelNow = state.withLock { state -> Bool in
+                state.transfer = transfer
+                return state.cancelWhenKnown
             }
+            if cancelNow || !register(transfer) { transfer.cancel() }
+        } catch {
+            resume(.failed(error))
         }
     }
 
     private func resume(_ result: Result) {
-        let continuation = state.withLock { state -> CheckedContinuation<Result, Never>? in
-            defer { state.continuation = nil }
-            return state.continuation
+        let onResult = state.withLock { state -> (@Sendable (Result) -> Void)? in
+            defer { state.onResult = nil }
+            return state.onResult
         }
-        continuation?.resume(returning: result)
+        onResult?(result)
     }
 
     func didReceiveResponse(_ head: HTTPTransportResponseHead) {

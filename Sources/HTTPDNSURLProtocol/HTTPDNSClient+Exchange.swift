@@ -143,16 +143,11 @@ extension HTTPDNSClient {
             let attempt = AttemptDelegate(
                 originalURL: context.url, interceptRedirects: context.interceptRedirects, client: context.delegate,
                 report: context.report, request: context.request, cookieStorage: context.cookieStorage, started: context.started)
-            let transport = self.transport
-            Task {
-                let result = await attempt.run(transport: transport, request: transportRequest) { race.register(index, $0) }
+            attempt.start(transport: transport, request: transportRequest) { race.register(index, $0) } onResult: { result in
                 race.finished(index, result)
             }
-            if let delay = attemptDelay, address != nil {
-                Task {
-                    try? await Task.sleep(for: delay)
-                    race.delayElapsed(index)
-                }
+            if let delay = attemptDelay, address != nil, plan.hasNext {
+                race.startTimer(index, delay: delay)
             }
         }
 
@@ -358,6 +353,9 @@ struct AddressPlan {
         for address in addresses { tried.remove(address) }
         queue = addresses.filter { !queue.contains($0) } + queue
     }
+
+    /// Whether ``next()`` has an address without asking anyone.
+    var hasNext: Bool { !queue.isEmpty }
 
     mutating func next() -> IPAddress? {
         guard !queue.isEmpty else { return nil }

@@ -37,6 +37,7 @@ final class ConnectionRace: Sendable {
         var racers: [Int: Racer] = [:]
         var winner: Int?
         var cancelled = false
+        var timers: [Task<Void, Never>] = []
     }
 
     private let state = HTTPDNSLock(State())
@@ -136,11 +137,12 @@ final class ConnectionRace: Sendable {
 
     /// Cancels every attempt (the request was cancelled or failed for good).
     func cancelAll() {
-        let transfers = state.withLock { state -> [HTTPTransportTask] in
+        let (transfers, timers) = state.withLock { state -> ([HTTPTransportTask], [Task<Void, Never>]) in
             state.cancelled = true
-            return state.racers.values.compactMap(\.transfer)
+            return (state.racers.values.compactMap(\.transfer), state.timers)
         }
         for transfer in transfers { transfer.cancel() }
+        for timer in timers { timer.cancel() }
         continuation.finish()
     }
 
@@ -150,13 +152,27 @@ final class ConnectionRace: Sendable {
         continuation.yield(.finished(index, result))
     }
 
-    /// Attempt `index` has waited for the connection attempt delay.
-    func delayElapsed(_ index: Int) {
-        continuation.yield(.delayElapsed(index))
+    /// Reports ``Event/delayElapsed(_:)`` for attempt `index` after `delay`, unless the race ends first.
+    func startTimer(_ index: Int, delay: Duration) {
+        let continuation = self.continuation
+        let timer = Task {
+            guard (try? await Task.sleep(for: delay)) != nil else { return }
+            continuation.yield(.delayElapsed(index))
+        }
+        let ended = state.withLock { state -> Bool in
+            state.timers.append(timer)
+            return state.cancelled
+        }
+        if ended { timer.cancel() }
     }
 
-    /// Ends the event stream; attempts still running report into nothing.
+    /// Ends the event stream (the winner carries on); attempts still running report into nothing.
     func finish() {
+        let timers = state.withLock { state -> [Task<Void, Never>] in
+            defer { state.timers.removeAll() }
+            return state.timers
+        }
+        for timer in timers { timer.cancel() }
         continuation.finish()
     }
 }
