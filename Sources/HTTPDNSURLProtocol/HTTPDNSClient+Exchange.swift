@@ -167,46 +167,53 @@ extension HTTPDNSClient {
             case .finished(let index, let result):
                 running -= 1
                 let role = race.role(of: index)
-                if role == .loser { continue }
-                let error: HTTPTransportError
-                switch result {
-                case .delivered:
-                    rememberBlockRedirect(plan, reachedAt: race.address(of: index))
-                    return .delivered
-                case .redirect(let next):
-                    rememberBlockRedirect(plan, reachedAt: race.address(of: index))
-                    return .redirect(next)
-                case .failed(let failure):
-                    error = failure
+                if role != .loser {
+                    let error: HTTPTransportError
+                    switch result {
+                    case .delivered:
+                        rememberBlockRedirect(plan, reachedAt: race.address(of: index))
+                        return .delivered
+                    case .redirect(let next):
+                        rememberBlockRedirect(plan, reachedAt: race.address(of: index))
+                        return .redirect(next)
+                    case .failed(let failure):
+                        error = failure
+                    }
+                    try recordFailure(error, at: race.address(of: index), plan: plan, context: context)
+                    lastError = error
+                    if role == .winner { plan.requeue(race.reopen()) }
+                    // RFC 8305 §5: a failure starts the next address of the answer at once.
+                    if running > 0, !race.hasWinner, let next = plan.next() { launch(next) }
                 }
-                // The attempt's own address: libcurl's is the proxy's when one was used.
-                let address = race.address(of: index)
-                if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
-                context.report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
-                if let address, error.code != .cancelled {
-                    engine.configuration.monitor.connectionFailed(address: address, error: error)
+                if running == 0 {
+                    // Nothing in flight: the fallbacks, or the end.
+                    guard let next = await nextAddress(&plan, lastError: lastError, report: context.report) else {
+                        throw lastError ?? HTTPTransportError(.cancelled, "cancelled", host: plan.host)
+                    }
+                    launch(next)
                 }
-                if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
-                    // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
-                    engine.invalidate(plan.host)
-                    throw error
-                }
-                guard HTTPDNSClient.isConnectFailure(error) else { throw error }
-                if let address { engine.reportUnreachable(address) }
-                guard context.body.isReplayable(after: error) else { throw error }
-                lastError = error
-                if role == .winner { plan.requeue(race.reopen()) }
-                if running > 0 {
-                    // Others are still connecting: the next address of the answer joins them at once.
-                    if !race.hasWinner, let next = plan.next() { launch(next) }
-                    continue
-                }
-                guard let next = await nextAddress(&plan, lastError: lastError, report: context.report) else { throw error }
-                launch(next)
             }
         }
         // The stream ended without an outcome: the race was cancelled.
         throw CancellationError()
+    }
+
+    /// Books a failed attempt at `address` (nil: unpinned, through libcurl's resolver or a proxy)
+    /// and throws when the request must not go on elsewhere.
+    private func recordFailure(_ error: HTTPTransportError, at address: IPAddress?, plan: AddressPlan, context: AttemptContext) throws {
+        if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
+        context.report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
+        if let address, error.code != .cancelled {
+            engine.configuration.monitor.connectionFailed(address: address, error: error)
+        }
+        if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
+            // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
+            engine.invalidate(plan.host)
+            throw error
+        }
+        guard HTTPDNSClient.isConnectFailure(error) else { throw error }
+        if let address { engine.reportUnreachable(address) }
+        guard context.body.isReplayable(after: error) else { throw error }
     }
 
     /// Keeps the block-redirect addresses for the host when one of them answered (seed 003, sticky).
