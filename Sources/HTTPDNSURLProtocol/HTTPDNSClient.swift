@@ -10,11 +10,13 @@ import FoundationNetworking
 /// certificate verification: IP direct connect without breaking HTTPS.
 ///
 /// The path of one request: the engine resolves the host (cache → HTTPDNS providers → LocalDNS);
-/// the transport connects to one address at a time, pinned with `CURLOPT_CONNECT_TO`; an address that
-/// refuses or times out is cooled down in the engine and the next is tried (IPv6 and IPv4
-/// alternating), then LocalDNS's addresses, then — for a blocked domain — a redirect address from the
-/// app's own IP-list endpoint (seed 003). A certificate that does not verify is a hard failure and
-/// is never retried elsewhere with weaker checks.
+/// the transport connects to the addresses, fastest remembered first, each attempt pinned with
+/// `CURLOPT_CONNECT_TO` and started 250 ms after the previous one unless that one connected (RFC 8305,
+/// IPv6 and IPv4 alternating); an address that refuses or times out is cooled down in the engine,
+/// then LocalDNS's addresses are tried, then — for a blocked domain — a redirect address from the
+/// app's own IP-list endpoint (seed 003), used directly for its TTL afterwards. With a proxy set in
+/// the environment the request goes through it unpinned (``Configuration/proxyPolicy``). A
+/// certificate that does not verify is a hard failure and is never retried elsewhere with weaker checks.
 public final class HTTPDNSClient: Sendable {
     /// Settings of one client.
     public struct Configuration: Sendable {
