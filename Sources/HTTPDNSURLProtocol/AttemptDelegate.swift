@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
 #if canImport(FoundationNetworking)
@@ -33,12 +34,15 @@ final class AttemptDelegate: HTTPTransportDelegate {
     private let cookieStorage: HTTPCookieStorage?
     /// When the exchange started (before resolution): first-byte and total times count from here.
     private let started: ContinuousClock.Instant
+    /// Where to remember the connect time of a new connection to the pinned address.
+    private let ranking: (engine: HTTPDNSEngine, address: IPAddress)?
 
     init(
         originalURL: URL, interceptRedirects: Bool, client: any HTTPDNSClientDelegate,
         report: HTTPDNSLock<HTTPDNSConnectionReport>, request: URLRequest, cookieStorage: HTTPCookieStorage?,
-        started: ContinuousClock.Instant
+        started: ContinuousClock.Instant, ranking: (HTTPDNSEngine, IPAddress)? = nil
     ) {
+        self.ranking = ranking
         self.originalURL = originalURL
         self.interceptRedirects = interceptRedirects
         self.client = client
@@ -96,6 +100,9 @@ final class AttemptDelegate: HTTPTransportDelegate {
         }
         state.withLock { $0.headSeen = true }
         let firstByte = started.duration(to: .now)
+        if let ranking, head.timings.newConnection {
+            ranking.engine.recordConnectTime(ranking.address, head.timings.tcpConnect)
+        }
         let report = self.report.withLock { report -> HTTPDNSConnectionReport in
             report.connectedAddress = head.connectedAddress
             report.httpVersion = head.httpVersion

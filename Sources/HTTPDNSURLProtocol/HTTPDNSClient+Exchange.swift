@@ -136,13 +136,17 @@ extension HTTPDNSClient {
             let index = launched
             launched += 1
             running += 1
-            race.add(index, address: address)
+            // The gate only where another attempt may run alongside: a lone attempt (one address, or
+            // racing off) needs no libcurl callback before its request.
+            let gated = attemptDelay != nil && (plan.hasNext || running > 1)
+            race.add(index, address: address, gated: gated)
             var transportRequest = makeTransportRequest(
                 context.request, url: context.url, pinned: address, body: context.body, proxy: address == nil ? plan.proxy : nil)
-            transportRequest.connectGate = { race.claim(index, $0) }
+            if gated { transportRequest.connectGate = { race.claim(index, $0) } }
             let attempt = AttemptDelegate(
                 originalURL: context.url, interceptRedirects: context.interceptRedirects, client: context.delegate,
-                report: context.report, request: context.request, cookieStorage: context.cookieStorage, started: context.started)
+                report: context.report, request: context.request, cookieStorage: context.cookieStorage, started: context.started,
+                ranking: address.map { (engine, $0) })
             attempt.start(transport: transport, request: transportRequest) { race.register(index, $0) } onResult: { result in
                 race.finished(index, result)
             }

@@ -7,9 +7,9 @@ import HTTPDNSTransport
 ///
 /// Every attempt is a whole transfer whose connect gate (`CURLOPT_PREREQFUNCTION`) asks ``claim(_:_:)``
 /// once its connection (and TLS) is ready: the first to ask wins and sends the request; the others
-/// are cancelled before they send anything. The winner's bookkeeping happens inside the claim, on
-/// the transport's thread, so the report handed over with the response head already lists the
-/// addresses raced past, and the engine learns the connect times at once.
+/// are cancelled before they send anything. The bookkeeping of the losers happens inside the claim,
+/// on the transport's thread, so the report handed over with the response head already lists the
+/// addresses raced past (the winner's connect time is recorded with its head, as for any attempt).
 final class ConnectionRace: Sendable {
     enum Event: Sendable {
         /// Attempt `index` ended: its head came, or it failed (or was cancelled).
@@ -31,6 +31,9 @@ final class ConnectionRace: Sendable {
         var lost = false
         var requeued = false
         var finished = false
+        /// Whether the attempt asks ``claim(_:_:)`` before its request; one that does not runs alone
+        /// and is the request's transfer from the start.
+        var gated: Bool
     }
 
     private struct State {
@@ -55,8 +58,8 @@ final class ConnectionRace: Sendable {
     }
 
     /// Announces attempt `index` before its transfer starts.
-    func add(_ index: Int, address: IPAddress?) {
-        state.withLock { $0.racers[index] = Racer(address: address, started: .now) }
+    func add(_ index: Int, address: IPAddress?, gated: Bool) {
+        state.withLock { $0.racers[index] = Racer(address: address, started: .now, gated: gated) }
     }
 
     /// Records the transfer of attempt `index`; false when it must not run (cancelled, or lost already).
@@ -64,6 +67,7 @@ final class ConnectionRace: Sendable {
         let (keep, isWinner) = state.withLock { state -> (Bool, Bool) in
             state.racers[index]?.transfer = transfer
             guard !state.cancelled else { return (false, false) }
+            if state.racers[index]?.gated == false { return (true, true) }
             if let winner = state.winner { return (winner == index, winner == index) }
             return (true, false)
         }
@@ -88,9 +92,6 @@ final class ConnectionRace: Sendable {
         guard let (winner, losers) = outcome else { return false }
         for loser in losers { loser.transfer?.cancel() }
         if let transfer = winner.transfer, !task.setTransfer(transfer) { return false }
-        if let address = winner.address, connection.timings.newConnection {
-            engine.recordConnectTime(address, connection.timings.tcpConnect)
-        }
         let raced = losers.filter { $0.address != nil }.sorted { $0.started < $1.started }
         guard !raced.isEmpty else { return true }
         for loser in raced {
