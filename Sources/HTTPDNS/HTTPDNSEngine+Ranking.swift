@@ -5,7 +5,7 @@ extension HTTPDNSEngine {
     /// ``HTTPDNSAddressRanking``), addresses cooling down after a failure last.
     ///
     /// - Parameter unknown: the time an address never measured counts as.
-    package func connectOrder(_ addresses: [IPAddress], unknown: Duration) -> [IPAddress] {
+    package func connectOrder(_ addresses: [HTTPDNSIPAddress], unknown: Duration) -> [HTTPDNSIPAddress] {
         guard addresses.count > 1 else { return addresses }
         let now = clock.now()
         return state.withLock { state in
@@ -18,19 +18,19 @@ extension HTTPDNSEngine {
     /// A new connection to `address` took `time` (TCP connect, without TLS).
     ///
     /// Not a change of any answer, so the hit memos stay valid.
-    package func recordConnectTime(_ address: IPAddress, _ time: Duration) {
+    package func recordConnectTime(_ address: HTTPDNSIPAddress, _ time: Duration) {
         let now = clock.now()
         state.withLock { $0.ranking.record(address, connectTime: time, now: now) }
     }
 
     /// A connection to `address` was still not made after `elapsed`, when another address won.
-    package func recordUnfinishedConnect(_ address: IPAddress, after elapsed: Duration) {
+    package func recordUnfinishedConnect(_ address: HTTPDNSIPAddress, after elapsed: Duration) {
         let now = clock.now()
         state.withLock { $0.ranking.recordUnfinished(address, after: elapsed, now: now) }
     }
 
     /// The remembered connect time of `address`, or nil when none (or too old).
-    package func connectTimeEstimate(_ address: IPAddress) -> Duration? {
+    package func connectTimeEstimate(_ address: HTTPDNSIPAddress) -> Duration? {
         let now = clock.now()
         return state.withLock { $0.ranking.estimate(address, now: now) }
     }

@@ -16,7 +16,7 @@ package struct HTTPDNSAddressRanking: Sendable {
     package let capacity: Int
     /// Seconds after which a measurement is ignored.
     package let maxAge: Double
-    private var entries: [IPAddress: Entry] = [:]
+    private var entries: [HTTPDNSIPAddress: Entry] = [:]
 
     package init(capacity: Int = 512, maxAge: Double = 600) {
         self.capacity = max(1, capacity)
@@ -27,13 +27,13 @@ package struct HTTPDNSAddressRanking: Sendable {
     package var count: Int { entries.count }
 
     /// The smoothed connect time of `address`, or nil when unknown or too old.
-    package func estimate(_ address: IPAddress, now: Double) -> Duration? {
+    package func estimate(_ address: HTTPDNSIPAddress, now: Double) -> Duration? {
         guard let entry = entries[address], now - entry.updated <= maxAge else { return nil }
         return .nanoseconds(Int64(entry.estimate * 1e9))
     }
 
     /// `address` connected in `time`.
-    package mutating func record(_ address: IPAddress, connectTime time: Duration, now: Double) {
+    package mutating func record(_ address: HTTPDNSIPAddress, connectTime time: Duration, now: Double) {
         let seconds = Self.seconds(time)
         if let entry = entries[address], now - entry.updated <= maxAge {
             entries[address] = Entry(estimate: entry.estimate * 7 / 8 + seconds / 8, updated: now)
@@ -43,7 +43,7 @@ package struct HTTPDNSAddressRanking: Sendable {
     }
 
     /// `address` had not connected after `elapsed`, when another address won the race.
-    package mutating func recordUnfinished(_ address: IPAddress, after elapsed: Duration, now: Double) {
+    package mutating func recordUnfinished(_ address: HTTPDNSIPAddress, after elapsed: Duration, now: Double) {
         let seconds = Self.seconds(elapsed)
         if let entry = entries[address], now - entry.updated <= maxAge {
             entries[address] = Entry(estimate: max(entry.estimate, seconds), updated: now)
@@ -54,10 +54,10 @@ package struct HTTPDNSAddressRanking: Sendable {
 
     /// `addresses` fastest first; an address without a measurement counts as `unknown` (the racing
     /// delay is a good choice: trying it first costs at most that). Ties keep the given order.
-    package func ordered(_ addresses: [IPAddress], unknown: Duration, now: Double) -> [IPAddress] {
+    package func ordered(_ addresses: [HTTPDNSIPAddress], unknown: Duration, now: Double) -> [HTTPDNSIPAddress] {
         guard !entries.isEmpty, addresses.count > 1 else { return addresses }
         let unknownSeconds = Self.seconds(unknown)
-        let keyed = addresses.enumerated().map { index, address -> (Double, Int, IPAddress) in
+        let keyed = addresses.enumerated().map { index, address -> (Double, Int, HTTPDNSIPAddress) in
             let entry = entries[address].flatMap { now - $0.updated <= maxAge ? $0.estimate : nil }
             return (entry ?? unknownSeconds, index, address)
         }
@@ -69,7 +69,7 @@ package struct HTTPDNSAddressRanking: Sendable {
         entries.removeAll()
     }
 
-    private mutating func insert(_ address: IPAddress, _ entry: Entry) {
+    private mutating func insert(_ address: HTTPDNSIPAddress, _ entry: Entry) {
         if entries[address] == nil, entries.count >= capacity,
            let oldest = entries.min(by: { $0.value.updated < $1.value.updated })?.key {
             entries[oldest] = nil

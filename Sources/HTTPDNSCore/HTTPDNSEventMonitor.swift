@@ -27,7 +27,7 @@ public protocol HTTPDNSEventMonitor: Sendable {
     /// A connection to `address` failed (refused, timed out, proxy failure); `error` is the
     /// transport's `HTTPTransportError`. Sent by `HTTPDNSClient` once per failed address; an address
     /// that another address's connection merely beat in a race is not reported.
-    func connectionFailed(address: IPAddress, error: any Error)
+    func connectionFailed(address: HTTPDNSIPAddress, error: any Error)
 }
 
 extension HTTPDNSEventMonitor {
@@ -40,7 +40,7 @@ extension HTTPDNSEventMonitor {
     public func resolverFailed(resolver: String, host: String, error: HTTPDNSError) {}
     public func fellBackToLocalDNS(host: String) {}
     public func warning(_ message: String) {}
-    public func connectionFailed(address: IPAddress, error: any Error) {}
+    public func connectionFailed(address: HTTPDNSIPAddress, error: any Error) {}
 }
 
 /// The default monitor: ignores everything.

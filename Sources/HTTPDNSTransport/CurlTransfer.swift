@@ -25,12 +25,12 @@ final class CurlTransfer: @unchecked Sendable {
     var bodyOffset = 0
     let maxResponseBytes: Int?
     let maxHeaderBytes: Int
-    let pinned: [IPAddress]
+    let pinned: [HTTPDNSIPAddress]
     let proxy: String?
     let connectGate: (@Sendable (HTTPTransportConnection) -> Bool)?
 
     // Response state, loop thread only.
-    private var headers: [HTTPHeader] = []
+    private var headers: [HTTPTransportHeader] = []
     private var headerBytes = 0
     private var headDelivered = false
     private var bodyBytes: Int64 = 0
@@ -126,7 +126,7 @@ final class CurlTransfer: @unchecked Sendable {
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             let name = CurlTransfer.trimmed(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
             let value = CurlTransfer.trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
-            headers.append(HTTPHeader(name: name, value: value))
+            headers.append(HTTPTransportHeader(name: name, value: value))
         }
         return bytes.count
     }
@@ -236,11 +236,11 @@ final class CurlTransfer: @unchecked Sendable {
         return Int64(headerSize) + Int64(uploaded)
     }
 
-    var primaryAddress: IPAddress? {
+    var primaryAddress: HTTPDNSIPAddress? {
         guard let easy else { return nil }
         var text: UnsafeMutablePointer<CChar>?
         guard httpdns_easy_getinfo_string(easy, CURLINFO_PRIMARY_IP, &text) == CURLE_OK, let text else { return nil }
-        return IPAddress(String(cString: text))
+        return HTTPDNSIPAddress(String(cString: text))
     }
 
     var httpVersion: String {

@@ -52,7 +52,7 @@ package struct HTTPTransportTimings: Sendable, Hashable {
 /// What a transfer knows when its connection is ready, before the request is sent.
 package struct HTTPTransportConnection: Sendable {
     /// The peer (`CURLINFO_PRIMARY_IP`): the pinned address connected to, or the proxy.
-    package var address: IPAddress?
+    package var address: HTTPDNSIPAddress?
     /// The times so far.
     package var timings: HTTPTransportTimings
 }

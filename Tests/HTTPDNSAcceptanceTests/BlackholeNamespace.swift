@@ -13,10 +13,10 @@ import XCTest
 /// Needs root, `ip` (iproute2) and `nft` (nftables); fails loudly without them.
 final class BlackholeNamespace {
     let name: String
-    let reachableV4: IPAddress
-    let blackholeV4: [IPAddress]
-    let reachableV6: IPAddress
-    let blackholeV6: [IPAddress]
+    let reachableV4: HTTPDNSIPAddress
+    let blackholeV4: [HTTPDNSIPAddress]
+    let reachableV6: HTTPDNSIPAddress
+    let blackholeV6: [HTTPDNSIPAddress]
     private let hostLink: String
     private static let counter = HTTPDNSLock(0)
 
@@ -33,11 +33,11 @@ final class BlackholeNamespace {
         // A /29 per namespace: 198.18.<pid>.<8·serial>.
         let third = pid % 250, fourth = (serial % 30) * 8
         let base = "198.18.\(third)."
-        reachableV4 = IPAddress("\(base)\(fourth + 1)")!
-        blackholeV4 = [IPAddress("\(base)\(fourth + 2)")!, IPAddress("\(base)\(fourth + 3)")!]
+        reachableV4 = HTTPDNSIPAddress("\(base)\(fourth + 1)")!
+        blackholeV4 = [HTTPDNSIPAddress("\(base)\(fourth + 2)")!, HTTPDNSIPAddress("\(base)\(fourth + 3)")!]
         let prefix = "fd48:6e73:\(String(pid % 65_536, radix: 16)):\(String(serial, radix: 16))::"
-        reachableV6 = IPAddress("\(prefix)1")!
-        blackholeV6 = [IPAddress("\(prefix)2")!, IPAddress("\(prefix)3")!]
+        reachableV6 = HTTPDNSIPAddress("\(prefix)1")!
+        blackholeV6 = [HTTPDNSIPAddress("\(prefix)2")!, HTTPDNSIPAddress("\(prefix)3")!]
 
         try Self.run("ip", ["netns", "add", name])
         do {

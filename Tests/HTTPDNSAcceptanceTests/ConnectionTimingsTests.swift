@@ -3,7 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -16,8 +16,8 @@ final class ConnectionTimingsTests: XCTestCase {
         defer { certificates.remove() }
         let server = try TestHTTPServer(address: Bed.second.description, tls: try certificates.issue(dnsNames: ["timed.test"]))
         defer { server.stop() }
-        let engine = HappyEyeballsTests.engine(["timed.test": [Bed.second]])
-        let client = HappyEyeballsTests.client(engine) { $0.trust = .caFile(certificates.caCertificatePath) }
+        let engine = HappyEyeballsTests.engine(["timed.test": [Bed.second]], trusting: certificates)
+        let client = HappyEyeballsTests.client(engine)
         let url = URL(string: "https://timed.test:\(server.port)/bytes?n=100000")!
 
         let first = try await client.send(URLRequest(url: url)).connection.timings

@@ -3,7 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -98,10 +98,12 @@ final class HappyEyeballsTests: XCTestCase {
     }
 
     static func engine(
-        _ table: [String: [IPAddress]], family: HTTPDNSAddressFamily = .ipv4, monitor: (any HTTPDNSEventMonitor)? = nil
+        _ table: [String: [HTTPDNSIPAddress]], family: HTTPDNSAddressFamily = .ipv4, monitor: (any HTTPDNSEventMonitor)? = nil,
+        trusting certificates: TestCertificates? = nil
     ) -> HTTPDNSEngine {
-        var configuration = HTTPDNSConfiguration(providers: [StaticResolver(table, ttl: 300, name: "table")])
-        configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
+        var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(table, ttl: 300, name: "table")])
+        configuration.hygiene = .init(allowPrivate: true)
+        if let certificates { configuration.trust = .caFile(certificates.caCertificatePath) }
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
         configuration.localDNS = .custom(StaticResolver([:], name: "no-localdns"))
         configuration.family = family
@@ -120,11 +122,11 @@ final class HappyEyeballsTests: XCTestCase {
 
 /// Records `connectionFailed` events.
 final class ConnectionMonitor: HTTPDNSEventMonitor {
-    private let recorded = HTTPDNSLock<[(address: IPAddress, error: String)]>([])
+    private let recorded = HTTPDNSLock<[(address: HTTPDNSIPAddress, error: String)]>([])
 
-    var failures: [(address: IPAddress, error: String)] { recorded.withLock { $0 } }
+    var failures: [(address: HTTPDNSIPAddress, error: String)] { recorded.withLock { $0 } }
 
-    func connectionFailed(address: IPAddress, error: any Error) {
+    func connectionFailed(address: HTTPDNSIPAddress, error: any Error) {
         recorded.withLock { $0.append((address, "\(error)")) }
     }
 }

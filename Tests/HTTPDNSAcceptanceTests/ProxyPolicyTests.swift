@@ -3,7 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -78,12 +78,9 @@ final class ProxyPolicyTests: XCTestCase {
         defer { certificates.remove() }
         let tlsServer = try TestHTTPServer(address: Bed.second.description, tls: try certificates.issue(dnsNames: ["blocked.test"]))
         defer { tlsServer.stop() }
-        let engine = Self.engine()
+        let engine = Self.engine(trusting: certificates)
         let redirect = CountingResolver([Bed.second], ttl: 300)
-        let client = client(engine, environment: ["https_proxy": "http://127.0.0.1:\(proxy.port)"]) {
-            $0.blockRedirect = redirect
-            $0.trust = .caFile(certificates.caCertificatePath)
-        }
+        let client = client(engine, environment: ["https_proxy": "http://127.0.0.1:\(proxy.port)"]) { $0.blockRedirect = redirect }
         let url = URL(string: "https://blocked.test:\(tlsServer.port)/echo")!
 
         let first = try await client.send(URLRequest(url: url))
@@ -122,7 +119,7 @@ final class ProxyPolicyTests: XCTestCase {
         }
     }
 
-    static func engine() -> HTTPDNSEngine {
-        HappyEyeballsTests.engine(["proxied.test": [Bed.second], "blocked.test": [Bed.dead]])
+    static func engine(trusting certificates: TestCertificates? = nil) -> HTTPDNSEngine {
+        HappyEyeballsTests.engine(["proxied.test": [Bed.second], "blocked.test": [Bed.dead]], trusting: certificates)
     }
 }

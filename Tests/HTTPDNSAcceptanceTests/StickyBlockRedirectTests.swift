@@ -3,7 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -106,10 +106,10 @@ final class StickyBlockRedirectTests: XCTestCase {
     }
 
     static func engine(
-        _ table: [String: [IPAddress]], clock: any HTTPDNSClock, monitor: (any HTTPDNSEventMonitor)? = nil
+        _ table: [String: [HTTPDNSIPAddress]], clock: any HTTPDNSClock, monitor: (any HTTPDNSEventMonitor)? = nil
     ) -> HTTPDNSEngine {
-        var configuration = HTTPDNSConfiguration(providers: [StaticResolver(table, ttl: 60, name: "table")])
-        configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
+        var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(table, ttl: 60, name: "table")])
+        configuration.hygiene = .init(allowPrivate: true)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
         configuration.localDNS = .custom(StaticResolver([:], name: "no-localdns"))
         configuration.clock = clock
@@ -121,11 +121,11 @@ final class StickyBlockRedirectTests: XCTestCase {
 /// A block-redirect endpoint that answers every host with the same addresses and counts questions.
 final class CountingResolver: HTTPDNSResolver {
     let name = "redirect"
-    private let addresses: [IPAddress]
+    private let addresses: [HTTPDNSIPAddress]
     private let ttl: Int
     private let count = HTTPDNSLock(0)
 
-    init(_ addresses: [IPAddress], ttl: Int) {
+    init(_ addresses: [HTTPDNSIPAddress], ttl: Int) {
         self.addresses = addresses
         self.ttl = ttl
     }

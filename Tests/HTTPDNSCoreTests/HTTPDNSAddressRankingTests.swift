@@ -3,7 +3,7 @@ import XCTest
 
 /// The per-address connect-time memory behind the engine's connect order.
 final class HTTPDNSAddressRankingTests: XCTestCase {
-    private let a = IPAddress("192.0.2.1")!, b = IPAddress("192.0.2.2")!, c = IPAddress("2001:db8::3")!
+    private let a = HTTPDNSIPAddress("192.0.2.1")!, b = HTTPDNSIPAddress("192.0.2.2")!, c = HTTPDNSIPAddress("2001:db8::3")!
 
     func testOrderIsFastestFirstWithUnknownAtTheGivenEstimate() {
         var ranking = HTTPDNSAddressRanking()

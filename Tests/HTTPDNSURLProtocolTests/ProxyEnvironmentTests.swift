@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 
 /// The proxy variables read as libcurl 7.88 reads them (`lib/url.c`, `lib/noproxy.c`).

@@ -132,7 +132,7 @@ extension HTTPDNSClient {
         var lastError: HTTPTransportError?
         var launched = 0
         var running = 0
-        func launch(_ address: IPAddress?) {
+        func launch(_ address: HTTPDNSIPAddress?) {
             let index = launched
             launched += 1
             running += 1
@@ -204,7 +204,7 @@ extension HTTPDNSClient {
 
     /// Books a failed attempt at `address` (nil: unpinned, through libcurl's resolver or a proxy)
     /// and throws when the request must not go on elsewhere.
-    private func recordFailure(_ error: HTTPTransportError, at address: IPAddress?, plan: AddressPlan, context: AttemptContext) throws {
+    private func recordFailure(_ error: HTTPTransportError, at address: HTTPDNSIPAddress?, plan: AddressPlan, context: AttemptContext) throws {
         if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
         context.report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
         if let address, error.code != .cancelled {
@@ -221,7 +221,7 @@ extension HTTPDNSClient {
     }
 
     /// Keeps the block-redirect addresses for the host when one of them answered (seed 003, sticky).
-    private func rememberBlockRedirect(_ plan: AddressPlan, reachedAt address: IPAddress?) {
+    private func rememberBlockRedirect(_ plan: AddressPlan, reachedAt address: HTTPDNSIPAddress?) {
         guard let (addresses, ttl) = plan.redirect, let address, addresses.contains(address) else { return }
         let now = engine.configuration.clock.now()
         blockedHosts.withLock { $0.remember(plan.host, addresses: addresses, ttl: ttl, now: now) }
@@ -231,7 +231,7 @@ extension HTTPDNSClient {
     /// the block-redirect endpoint's (remembered for its TTL).
     private func nextAddress(
         _ plan: inout AddressPlan, lastError: HTTPTransportError?, report: HTTPDNSLock<HTTPDNSConnectionReport>
-    ) async -> IPAddress?? {
+    ) async -> HTTPDNSIPAddress?? {
         if plan.unpinned, !plan.unpinnedUsed {
             plan.unpinnedUsed = true
             return .some(nil)
@@ -275,14 +275,14 @@ extension HTTPDNSClient {
     }
 
     func makeTransportRequest(
-        _ request: URLRequest, url: URL, pinned: IPAddress?, body: RequestBody, proxy: String? = nil
+        _ request: URLRequest, url: URL, pinned: HTTPDNSIPAddress?, body: RequestBody, proxy: String? = nil
     ) -> HTTPTransportRequest {
         var transportRequest = HTTPTransportRequest(url: url, method: request.httpMethod ?? "GET")
         transportRequest.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
-            .map { HTTPHeader(name: $0.key, value: $0.value) }
+            .map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         transportRequest.body = body.transportBody()
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
-        transportRequest.trust = configuration.trust
+        transportRequest.trust = engine.configuration.trust
         transportRequest.proxy = proxy
         let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
         transportRequest.timeouts = .init(
@@ -312,22 +312,22 @@ extension HTTPDNSClient {
         if let error = error as? URLError { return error }
         if let error = error as? HTTPTransportError { return error.urlError }
         if error is CancellationError {
-            return URLError(.cancelled, userInfo: [NSLocalizedDescriptionKey: "cancelled"])
+            return URLError(.cancelled, userInfo: [NSLocalizedDescriptionKey: "The request was cancelled."])
         }
         if let error = error as? HTTPDNSError {
             let code: URLError.Code = error.code == .cancelled ? .cancelled : (error.code == .timedOut ? .timedOut : .cannotFindHost)
-            var info: [String: Any] = [NSLocalizedDescriptionKey: error.description]
+            var info: [String: Any] = [NSLocalizedDescriptionKey: error.errorDescription ?? "", "NSDebugDescription": error.description]
             if let url { info[NSURLErrorFailingURLErrorKey] = url }
             return URLError(code, userInfo: info)
         }
-        return URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: String(describing: error)])
+        return URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "The request failed.", "NSDebugDescription": String(describing: error)])
     }
 }
 
 /// The addresses still to try for one request, in order, without repeats.
 struct AddressPlan {
-    private var queue: [IPAddress] = []
-    private var tried = Set<IPAddress>()
+    private var queue: [HTTPDNSIPAddress] = []
+    private var tried = Set<HTTPDNSIPAddress>()
     /// The host, normalised (the key of the sticky block redirect).
     var host = ""
     /// The engine protects the host (pinning, LocalDNS and the block redirect apply).
@@ -337,7 +337,7 @@ struct AddressPlan {
     /// The proxy an unpinned attempt goes through.
     var proxy: String?
     /// The block-redirect endpoint's addresses and how long to keep them, once asked.
-    var redirect: (addresses: [IPAddress], ttl: Int)?
+    var redirect: (addresses: [HTTPDNSIPAddress], ttl: Int)?
     var unpinned = false
     var unpinnedUsed = false
     var localTried = false
@@ -345,11 +345,11 @@ struct AddressPlan {
     var resolutionError: (any Error)?
 
     /// Adds addresses, alternating IPv6 and IPv4 when both are present (RFC 8305's interleaving).
-    mutating func add(_ addresses: [IPAddress]) {
+    mutating func add(_ addresses: [HTTPDNSIPAddress]) {
         let fresh = addresses.filter { !tried.contains($0) && !queue.contains($0) }
         let v6 = fresh.filter { $0.family == .v6 }
         let v4 = fresh.filter { $0.family == .v4 }
-        var merged: [IPAddress] = []
+        var merged: [HTTPDNSIPAddress] = []
         let first = fresh.first?.family == .v6 ? v6 : v4
         let second = fresh.first?.family == .v6 ? v4 : v6
         for index in 0..<max(first.count, second.count) {
@@ -360,7 +360,7 @@ struct AddressPlan {
     }
 
     /// Puts addresses that were never refused back at the front (attempts a failed winner had beaten).
-    mutating func requeue(_ addresses: [IPAddress]) {
+    mutating func requeue(_ addresses: [HTTPDNSIPAddress]) {
         for address in addresses { tried.remove(address) }
         queue = addresses.filter { !queue.contains($0) } + queue
     }
@@ -368,7 +368,7 @@ struct AddressPlan {
     /// Whether ``next()`` has an address without asking anyone.
     var hasNext: Bool { !queue.isEmpty }
 
-    mutating func next() -> IPAddress? {
+    mutating func next() -> HTTPDNSIPAddress? {
         guard !queue.isEmpty else { return nil }
         let address = queue.removeFirst()
         tried.insert(address)

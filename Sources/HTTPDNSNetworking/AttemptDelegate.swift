@@ -35,12 +35,12 @@ final class AttemptDelegate: HTTPTransportDelegate {
     /// When the exchange started (before resolution): first-byte and total times count from here.
     private let started: ContinuousClock.Instant
     /// Where to remember the connect time of a new connection to the pinned address.
-    private let ranking: (engine: HTTPDNSEngine, address: IPAddress)?
+    private let ranking: (engine: HTTPDNSEngine, address: HTTPDNSIPAddress)?
 
     init(
         originalURL: URL, interceptRedirects: Bool, client: any HTTPDNSClientDelegate,
         report: HTTPDNSLock<HTTPDNSConnectionReport>, request: URLRequest, cookieStorage: HTTPCookieStorage?,
-        started: ContinuousClock.Instant, ranking: (HTTPDNSEngine, IPAddress)? = nil
+        started: ContinuousClock.Instant, ranking: (HTTPDNSEngine, HTTPDNSIPAddress)? = nil
     ) {
         self.ranking = ranking
         self.originalURL = originalURL

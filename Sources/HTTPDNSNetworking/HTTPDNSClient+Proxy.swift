@@ -73,7 +73,7 @@ package struct ProxyEnvironment: Sendable, Hashable {
         var name = host.lowercased()
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         while name.hasSuffix(".") { name.removeLast() }
-        let address = IPAddress(name)
+        let address = HTTPDNSIPAddress(name)
         for var pattern in noProxy {
             if pattern == "*" { return true }
             if let address {
@@ -89,11 +89,11 @@ package struct ProxyEnvironment: Sendable, Hashable {
     }
 
     /// `address` against an address or CIDR pattern.
-    private static func matches(_ address: IPAddress, _ pattern: String) -> Bool {
+    private static func matches(_ address: HTTPDNSIPAddress, _ pattern: String) -> Bool {
         var text = pattern
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") { text = String(text[text.index(after: text.startIndex)..<close]) }
         let parts = text.split(separator: "/", maxSplits: 1)
-        guard let first = parts.first, let network = IPAddress(String(first)), network.family == address.family else { return false }
+        guard let first = parts.first, let network = HTTPDNSIPAddress(String(first)), network.family == address.family else { return false }
         let bits = network.bytes.count * 8
         let prefix = parts.count == 2 ? (Int(parts[1]) ?? -1) : bits
         guard prefix >= 0, prefix <= bits else { return false }

@@ -11,7 +11,7 @@ import HTTPDNSTransport
 /// client keeps one behind a lock.
 struct BlockRedirectMemory: Sendable {
     private struct Entry: Sendable {
-        var addresses: [IPAddress]
+        var addresses: [HTTPDNSIPAddress]
         var until: Double
         var stored: Double
     }
@@ -21,12 +21,12 @@ struct BlockRedirectMemory: Sendable {
     private var entries: [String: Entry] = [:]
 
     /// The redirect addresses to use for `host` now, or nil.
-    func addresses(for host: String, now: Double) -> [IPAddress]? {
+    func addresses(for host: String, now: Double) -> [HTTPDNSIPAddress]? {
         guard let entry = entries[host], entry.until > now else { return nil }
         return entry.addresses
     }
 
-    mutating func remember(_ host: String, addresses: [IPAddress], ttl: Int, now: Double) {
+    mutating func remember(_ host: String, addresses: [HTTPDNSIPAddress], ttl: Int, now: Double) {
         guard !addresses.isEmpty, ttl > 0 else { return }
         if entries[host] == nil, entries.count >= Self.capacity {
             let expired = entries.filter { $0.value.until <= now }.map(\.key)

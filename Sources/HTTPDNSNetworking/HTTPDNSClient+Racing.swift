@@ -25,7 +25,7 @@ final class ConnectionRace: Sendable {
     }
 
     private struct Racer {
-        var address: IPAddress?
+        var address: HTTPDNSIPAddress?
         var started: ContinuousClock.Instant
         var transfer: HTTPTransportTask?
         var lost = false
@@ -58,7 +58,7 @@ final class ConnectionRace: Sendable {
     }
 
     /// Announces attempt `index` before its transfer starts.
-    func add(_ index: Int, address: IPAddress?, gated: Bool) {
+    func add(_ index: Int, address: HTTPDNSIPAddress?, gated: Bool) {
         state.withLock { $0.racers[index] = Racer(address: address, started: .now, gated: gated) }
     }
 
@@ -117,10 +117,10 @@ final class ConnectionRace: Sendable {
 
     /// The winner failed after connecting: the race is open again. Returns the addresses of the
     /// attempts it had beaten, which never failed and may be tried again.
-    func reopen() -> [IPAddress] {
+    func reopen() -> [HTTPDNSIPAddress] {
         state.withLock { state in
             state.winner = nil
-            var beaten: [(ContinuousClock.Instant, IPAddress)] = []
+            var beaten: [(ContinuousClock.Instant, HTTPDNSIPAddress)] = []
             for (index, racer) in state.racers where racer.lost && !racer.requeued {
                 state.racers[index]?.requeued = true
                 if let address = racer.address { beaten.append((racer.started, address)) }
@@ -130,7 +130,7 @@ final class ConnectionRace: Sendable {
     }
 
     /// The address attempt `index` was pinned to.
-    func address(of index: Int) -> IPAddress? {
+    func address(of index: Int) -> HTTPDNSIPAddress? {
         state.withLock { $0.racers[index]?.address }
     }
 
