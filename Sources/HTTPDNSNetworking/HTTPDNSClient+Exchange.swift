@@ -95,7 +95,7 @@ extension HTTPDNSClient {
     }
 
     /// Asks the engine for `host` and queues its addresses, fastest known first.
-    private func resolve(_ host: String, into plan: inout AddressPlan, report: HTTPDNSLock<HTTPDNSConnectionReport>) async {
+    func resolve(_ host: String, into plan: inout AddressPlan, report: HTTPDNSLock<HTTPDNSConnectionReport>) async {
         let start = ContinuousClock.now
         do {
             let answer = try await engine.resolve(host)
@@ -110,118 +110,8 @@ extension HTTPDNSClient {
         report.withLock { $0.timings.resolution = elapsed }
     }
 
-    /// Runs attempts until one delivers a response head (or a redirect), staggering them by the
-    /// connection attempt delay (RFC 8305 §5) and starting the next at once when one fails.
-    private func connect(_ plan: inout AddressPlan, _ context: AttemptContext) async throws -> Outcome {
-        let race = ConnectionRace(engine: engine, report: context.report, task: context.task)
-        do {
-            let outcome = try await withTaskCancellationHandler {
-                try await runRace(race, &plan, context)
-            } onCancel: {
-                race.cancelAll()
-            }
-            race.finish()
-            return outcome
-        } catch {
-            race.cancelAll()
-            throw error
-        }
-    }
-
-    private func runRace(_ race: ConnectionRace, _ plan: inout AddressPlan, _ context: AttemptContext) async throws -> Outcome {
-        var lastError: HTTPTransportError?
-        var launched = 0
-        var running = 0
-        func launch(_ address: HTTPDNSIPAddress?) {
-            let index = launched
-            launched += 1
-            running += 1
-            // The gate only where another attempt may run alongside: a lone attempt (one address, or
-            // racing off) needs no libcurl callback before its request.
-            let gated = attemptDelay != nil && (plan.hasNext || running > 1)
-            race.add(index, address: address, gated: gated)
-            var transportRequest = makeTransportRequest(
-                context.request, url: context.url, pinned: address, body: context.body, proxy: address == nil ? plan.proxy : nil)
-            if gated { transportRequest.connectGate = { race.claim(index, $0) } }
-            let attempt = AttemptDelegate(
-                originalURL: context.url, interceptRedirects: context.interceptRedirects, client: context.delegate,
-                report: context.report, request: context.request, cookieStorage: context.cookieStorage, started: context.started,
-                ranking: address.map { (engine, $0) })
-            attempt.start(transport: transport, request: transportRequest) { race.register(index, $0) } onResult: { result in
-                race.finished(index, result)
-            }
-            if let delay = attemptDelay, address != nil, plan.hasNext {
-                race.startTimer(index, delay: delay)
-            }
-        }
-
-        guard let first = await nextAddress(&plan, lastError: nil, report: context.report) else {
-            if let error = plan.resolutionError { throw error }
-            throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(plan.host)"])
-        }
-        launch(first)
-        for await event in race.events {
-            try Task.checkCancellation()
-            switch event {
-            case .delayElapsed(let index):
-                // Only the newest attempt's delay starts another, and only from the answer's own
-                // addresses: fallbacks (LocalDNS, the block redirect) wait until everything failed.
-                guard index == launched - 1, !race.hasWinner, let next = plan.next() else { continue }
-                launch(next)
-            case .finished(let index, let result):
-                running -= 1
-                let role = race.role(of: index)
-                if role != .loser {
-                    let error: HTTPTransportError
-                    switch result {
-                    case .delivered:
-                        rememberBlockRedirect(plan, reachedAt: race.address(of: index))
-                        return .delivered
-                    case .redirect(let next):
-                        rememberBlockRedirect(plan, reachedAt: race.address(of: index))
-                        return .redirect(next)
-                    case .failed(let failure):
-                        error = failure
-                    }
-                    try recordFailure(error, at: race.address(of: index), plan: plan, context: context)
-                    lastError = error
-                    if role == .winner { plan.requeue(race.reopen()) }
-                    // RFC 8305 §5: a failure starts the next address of the answer at once.
-                    if running > 0, !race.hasWinner, let next = plan.next() { launch(next) }
-                }
-                if running == 0 {
-                    // Nothing in flight: the fallbacks, or the end.
-                    guard let next = await nextAddress(&plan, lastError: lastError, report: context.report) else {
-                        throw lastError ?? HTTPTransportError(.cancelled, "cancelled", host: plan.host)
-                    }
-                    launch(next)
-                }
-            }
-        }
-        // The stream ended without an outcome: the race was cancelled.
-        throw CancellationError()
-    }
-
-    /// Books a failed attempt at `address` (nil: unpinned, through libcurl's resolver or a proxy)
-    /// and throws when the request must not go on elsewhere.
-    private func recordFailure(_ error: HTTPTransportError, at address: HTTPDNSIPAddress?, plan: AddressPlan, context: AttemptContext) throws {
-        if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
-        context.report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
-        if let address, error.code != .cancelled {
-            engine.configuration.monitor.connectionFailed(address: address, error: error)
-        }
-        if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
-            // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
-            engine.invalidate(plan.host)
-            throw error
-        }
-        guard HTTPDNSClient.isConnectFailure(error) else { throw error }
-        if let address { engine.reportUnreachable(address) }
-        guard context.body.isReplayable(after: error) else { throw error }
-    }
-
     /// Keeps the block-redirect addresses for the host when one of them answered (seed 003, sticky).
-    private func rememberBlockRedirect(_ plan: AddressPlan, reachedAt address: HTTPDNSIPAddress?) {
+    func rememberBlockRedirect(_ plan: AddressPlan, reachedAt address: HTTPDNSIPAddress?) {
         guard let (addresses, ttl) = plan.redirect, let address, addresses.contains(address) else { return }
         let now = engine.configuration.clock.now()
         blockedHosts.withLock { $0.remember(plan.host, addresses: addresses, ttl: ttl, now: now) }
@@ -229,7 +119,7 @@ extension HTTPDNSClient {
 
     /// Picks the next address when every attempt so far failed: the answer's, then LocalDNS's, then
     /// the block-redirect endpoint's (remembered for its TTL).
-    private func nextAddress(
+    func nextAddress(
         _ plan: inout AddressPlan, lastError: HTTPTransportError?, report: HTTPDNSLock<HTTPDNSConnectionReport>
     ) async -> HTTPDNSIPAddress?? {
         if plan.unpinned, !plan.unpinnedUsed {
@@ -321,57 +211,5 @@ extension HTTPDNSClient {
             return URLError(code, userInfo: info)
         }
         return URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "The request failed.", "NSDebugDescription": String(describing: error)])
-    }
-}
-
-/// The addresses still to try for one request, in order, without repeats.
-struct AddressPlan {
-    private var queue: [HTTPDNSIPAddress] = []
-    private var tried = Set<HTTPDNSIPAddress>()
-    /// The host, normalised (the key of the sticky block redirect).
-    var host = ""
-    /// The engine protects the host (pinning, LocalDNS and the block redirect apply).
-    var protected = false
-    /// The queue holds remembered block-redirect addresses.
-    var sticky = false
-    /// The proxy an unpinned attempt goes through.
-    var proxy: String?
-    /// The block-redirect endpoint's addresses and how long to keep them, once asked.
-    var redirect: (addresses: [HTTPDNSIPAddress], ttl: Int)?
-    var unpinned = false
-    var unpinnedUsed = false
-    var localTried = false
-    var redirectTried = false
-    var resolutionError: (any Error)?
-
-    /// Adds addresses, alternating IPv6 and IPv4 when both are present (RFC 8305's interleaving).
-    mutating func add(_ addresses: [HTTPDNSIPAddress]) {
-        let fresh = addresses.filter { !tried.contains($0) && !queue.contains($0) }
-        let v6 = fresh.filter { $0.family == .v6 }
-        let v4 = fresh.filter { $0.family == .v4 }
-        var merged: [HTTPDNSIPAddress] = []
-        let first = fresh.first?.family == .v6 ? v6 : v4
-        let second = fresh.first?.family == .v6 ? v4 : v6
-        for index in 0..<max(first.count, second.count) {
-            if index < first.count { merged.append(first[index]) }
-            if index < second.count { merged.append(second[index]) }
-        }
-        queue += merged
-    }
-
-    /// Puts addresses that were never refused back at the front (attempts a failed winner had beaten).
-    mutating func requeue(_ addresses: [HTTPDNSIPAddress]) {
-        for address in addresses { tried.remove(address) }
-        queue = addresses.filter { !queue.contains($0) } + queue
-    }
-
-    /// Whether ``next()`` has an address without asking anyone.
-    var hasNext: Bool { !queue.isEmpty }
-
-    mutating func next() -> HTTPDNSIPAddress? {
-        guard !queue.isEmpty else { return nil }
-        let address = queue.removeFirst()
-        tried.insert(address)
-        return address
     }
 }
