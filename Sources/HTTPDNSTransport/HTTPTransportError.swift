@@ -128,8 +128,10 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         let urlCode: URLError.Code
         switch code {
         case .cannotFindHost: urlCode = .cannotFindHost
-        // corelibs Foundation has no proxy code (CFNetwork's 310 is in another domain); it reports
-        // a proxy that cannot be reached as cannotConnectToHost, as here.
+        // CFNetwork's 310 (kCFErrorHTTPSProxyConnectionFailure) is in another domain, and corelibs
+        // has no proxy code: its MultiHandle maps a refused proxy (ECONNREFUSED) to cannotConnectToHost
+        // and a refused tunnel or unresolvable proxy to unknown. cannotConnectToHost for all of them is
+        // what apps following seed 003 already handle (-1004).
         case .cannotConnectToHost, .proxyConnectionFailed: urlCode = .cannotConnectToHost
         case .timedOut: urlCode = .timedOut
         case .secureConnectionFailed: urlCode = .secureConnectionFailed
