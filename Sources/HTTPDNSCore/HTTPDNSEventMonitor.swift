@@ -24,10 +24,10 @@ public protocol HTTPDNSEventMonitor: Sendable {
     func fellBackToLocalDNS(host: String)
     /// Something non-fatal went wrong (a corrupt cache file, say).
     func warning(_ message: String)
-    /// A connection to `address` failed (refused, timed out, TLS); `error` says why (its
-    /// `localizedDescription` for people, `String(describing:)` with libcurl's code and text). Sent by
-    /// `HTTPDNSClient` once per failed address; an address that another address's connection merely
-    /// beat in a race is not reported.
+    /// A connection to `address` failed (refused, timed out, TLS); `error` is a `URLError` with the
+    /// code apps know (`cannotConnectToHost`, `timedOut`, …) and libcurl's details under
+    /// `NSDebugDescription`. Sent by `HTTPDNSClient` once per failed address; an address that another
+    /// address's connection merely beat in a race is not reported.
     func connectionFailed(address: HTTPDNSIPAddress, error: any Error)
 }
 

@@ -105,7 +105,7 @@ extension HTTPDNSClient {
         if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
         context.report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
         if let address, error.code != .cancelled {
-            engine.configuration.monitor.connectionFailed(address: address, error: error)
+            engine.configuration.monitor.connectionFailed(address: address, error: error.urlError)
         }
         if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
             // Fail closed: the address (maybe from a stale cache entry) is not the real host's.

@@ -90,6 +90,7 @@ final class HappyEyeballsTests: XCTestCase {
         XCTAssertEqual(response.connection.attempts.map(\.address), [blackhole, reachable])
         XCTAssertTrue(response.connection.attempts[0].failure?.hasPrefix("timedOut") == true, "\(response.connection.attempts)")
         XCTAssertEqual(monitor.failures.map(\.address), [blackhole], "one connectionFailed event for the address that timed out")
+        XCTAssertEqual(monitor.failures.first?.code, .timedOut)
         XCTAssertTrue(engine.isCoolingDown(blackhole))
     }
 
@@ -122,11 +123,11 @@ final class HappyEyeballsTests: XCTestCase {
 
 /// Records `connectionFailed` events.
 final class ConnectionMonitor: HTTPDNSEventMonitor {
-    private let recorded = HTTPDNSLock<[(address: HTTPDNSIPAddress, error: String)]>([])
+    private let recorded = HTTPDNSLock<[(address: HTTPDNSIPAddress, code: URLError.Code?)]>([])
 
-    var failures: [(address: HTTPDNSIPAddress, error: String)] { recorded.withLock { $0 } }
+    var failures: [(address: HTTPDNSIPAddress, code: URLError.Code?)] { recorded.withLock { $0 } }
 
     func connectionFailed(address: HTTPDNSIPAddress, error: any Error) {
-        recorded.withLock { $0.append((address, "\(error)")) }
+        recorded.withLock { $0.append((address, (error as? URLError)?.code)) }
     }
 }
