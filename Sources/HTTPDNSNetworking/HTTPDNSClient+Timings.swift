@@ -17,6 +17,6 @@ extension HTTPDNSConnectionReport {
         /// with the response head (the body is still coming), set in ``HTTPDNSClientResponse/connection``.
         public var total: Duration? = nil
 
-        public init() {}
+        package init() {}
     }
 }

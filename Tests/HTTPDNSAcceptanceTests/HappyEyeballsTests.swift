@@ -102,11 +102,11 @@ final class HappyEyeballsTests: XCTestCase {
         _ table: [String: [HTTPDNSIPAddress]], family: HTTPDNSAddressFamily = .ipv4, monitor: (any HTTPDNSEventMonitor)? = nil,
         trusting certificates: TestCertificates? = nil
     ) -> HTTPDNSEngine {
-        var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(table, ttl: 300, name: "table")])
+        var configuration = HTTPDNSConfiguration(resolvers: [HTTPDNSStaticResolver(table, ttl: 300, name: "table")])
         configuration.hygiene = .init(allowPrivate: true)
         if let certificates { configuration.trust = .caFile(certificates.caCertificatePath) }
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
-        configuration.localDNS = .custom(StaticResolver([:], name: "no-localdns"))
+        configuration.localDNS = .custom(HTTPDNSStaticResolver([:], name: "no-localdns"))
         configuration.family = family
         if let monitor { configuration.monitor = monitor }
         return HTTPDNSEngine(configuration: configuration)

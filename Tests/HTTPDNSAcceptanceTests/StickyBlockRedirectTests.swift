@@ -39,7 +39,7 @@ final class StickyBlockRedirectTests: XCTestCase {
         XCTAssertEqual(monitor.failures.count, 1, "no connection to the dead address")
 
         // After the redirect answer's TTL the host goes through HTTPDNS again.
-        clock.advance(by: 121)
+        clock.advance(by: .seconds(121))
         let third = try await client.send(URLRequest(url: url)).connection
         XCTAssertNotNil(third.answer)
         XCTAssertEqual(third.attempts.map(\.address), [Bed.dead, Bed.second])
@@ -108,10 +108,10 @@ final class StickyBlockRedirectTests: XCTestCase {
     static func engine(
         _ table: [String: [HTTPDNSIPAddress]], clock: any HTTPDNSClock, monitor: (any HTTPDNSEventMonitor)? = nil
     ) -> HTTPDNSEngine {
-        var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(table, ttl: 60, name: "table")])
+        var configuration = HTTPDNSConfiguration(resolvers: [HTTPDNSStaticResolver(table, ttl: 60, name: "table")])
         configuration.hygiene = .init(allowPrivate: true)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
-        configuration.localDNS = .custom(StaticResolver([:], name: "no-localdns"))
+        configuration.localDNS = .custom(HTTPDNSStaticResolver([:], name: "no-localdns"))
         configuration.clock = clock
         if let monitor { configuration.monitor = monitor }
         return HTTPDNSEngine(configuration: configuration)
