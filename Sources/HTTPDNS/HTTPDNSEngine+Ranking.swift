@@ -35,3 +35,11 @@ extension HTTPDNSEngine {
         return state.withLock { $0.ranking.estimate(address, now: now) }
     }
 }
+
+extension HTTPDNSEngine {
+    /// Forgets every remembered connect time: they describe paths of a network the device may have
+    /// left (for a network change).
+    package func forgetConnectTimes() {
+        state.withLock { $0.ranking.removeAll() }
+    }
+}
