@@ -34,9 +34,7 @@ extension HTTPDNSEngine {
         let now = clock.now()
         return state.withLock { $0.ranking.estimate(address, now: now) }
     }
-}
 
-extension HTTPDNSEngine {
     /// Forgets every remembered connect time: they describe paths of a network the device may have
     /// left (for a network change).
     package func forgetConnectTimes() {
