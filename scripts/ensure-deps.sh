@@ -16,6 +16,8 @@ packages=(
   knot-dnsutils          # kdig +https against httpdns serve (interoperability)
   dnsperf                # dnsperf -m doh against httpdns serve (interoperability)
   nghttp2-client         # h2load, the HTTP/2 load generator of `make bench`
+  iproute2               # ip netns / veth: tests build their own networks (blackholed addresses)
+  nftables               # nft: the drop rule that blackholes a test namespace's addresses
 )
 
 if ! command -v swift >/dev/null 2>&1; then
