@@ -19,10 +19,10 @@ extension Command {
             """),
         OptionSpec("upstream", value: "kind=url", help: """
             A resolver for names the zone lacks, tried in order (repeatable; the kinds of --provider). \
-            Without one, such names get NXDOMAIN. The server never asks the machine's own resolver.
+            Without one, such names get NXDOMAIN. The server never asks the machine's own resolver. Default none.
             """),
-        OptionSpec("tls-cert", value: "file", help: "PEM certificate chain for HTTPS listeners; reloaded on SIGHUP."),
-        OptionSpec("tls-key", value: "file", help: "PEM private key for --tls-cert; reloaded on SIGHUP."),
+        OptionSpec("tls-cert", value: "file", help: "PEM certificate chain for HTTPS listeners; reloaded on SIGHUP. Default none."),
+        OptionSpec("tls-key", value: "file", help: "PEM private key for --tls-cert; reloaded on SIGHUP. Default none."),
         OptionSpec("reuse-port", help: "Set SO_REUSEPORT so that several instances share one port. Default off."),
         OptionSpec("max-connections", value: "n", help: "Open connections in all; more get a 503 (TLS: closed). Default 10000."),
         OptionSpec("max-connections-per-client", value: "n", help: "Open connections from one client address. Default 1000."),
@@ -45,16 +45,16 @@ extension Command {
             """),
         OptionSpec("dnspod-key", value: "id=key", help: """
             A DNSPod enterprise account (repeatable): requests with id=ID and alg=des|aes have dn decrypted \
-            and the answer encrypted with KEY.
+            and the answer encrypted with KEY. Default none.
             """),
         OptionSpec("alibaba-secret", value: "account=secret", help: """
             An Alibaba account's signing secret (repeatable): /ACCOUNT/sign_d and sign_resolve then verify \
-            the MD5 signature and expiry.
+            the MD5 signature and expiry. Default none.
             """),
         OptionSpec("allow-private", help: "Pass on loopback and private addresses from upstreams (test beds). Default off."),
-        OptionSpec("cacert", value: "file", help: "PEM CA certificates trusted for TLS to upstreams, in addition to the system's."),
+        OptionSpec("cacert", value: "file", help: "PEM CA certificates trusted for TLS to upstreams, in addition to the system's. Default none."),
         OptionSpec("timeout", value: "seconds", help: "Time limit of each upstream attempt. Default 5."),
-        OptionSpec("config", value: "file", help: "A JSON config file; its \"serve\" object may hold listen, zone, upstreams, tlsCert, tlsKey."),
+        OptionSpec("config", value: "file", help: "A JSON config file; its \"serve\" object may hold listen, zone, upstreams, tlsCert, tlsKey. Default none."),
         HelpText.helpOption,
     ]
 
@@ -63,7 +63,7 @@ extension Command {
             Run an HTTPDNS server: answers DNSPod (/d?dn=), Alibaba (/ACCOUNT/d?host=), IP-list (/ips?host=) \
             and DNS-over-HTTPS (/dns-query, wire and JSON) requests from a zone file and upstream resolvers, \
             over HTTP/1.1 and HTTP/2 on one event loop. /health answers 200 "ready" (503 "draining" while \
-            stopping). SIGHUP reloads the zone and the certificate (a bad new one is refused, the old one kept, \
+            stopping), /metrics Prometheus text. SIGHUP reloads the zone and the certificate (a bad new one is refused, the old one kept, \
             and the reason printed). SIGTERM or SIGINT stops accepting, lets requests in flight finish within \
             --drain-timeout, then exits 0.
             """,

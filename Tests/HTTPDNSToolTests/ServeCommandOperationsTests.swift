@@ -36,6 +36,16 @@ final class ServeCommandOperationsTests: ToolTestCase {
         ] {
             XCTAssertTrue(help.stdoutText.contains(expected), "help lacks '\(expected)':\n\(help.stdoutText)")
         }
+        // Every option but --help states its default.
+        let options = help.stdoutText.components(separatedBy: "OPTIONS:")[1].components(separatedBy: "\n\n")[0]
+        var blocks: [String] = []
+        for line in options.split(separator: "\n") {
+            if line.hasPrefix("  -") { blocks.append(String(line)) } else if !blocks.isEmpty { blocks[blocks.count - 1] += " " + line }
+        }
+        XCTAssertGreaterThan(blocks.count, 20)
+        for block in blocks where !block.contains("--help") {
+            XCTAssertTrue(block.contains("Default"), "no default stated: \(block)")
+        }
         assertUsage(try run(["serve", "--listen", "ftp://127.0.0.1:1"]))
         assertUsage(try run(["serve", "--listen", "https://127.0.0.1:0"]))  // HTTPS without a certificate
         assertUsage(try run(["serve", "--max-connections", "0"]))
