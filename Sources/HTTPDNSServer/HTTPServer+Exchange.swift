@@ -132,7 +132,7 @@ final class HTTPServerStreamPump: @unchecked Sendable {
             let final = chunk == nil
             // The token names the C request only until the terminal message is handled: forget it
             // first, so that a request made later at the same address is not mistaken for this one.
-            if final { core.pumps.withLock { $0[token] = nil } }
+            if final { forget() }
             data.withUnsafeBytes { bytes in
                 core.post { server in
                     httpdns_h2o_post_chunk(server, UnsafeMutableRawPointer(bitPattern: token), bytes.baseAddress, bytes.count, final ? 1 : 0)
@@ -141,14 +141,21 @@ final class HTTPServerStreamPump: @unchecked Sendable {
             if final { ended = true }
             condition.unlock()
             if final {
-                finish(release: false)
+                core.finished(token)
                 return
             }
         }
     }
 
+    /// Removes this pump from the loop's table, unless another request has taken the token since.
+    private func forget() {
+        core.pumps.withLock { pumps in
+            if pumps[token] === self { pumps[token] = nil }
+        }
+    }
+
     private func finish(release: Bool) {
-        core.pumps.withLock { $0[token] = nil }
+        forget()
         if release {
             core.post { server in httpdns_h2o_post_release(server, UnsafeMutableRawPointer(bitPattern: token)) }
         }
