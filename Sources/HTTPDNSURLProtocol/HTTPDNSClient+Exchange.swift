@@ -10,18 +10,18 @@ extension HTTPDNSClient {
     enum Outcome {
         /// The response went to the delegate; the body and completion follow from the transport.
         case delivered
-        /// A redirect to follow with this request.
-        case redirect(URLRequest)
+        /// A redirect to follow with this request, and the redirect answer itself.
+        case redirect(URLRequest, RedirectAnswer)
     }
 
     /// One request/response, over as many addresses as failover needs.
     func exchange(
-        _ request: URLRequest, interceptRedirects: Bool, cookies: CookieHandling, delegate: any HTTPDNSClientDelegate,
-        task: HTTPDNSClientTask
+        _ request: URLRequest, body: RequestBody, interceptRedirects: Bool, options: RequestOptions,
+        delegate: any HTTPDNSClientDelegate, task: HTTPDNSClientTask
     ) async throws -> Outcome {
         var request = request
         var cookieStorage: HTTPCookieStorage?
-        switch cookies {
+        switch options.cookies {
         case .none:
             break
         case .storeOnly(let storage):
@@ -36,7 +36,6 @@ extension HTTPDNSClient {
             throw URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "only http and https URLs with a host are supported"])
         }
         let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
-        let body = try RequestBody(request)
         var report = HTTPDNSConnectionReport(
             host: host, answer: nil, attempts: [], connectedAddress: nil, certificateVerified: scheme == "https",
             viaBlockRedirect: false, httpVersion: "")
@@ -67,7 +66,8 @@ extension HTTPDNSClient {
                     if let error = plan.resolutionError { throw error }
                     throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(host)"])
                 }
-                let transportRequest = makeTransportRequest(request, url: url, pinned: address, body: body)
+                let transportRequest = try makeTransportRequest(
+                    request, url: url, pinned: address, body: body, idleTimeout: options.idleTimeout)
                 let attempt = AttemptDelegate(
                     originalURL: url, interceptRedirects: interceptRedirects, client: delegate, report: report,
                     request: request, cookieStorage: cookieStorage)
@@ -75,8 +75,8 @@ extension HTTPDNSClient {
                 switch result {
                 case .delivered:
                     return .delivered
-                case .redirect(let next):
-                    return .redirect(next)
+                case .redirect(let next, let answer):
+                    return .redirect(next, answer)
                 case .failed(let error):
                     report.attempts.append(.init(address: address, failure: error.description))
                     if error.code == .cancelled || task.isCancelled { throw CancellationError() }
@@ -126,17 +126,24 @@ extension HTTPDNSClient {
         return nil
     }
 
-    func makeTransportRequest(_ request: URLRequest, url: URL, pinned: IPAddress?, body: RequestBody) -> HTTPTransportRequest {
+    func makeTransportRequest(
+        _ request: URLRequest, url: URL, pinned: IPAddress?, body: RequestBody, idleTimeout: Duration? = nil
+    ) throws -> HTTPTransportRequest {
         var transportRequest = HTTPTransportRequest(url: url, method: request.httpMethod ?? "GET")
         transportRequest.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
             .map { HTTPHeader(name: $0.key, value: $0.value) }
-        transportRequest.body = body.transportBody()
+        transportRequest.body = try body.transportBody()
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
         transportRequest.trust = configuration.trust
-        let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
-        transportRequest.timeouts = .init(
-            connect: configuration.connectTimeout, total: configuration.requestTimeout,
-            idle: min(total ?? configuration.idleTimeout, configuration.idleTimeout))
+        if let idleTimeout {
+            transportRequest.timeouts = .init(
+                connect: min(configuration.connectTimeout, idleTimeout), total: configuration.requestTimeout, idle: idleTimeout)
+        } else {
+            let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
+            transportRequest.timeouts = .init(
+                connect: configuration.connectTimeout, total: configuration.requestTimeout,
+                idle: min(total ?? configuration.idleTimeout, configuration.idleTimeout))
+        }
         return transportRequest
     }
 
