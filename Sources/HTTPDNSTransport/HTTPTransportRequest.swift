@@ -44,6 +44,9 @@ public struct HTTPTransportRequest: Sendable {
     public var maxResponseBytes: Int? = nil
     /// Which certificate authorities verify the server. Verification itself is always on.
     public var trust: HTTPTransportTrust = .system
+    /// Ask for every content coding libcurl can decode (`Accept-Encoding`) and deliver the body
+    /// decoded, as `URLSession` does; the `Content-Encoding` header stays as received. Default false.
+    public var decodesContent: Bool = false
 
     public init(
         url: URL,

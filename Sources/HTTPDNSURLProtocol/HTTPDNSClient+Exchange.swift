@@ -66,8 +66,9 @@ extension HTTPDNSClient {
                     if let error = plan.resolutionError { throw error }
                     throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(host)"])
                 }
-                let transportRequest = try makeTransportRequest(
+                var transportRequest = try makeTransportRequest(
                     request, url: url, pinned: address, body: body, idleTimeout: options.idleTimeout)
+                transportRequest.decodesContent = options.decodesContent
                 let attempt = AttemptDelegate(
                     originalURL: url, interceptRedirects: interceptRedirects, client: delegate, report: report,
                     request: request, cookieStorage: cookieStorage)

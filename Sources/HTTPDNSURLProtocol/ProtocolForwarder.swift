@@ -60,6 +60,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
             options.cookies = .storeOnly(storage)
         }
         options.idleTimeout = Self.idleTimeout(request, configuration: configuration)
+        options.decodesContent = true
         options.redirect = { [self] response, next in await askRedirect(response, next) }
         options.newBodyStream = { [self] in await askNewBodyStream() }
         armResourceTimeout(configuration.timeoutIntervalForResource)

@@ -21,6 +21,8 @@ struct RequestOptions: Sendable {
     /// The limit for no byte moving, replacing the client's ``HTTPDNSClient/Configuration/idleTimeout``
     /// (and capping its connect timeout). Default nil: the client's.
     var idleTimeout: Duration? = nil
+    /// Offer content codings and deliver bodies decoded, as `URLSession` does. Default false.
+    var decodesContent = false
 }
 
 /// A redirect answer kept until someone decides whether to follow it.
