@@ -1,0 +1,56 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Lets plain `URLSession` trust the bed's private CA, for this process only.
+///
+/// swift-corelibs-foundation gives `URLSession` no way to add a trust root on Linux: libcurl inside
+/// it reads the system bundle. So the runner re-runs itself under `unshare --mount --propagation
+/// private` (as root) and bind-mounts a copy of the system bundle with the CA appended over the
+/// system file: visible to this process tree only, gone when it exits (the bench does the same).
+public enum DifferentialTrust {
+    static let marker = "HTTPDNS_DIFFERENTIAL_PRIVATE_MOUNTS"
+    static let systemBundle = "/etc/ssl/certs/ca-certificates.crt"
+
+    /// Replaces this process with itself under `unshare` when not done yet; returns only when
+    /// already inside (or throws why it cannot be).
+    public static func enterPrivateMountNamespace() throws {
+        guard ProcessInfo.processInfo.environment[marker] != "1" else { return }
+        let unshare = "/usr/bin/unshare"
+        guard geteuid() == 0 else {
+            throw DifferentialFailure("plain URLSession trusts only \(systemBundle): the runner needs root to bind-mount a bundle with the test CA")
+        }
+        guard FileManager.default.isExecutableFile(atPath: unshare),
+              let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        else { throw DifferentialFailure("\(unshare) (util-linux) is needed") }
+        setenv(marker, "1", 1)
+        let arguments = [unshare, "--mount", "--propagation", "private", executable] + CommandLine.arguments.dropFirst()
+        var pointers = arguments.map { strdup($0) }
+        pointers.append(nil)
+        execv(unshare, &pointers)
+        throw DifferentialFailure("exec \(unshare) failed: errno \(errno)")
+    }
+
+    /// Makes the system bundle, for this process only, also hold the CA at `caPath`.
+    public static func trust(caPath: String, scratch: String) throws {
+        let system = (try? String(contentsOfFile: systemBundle, encoding: .utf8)) ?? ""
+        let ca = try String(contentsOfFile: caPath, encoding: .utf8)
+        let bundle = URL(fileURLWithPath: scratch).appendingPathComponent("bundle-\(getpid()).pem")
+        try (system + "\n" + ca).write(to: bundle, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/mount")
+        process.arguments = ["--bind", bundle.path, systemBundle]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw DifferentialFailure("mount --bind of the CA bundle failed with status \(process.terminationStatus)")
+        }
+    }
+}
+
+/// Why a runner could not run a scenario.
+public struct DifferentialFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
