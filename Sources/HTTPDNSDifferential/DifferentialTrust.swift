@@ -38,14 +38,24 @@ public enum DifferentialTrust {
         let ca = try String(contentsOfFile: caPath, encoding: .utf8)
         let bundle = URL(fileURLWithPath: scratch).appendingPathComponent("bundle-\(getpid()).pem")
         try (system + "\n" + ca).write(to: bundle, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/mount")
-        process.arguments = ["--bind", bundle.path, systemBundle]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw DifferentialFailure("mount --bind of the CA bundle failed with status \(process.terminationStatus)")
+        let status = try run("/bin/mount", ["--bind", bundle.path, systemBundle])
+        guard status == 0 else {
+            throw DifferentialFailure("mount --bind of the CA bundle failed with status \(status)")
         }
+    }
+
+    /// Runs a program and waits for it (`posix_spawn` and `waitpid`: Foundation's `Process` waits
+    /// on the main run loop, which this runner does not spin).
+    static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        var pointers = ([executable] + arguments).map { strdup($0) }
+        pointers.append(nil)
+        defer { for pointer in pointers { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, nil, nil, &pointers, environ)
+        guard spawned == 0 else { throw DifferentialFailure("cannot start \(executable): error \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 }
 

@@ -57,18 +57,11 @@ case "protocol": route = URLProtocolRoute(bed: bed)
 default: fail("unknown route \(routeName)")
 }
 
-let done = DispatchSemaphore(value: 0)
-nonisolated(unsafe) var report: DifferentialReport?
-Task {
-    var result: DifferentialResult
-    do {
-        result = try await scenario.run(DifferentialContext(bed: bed, route: route))
-    } catch {
-        result = DifferentialResult()
-        result.facts["thrown"] = String((error as? URLError)?.code.rawValue ?? -1)
-    }
-    report = DifferentialReport(scenario: scenarioName, route: routeName, result: result, proof: route.proof(), failure: nil)
-    done.signal()
+var result: DifferentialResult
+do {
+    result = try await scenario.run(DifferentialContext(bed: bed, route: route))
+} catch {
+    result = DifferentialResult()
+    result.facts["thrown"] = String((error as? URLError)?.code.rawValue ?? -1)
 }
-done.wait()
-emit(report!)
+emit(DifferentialReport(scenario: scenarioName, route: routeName, result: result, proof: route.proof(), failure: nil))

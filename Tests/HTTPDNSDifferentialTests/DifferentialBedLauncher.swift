@@ -90,11 +90,13 @@ final class DifferentialBedLauncher: Sendable {
         bedPath = bedFile.path
     }
 
+    /// Stops everything; dnsmasq first: Foundation's child monitor blocks in `waitpid` on dnsmasq
+    /// (it closes its inherited descriptors while running) and would not see nginx exit before.
     func stop() {
+        dnsmasq.stop()
         hijacker.stop()
         nginx.stop()
         service.stop()
-        dnsmasq.stop()
         origin.stop()
         certificates.remove()
         try? FileManager.default.removeItem(at: scratch)

@@ -46,7 +46,9 @@ final class DifferentialTests: XCTestCase {
         let launcher = try DifferentialBedLauncher()
         defer { launcher.stop() }
         let runner = try ToolRunner(executable: Self.locateRunner())
-        let scenarios = DifferentialScenarios.all.map(\.name)
+        // HTTPDNS_DIFFERENTIAL_SCENARIOS=get,head runs only those (while working on one).
+        let only = ProcessInfo.processInfo.environment["HTTPDNS_DIFFERENTIAL_SCENARIOS"].map { Set($0.split(separator: ",").map(String.init)) }
+        let scenarios = DifferentialScenarios.all.map(\.name).filter { only?.contains($0) ?? true }
         let routes: [any DifferentialTestRoute] = [PlainTestRoute(), route]
         let jobs = scenarios.flatMap { scenario in routes.indices.map { (scenario, $0) } }
         let reports = HTTPDNSLockBox<[String: DifferentialReport]>([:])
@@ -55,7 +57,9 @@ final class DifferentialTests: XCTestCase {
             let (scenario, routeIndex) = jobs[index]
             let route = routes[routeIndex]
             do {
+                let started = ContinuousClock.now
                 let report = try Self.run(scenario, route: route, launcher: launcher, runner: runner)
+                print("differential: \(scenario) via \(route.runnerRoute) in \(ContinuousClock.now - started)")
                 reports.update { $0["\(routeIndex)/\(scenario)"] = report }
             } catch {
                 failures.update { $0.append("\(route.name) \(scenario): \(error)") }
