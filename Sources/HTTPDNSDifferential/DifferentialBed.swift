@@ -13,6 +13,8 @@ public struct DifferentialBed: Codable, Sendable {
     public var otherHost: String
     /// nginx's TLS port (HTTP/2 and HTTP/1.1) for both names.
     public var httpsPort: Int
+    /// nginx's plain-HTTP port (HTTP/1.1) for both names, same locations.
+    public var httpPort: Int
     /// The private CA that issued the origin's certificate (PEM file).
     public var caPath: String
     /// The HTTPDNS provider spec that knows the truth (`dnspod=http://127.0.0.1:PORT`).
@@ -24,12 +26,13 @@ public struct DifferentialBed: Codable, Sendable {
     public var scratch: String
 
     public init(
-        host: String, otherHost: String, httpsPort: Int, caPath: String, providerSpec: String,
+        host: String, otherHost: String, httpsPort: Int, httpPort: Int, caPath: String, providerSpec: String,
         localDNSAddress: String, localDNSPort: Int, scratch: String
     ) {
         self.host = host
         self.otherHost = otherHost
         self.httpsPort = httpsPort
+        self.httpPort = httpPort
         self.caPath = caPath
         self.providerSpec = providerSpec
         self.localDNSAddress = localDNSAddress
@@ -37,8 +40,9 @@ public struct DifferentialBed: Codable, Sendable {
         self.scratch = scratch
     }
 
-    /// `https://HOST:PORT/PATH` on the main (or the other) name.
-    public func url(_ path: String, other: Bool = false) -> URL {
-        URL(string: "https://\(other ? otherHost : host):\(httpsPort)\(path)")!
+    /// `https://HOST:PORT/PATH` on the main (or the other) name; `http://` with `plain`.
+    public func url(_ path: String, other: Bool = false, plain: Bool = false) -> URL {
+        let authority = "\(other ? otherHost : host):\(plain ? httpPort : httpsPort)"
+        return URL(string: "\(plain ? "http" : "https")://\(authority)\(path)")!
     }
 }

@@ -22,8 +22,8 @@ public struct DifferentialContext: Sendable {
         return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
-    public func url(_ path: String, other: Bool = false) -> URL {
-        bed.url(path, other: other)
+    public func url(_ path: String, other: Bool = false, plain: Bool = false) -> URL {
+        bed.url(path, other: other, plain: plain)
     }
 }
 

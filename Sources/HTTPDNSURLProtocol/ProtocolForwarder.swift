@@ -35,6 +35,10 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     private var body = Data()
     private var download: DownloadFile?
     private var resourceTimer: DispatchWorkItem?
+    /// What a retry needs: the client, the request as sent, its options.
+    var launched: (client: HTTPDNSClient, request: URLRequest, options: RequestOptions)?
+    /// A 401 held back while its challenge is answered (see `ProtocolForwarder+Challenge`).
+    var challenge = ChallengeState()
 
     init(owner: HTTPDNSURLProtocol, task: URLSessionTask, session: URLSession) {
         self.owner = owner
@@ -90,8 +94,9 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         launch(request, client: client, options: options)
     }
 
-    private func launch(_ request: URLRequest, client: HTTPDNSClient, options: RequestOptions) {
+    func launch(_ request: URLRequest, client: HTTPDNSClient, options: RequestOptions) {
         guard !stopped, !finished else { return }
+        launched = (client, request, options)
         clientTask = client.start(request, followRedirects: true, options: options, delegate: self)
     }
 
@@ -110,6 +115,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     func didReceive(response: HTTPURLResponse, connection: HTTPDNSConnectionReport) {
         queue.async { [self] in
             guard let owner, !stopped, !finished, let client = owner.client else { return }
+            if holdForChallenge(response) { return }
             if isDownload {
                 do {
                     download = try DownloadFile(expectedLength: response.expectedContentLength)
@@ -126,6 +132,10 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     func didReceive(data: Data) {
         queue.async { [self] in
             guard let owner, !stopped, !finished, let client = owner.client else { return }
+            if challenge.held != nil {
+                challenge.keep(data)
+                return
+            }
             if let download {
                 do {
                     try download.write(data)
@@ -154,12 +164,16 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
 
     func didComplete(error: (any Error)?) {
         queue.async { [self] in
+            if error == nil, challenge.held != nil, !stopped, !finished {
+                answerChallenge()
+                return
+            }
             finish(error: error)
         }
     }
 
     /// Ends the load once: the file or the whole body, then the completion; or the error.
-    private func finish(error: (any Error)?) {
+    func finish(error: (any Error)?) {
         guard let owner, !stopped, !finished else { return }
         finished = true
         resourceTimer?.cancel()
@@ -186,6 +200,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
             client.urlProtocol(owner, didLoad: body)
             body = Data()
         }
+        rememberCredential()
         client.urlProtocolDidFinishLoading(owner)
     }
 

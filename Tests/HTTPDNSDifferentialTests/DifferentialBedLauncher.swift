@@ -37,17 +37,18 @@ final class DifferentialBedLauncher: Sendable {
         let protocolHeader = [(name: "X-Protocol", value: "$server_protocol")]
         var locations: [Nginx.Location] = [
             Nginx.Location("/proto", exact: true, .text("$server_protocol\n", status: 200), headers: protocolHeader),
-            Nginx.Location("/cross", exact: true, .redirect("https://\(Self.otherHost):$server_port/echo", status: 302)),
+            Nginx.Location("/cross", exact: true, .redirect("$scheme://\(Self.otherHost):$server_port/echo", status: 302)),
             Nginx.Location(
                 "/gzip", exact: true, .proxy(backend),
                 directives: ["gzip on", "gzip_types text/plain", "gzip_min_length 0", "proxy_buffering off"]),
             .proxy("/", to: backend),
         ]
         for code in [301, 302, 303, 307, 308] {
-            locations.insert(Nginx.Location("/r\(code)", exact: true, .redirect("https://$host:$server_port/echo", status: code)), at: 0)
+            locations.insert(Nginx.Location("/r\(code)", exact: true, .redirect("$scheme://$host:$server_port/echo", status: code)), at: 0)
         }
         var configuration = Nginx.Configuration(virtualHosts: [
             .init([Self.host, Self.otherHost], tls: leaf, address: IPAddress("127.0.0.1")!, locations: locations),
+            .init([Self.host, Self.otherHost], address: IPAddress("127.0.0.1")!, locations: locations),
         ])
         configuration.httpDirectives = ["keepalive_requests 100000"]
         nginx = try Nginx(configuration)
@@ -82,7 +83,7 @@ final class DifferentialBedLauncher: Sendable {
             _ = try DifferentialPayload.file(size, in: scratch.path)
         }
         bed = DifferentialBed(
-            host: Self.host, otherHost: Self.otherHost, httpsPort: httpsPort, caPath: certificates.caCertificatePath,
+            host: Self.host, otherHost: Self.otherHost, httpsPort: httpsPort, httpPort: Int(nginx.httpPort ?? 0), caPath: certificates.caCertificatePath,
             providerSpec: "dnspod=http://127.0.0.1:\(service.port ?? 0)",
             localDNSAddress: dnsmasq.address.description, localDNSPort: Int(dnsmasq.port), scratch: scratch.path)
         let bedFile = scratch.appendingPathComponent("bed.json")

@@ -46,6 +46,11 @@ final class DifferentialTests: XCTestCase {
         let launcher = try DifferentialBedLauncher()
         defer { launcher.stop() }
         let runner = try ToolRunner(executable: Self.locateRunner())
+        if let hold = ProcessInfo.processInfo.environment["HTTPDNS_DIFFERENTIAL_HOLD"].flatMap(Double.init) {
+            // While working on a scenario: keep the bed up and run the runner by hand against it.
+            print("differential: bed \(launcher.bedPath), runner \(runner.executable.path)")
+            Thread.sleep(forTimeInterval: hold)
+        }
         // HTTPDNS_DIFFERENTIAL_SCENARIOS=get,head runs only those (while working on one).
         let only = ProcessInfo.processInfo.environment["HTTPDNS_DIFFERENTIAL_SCENARIOS"].map { Set($0.split(separator: ",").map(String.init)) }
         let scenarios = DifferentialScenarios.all.map(\.name).filter { only?.contains($0) ?? true }

@@ -49,6 +49,12 @@ final class URLSessionParityTests: XCTestCase {
                 status: Int(request.path.dropFirst())!,
                 headers: [.init(name: "Location", value: "http://other.test:\(port)/echo")],
                 body: Data("moved".utf8))
+        case "/auth":
+            guard request.header("authorization") == "Basic dXNlcjpwYXNzd29yZA==" else {
+                return HTTPServer.Response(
+                    status: 401, headers: [.init(name: "WWW-Authenticate", value: "Basic realm=\"parity\"")], body: Data("no".utf8))
+            }
+            return .text("welcome")
         case "/login":
             var response = Origin.echo(request)
             response.headers.append(.init(name: "Set-Cookie", value: "session=\(request.queryValue("who") ?? "x"); Path=/"))
@@ -236,6 +242,56 @@ final class URLSessionParityTests: XCTestCase {
         XCTAssertEqual(refused.bytes, 5, "with its body")
         XCTAssertEqual(origin.requests.filter { $0.path == "/echo" }.count, 0)
     }
+
+    // MARK: 6. A 401 challenge is answered inside the protocol
+
+    func testA401IsAnsweredThroughTheProtocolAndNeverHangs() async throws {
+        var options = ChallengeAnswerer.Answer.credential
+        let answering = ChallengeAnswerer(options)
+        let session = URLSession(configuration: protectedConfiguration(client), delegate: answering, delegateQueue: nil)
+        session.dataTask(with: url("/auth")).resume()
+        let answered = await answering.finished()
+        XCTAssertNil(answered.error)
+        XCTAssertEqual(answered.status, 200)
+        XCTAssertEqual(answering.challenges, 1)
+        // Both requests went through the protocol (the retry too: corelibs would re-send it with its
+        // own HTTP stack, resolving parity.test itself, which cannot be resolved here).
+        XCTAssertEqual(origin.requests.map { $0.header("authorization") ?? "-" }, ["-", "Basic dXNlcjpwYXNzd29yZA=="])
+
+        options = .decline
+        let declining = ChallengeAnswerer(options)
+        URLSession(configuration: protectedConfiguration(client), delegate: declining, delegateQueue: nil)
+            .dataTask(with: url("/auth")).resume()
+        let declined = await declining.finished()
+        XCTAssertEqual(declined.status, 401, "a declined challenge delivers the 401 (corelibs alone never completes)")
+
+        let (body, response) = try await protectedSession(client).data(from: url("/auth"))
+        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 401, "no delegate: the 401 is the answer")
+        XCTAssertNil((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "WWW-Authenticate"))
+        XCTAssertEqual(String(decoding: body, as: UTF8.self), "no")
+    }
+}
+
+/// Answers (or declines) every challenge.
+final class ChallengeAnswerer: TaskRecorder, @unchecked Sendable {
+    enum Answer { case credential, decline }
+    private let answer: Answer
+    private var count = 0
+
+    init(_ answer: Answer) {
+        self.answer = answer
+    }
+
+    var challenges: Int { lock.withLock { count } }
+
+    override func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+                             completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        lock.withLock { count += 1 }
+        switch answer {
+        case .credential: completionHandler(.useCredential, URLCredential(user: "user", password: "password", persistence: .forSession))
+        case .decline: completionHandler(.performDefaultHandling, nil)
+        }
+    }
 }
 
 func protectedConfiguration(_ client: HTTPDNSClient) -> URLSessionConfiguration {
@@ -280,6 +336,13 @@ class TaskRecorder: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
                     newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         lock.withLock { outcome.redirectsAsked += 1 }
         completionHandler(followRedirects ? request : nil)
+    }
+
+    /// Subclasses answer challenges by overriding (a protocol method first declared in a subclass
+    /// would not be the conformance's witness).
+    func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+                    completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        completionHandler(.performDefaultHandling, nil)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
