@@ -7,5 +7,6 @@ enum DifferentialExpectations {
         "authorization-cross-host-redirect": "Authorization on a cross-host redirect",
         "cookies-http2": "Cookies from HTTP/2 answers",
         "timeout-resource": "timeoutIntervalForResource",
+        "challenge-401": "401 challenges",
     ]
 }
