@@ -2,7 +2,7 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -48,13 +48,13 @@ public final class URLProtocolRoute: DifferentialRoute {
 
     /// A client of its own per session: installations must not mix.
     private func makeClient() -> HTTPDNSClient {
-        var engine = HTTPDNSConfiguration(providers: [try! HTTPDNSProviderSpec(parsing: bed.providerSpec).makeResolver()])
-        engine.hygiene = .init(allowLoopback: true, allowPrivate: true)
+        var engine = HTTPDNSConfiguration(resolvers: [try! HTTPDNSProviderSpec(parsing: bed.providerSpec).makeResolver()])
+        engine.hygiene = .init(allowPrivate: true)
         engine.protectedHosts = HTTPDNSHostPolicy(["*.localhost"])
-        engine.localDNS = .server(IPAddress(bed.localDNSAddress)!, port: UInt16(bed.localDNSPort))
+        engine.localDNS = .server(HTTPDNSIPAddress(bed.localDNSAddress)!, port: UInt16(bed.localDNSPort))
         engine.monitor = monitor
+        engine.trust = .caFile(bed.caPath)
         var client = HTTPDNSClient.Configuration()
-        client.trust = .caFile(bed.caPath)
         client.connectTimeout = .seconds(3)
         return HTTPDNSClient(engine: HTTPDNSEngine(configuration: engine), configuration: client)
     }

@@ -12,8 +12,8 @@ import XCTest
 final class DifferentialBedLauncher: Sendable {
     static let host = "app.localhost"
     static let otherHost = "other.localhost"
-    static let hijackAddress = IPAddress("127.0.0.41")!
-    static let dnsAddress = IPAddress("127.0.0.40")!
+    static let hijackAddress = HTTPDNSIPAddress("127.0.0.41")!
+    static let dnsAddress = HTTPDNSIPAddress("127.0.0.40")!
 
     let bed: DifferentialBed
     let bedPath: String
@@ -47,8 +47,8 @@ final class DifferentialBedLauncher: Sendable {
             locations.insert(Nginx.Location("/r\(code)", exact: true, .redirect("$scheme://$host:$server_port/echo", status: code)), at: 0)
         }
         var configuration = Nginx.Configuration(virtualHosts: [
-            .init([Self.host, Self.otherHost], tls: leaf, address: IPAddress("127.0.0.1")!, locations: locations),
-            .init([Self.host, Self.otherHost], address: IPAddress("127.0.0.1")!, locations: locations),
+            .init([Self.host, Self.otherHost], tls: leaf, address: HTTPDNSIPAddress("127.0.0.1")!, locations: locations),
+            .init([Self.host, Self.otherHost], address: HTTPDNSIPAddress("127.0.0.1")!, locations: locations),
         ])
         configuration.httpDirectives = ["keepalive_requests 100000"]
         nginx = try Nginx(configuration)
@@ -66,11 +66,11 @@ final class DifferentialBedLauncher: Sendable {
             return .text("hijacked\n")
         }
 
-        let truth = IPAddress("127.0.0.1")!
+        let truth = HTTPDNSIPAddress("127.0.0.1")!
         var serviceConfiguration = HTTPDNSService.Configuration(zone: try HTTPDNSZone(entries: [
             Self.host: .init(ipv4: [truth], ttl: 600), Self.otherHost: .init(ipv4: [truth], ttl: 600),
         ]))
-        serviceConfiguration.address = IPAddress("127.0.0.1")!
+        serviceConfiguration.address = HTTPDNSIPAddress("127.0.0.1")!
         service = HTTPDNSService(configuration: serviceConfiguration)
         try service.start()
 

@@ -20,7 +20,7 @@ final class DifferentialOrigin: Sendable {
     init() throws {
         let hits = self.hits
         server = try HTTPServer(
-            configuration: .init(address: IPAddress("127.0.0.1")!, port: 0),
+            configuration: .init(address: HTTPDNSIPAddress("127.0.0.1")!, port: 0),
             bodySink: { _ in SHA256BodySink() },
             handler: { request, sink in
                 DifferentialOrigin.route(request, sink: sink as? SHA256BodySink, hits: hits)

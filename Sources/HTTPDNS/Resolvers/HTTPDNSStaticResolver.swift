@@ -1,16 +1,17 @@
 import HTTPDNSCore
 
 /// Fixed answers, like curl's `--resolve`: for pinning, and for tests.
-public struct StaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
+public struct HTTPDNSStaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
-    private let table: [String: [IPAddress]]
+    public var origin: HTTPDNSAnswer.Origin { .static }
+    private let table: [String: [HTTPDNSIPAddress]]
     private let ttl: Int
 
     /// - Parameters:
     ///   - entries: host → addresses (hosts are normalised; `*` is not special).
     ///   - ttl: the TTL every answer carries. Default 3,600.
-    public init(_ entries: [String: [IPAddress]], ttl: Int = 3_600, name: String = "static") {
-        var table: [String: [IPAddress]] = [:]
+    public init(_ entries: [String: [HTTPDNSIPAddress]], ttl: Int = 3_600, name: String = "static") {
+        var table: [String: [HTTPDNSIPAddress]] = [:]
         for (host, addresses) in entries {
             table[HTTPDNSHostPolicy.normalize(host), default: []].append(contentsOf: addresses)
         }
@@ -22,15 +23,21 @@ public struct StaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     /// Parses curl-style entries `HOST:PORT:ADDR[,ADDR…]` (the port is accepted and ignored here;
     /// IPv6 addresses may be bracketed).
     public init(curlStyle entries: [String], ttl: Int = 3_600) throws {
-        var table: [String: [IPAddress]] = [:]
+        self.init(try HTTPDNSStaticResolver.curlStyleTable(entries), ttl: ttl)
+    }
+
+    /// The table of curl-style entries `HOST:PORT:ADDR[,ADDR…]` (for ``HTTPDNSConfiguration/staticEntries``).
+    /// - Throws: `.invalidConfiguration` naming the bad entry.
+    package static func curlStyleTable(_ entries: [String]) throws -> [String: [HTTPDNSIPAddress]] {
+        var table: [String: [HTTPDNSIPAddress]] = [:]
         for entry in entries {
             let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3, !parts[0].isEmpty, UInt16(parts[1]) != nil else {
                 throw HTTPDNSError(.invalidConfiguration, "expected HOST:PORT:ADDRESS, got \(entry)")
             }
-            var addresses: [IPAddress] = []
+            var addresses: [HTTPDNSIPAddress] = []
             for text in parts[2].split(separator: ",") {
-                guard let address = IPAddress(String(text)) else {
+                guard let address = HTTPDNSIPAddress(String(text)) else {
                     throw HTTPDNSError(.invalidConfiguration, "not an IP address: \(text)")
                 }
                 addresses.append(address)
@@ -40,7 +47,7 @@ public struct StaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
             }
             table[HTTPDNSHostPolicy.normalize(String(parts[0])), default: []].append(contentsOf: addresses)
         }
-        self.init(table, ttl: ttl)
+        return table
     }
 
     public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
