@@ -6,8 +6,12 @@ import XCTest
 /// A way to run the scenarios, as the suite sees it: which runner route, with which environment,
 /// and which scenarios differ from plain `URLSession` on purpose.
 ///
-/// A route needing process-wide state (the proxy route: `https_proxy` and its credential) gives it
-/// in ``environment``; each scenario runs in a child process, so nothing leaks between routes.
+/// A route needing process-wide state gives it in ``environment``; each scenario runs in a child
+/// process, so nothing leaks between routes. Route (b), through the proxy, is one more conformer:
+/// the test starts the proxy on loopback (engine: ``DifferentialBed/providerSpec`` as HTTPDNS, the
+/// bed's dnsmasq as LocalDNS, loopback targets allowed), and the route returns `runnerRoute
+/// "plain"` with `https_proxy`/`http_proxy` (credential included) in `environment` and no expected
+/// differences; then `try compare(ProxyTestRoute(...))`.
 protocol DifferentialTestRoute: Sendable {
     var name: String { get }
     /// `--route` of the runner.
