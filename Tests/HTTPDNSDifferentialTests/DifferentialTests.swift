@@ -114,6 +114,10 @@ final class DifferentialTests: XCTestCase {
             throw DifferentialFailure("exit \(result.status), no report; stderr: \(result.stderrText.suffix(2000))")
         }
         if let failure = report.failure { throw DifferentialFailure(failure) }
+        // A ThreadSanitizer report in the child (make test-tsan) turns its exit status to 66.
+        guard result.status == 0 else {
+            throw DifferentialFailure("exit \(result.status) after its report; stderr: \(result.stderrText.suffix(4000))")
+        }
         return report
     }
 
