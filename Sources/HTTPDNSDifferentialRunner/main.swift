@@ -21,7 +21,10 @@ func emit(_ report: DifferentialReport) -> Never {
     encoder.outputFormatting = [.sortedKeys]
     let line = String(decoding: (try? encoder.encode(report)) ?? Data(), as: UTF8.self)
     print(line)
-    exit(report.failure == nil ? 0 : 1)
+    fflush(nil)  // every output stream (reading `stdout` is not concurrency-safe)
+    // _exit, not exit: sessions still being torn down on other threads would race the exit-time
+    // cleanup of OpenSSL inside libcurl (seen under ThreadSanitizer as a crash in SSL_CTX_free).
+    _exit(report.failure == nil ? 0 : 1)
 }
 
 guard let bedPath = argument("--bed"), let routeName = argument("--route"), let scenarioName = argument("--scenario") else {
