@@ -41,14 +41,17 @@ extension ProtocolForwarder {
     }
 
     /// Fails the load with `URLError(.timedOut)` after `interval` (the resource timeout), unless it
-    /// ended before.
+    /// ended before. A timer source, cancelled when the load ends, so that the default (7 days)
+    /// holds nothing for that long.
     func armResourceTimeout(_ interval: TimeInterval) {
         guard interval > 0, interval < TimeInterval(Int32.max) else { return }
-        let timer = DispatchWorkItem { [weak self] in
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + interval)
+        timer.setEventHandler { [weak self] in
             self?.resourceTimedOut()
         }
         setResourceTimer(timer)
-        queue.asyncAfter(deadline: .now() + interval, execute: timer)
+        timer.resume()
     }
 
     /// The idle limit corelibs applies: the request's `timeoutInterval` when it was assigned, the

@@ -34,7 +34,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     private var taskDelegate: URLSessionTaskDelegate?
     private var body = Data()
     private var download: DownloadFile?
-    private var resourceTimer: DispatchWorkItem?
+    private var resourceTimer: (any DispatchSourceTimer)?
     /// What a retry needs: the client, the request as sent, its options.
     var launched: (client: HTTPDNSClient, request: URLRequest, options: RequestOptions)?
     /// A 401 held back while its challenge is answered (see `ProtocolForwarder+Challenge`).
@@ -204,7 +204,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         client.urlProtocolDidFinishLoading(owner)
     }
 
-    func setResourceTimer(_ timer: DispatchWorkItem) {
+    func setResourceTimer(_ timer: any DispatchSourceTimer) {
         resourceTimer = timer
     }
 
