@@ -65,6 +65,16 @@ final class RecordingDelegate: NSObject, URLSessionDataDelegate, URLSessionDownl
         completionHandler(options.newBodyStream.map { InputStream(data: $0) })
     }
 
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+                    totalBytesExpectedToSend: Int64) {
+        // How often is the HTTP stack's business; that it is told, and the totals, are compared.
+        lock.withLock {
+            counts["sentBodyData"] = 1
+            counts["totalBytesSent"] = max(counts["totalBytesSent", default: 0], Int(totalBytesSent))
+            counts["totalBytesExpectedToSend"] = Int(totalBytesExpectedToSend)
+        }
+    }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
         lock.withLock { count("responses") }

@@ -44,6 +44,16 @@ extension DifferentialScenarios {
             result.record("uploadTask(with:from:)", data: data, response: response, error: error)
             return result
         },
+        DifferentialScenario("upload-progress") { context in
+            var result = DifferentialResult()
+            var request = URLRequest(url: context.url("/echo"))
+            request.httpMethod = "POST"
+            request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+            let delegate = RecordingDelegate()
+            context.session(delegate: delegate).uploadTask(with: request, from: DifferentialPayload.bytes(1 << 20)).resume()
+            await delegate.finish(&result, label: "upload")
+            return result
+        },
     ]
 
     /// Downloads: the async API, a completion handler, a delegate.

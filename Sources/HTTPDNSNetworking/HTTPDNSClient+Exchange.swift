@@ -67,7 +67,7 @@ extension HTTPDNSClient {
                     throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(host)"])
                 }
                 var transportRequest = try makeTransportRequest(
-                    request, url: url, pinned: address, body: body, idleTimeout: options.idleTimeout)
+                    request, url: url, pinned: address, body: body, idleTimeout: options.idleTimeout, progress: options.bodyProgress)
                 transportRequest.decodesContent = options.decodesContent
                 let attempt = AttemptDelegate(
                     originalURL: url, interceptRedirects: interceptRedirects, client: delegate, report: report,
@@ -128,12 +128,13 @@ extension HTTPDNSClient {
     }
 
     func makeTransportRequest(
-        _ request: URLRequest, url: URL, pinned: HTTPDNSIPAddress?, body: RequestBody, idleTimeout: Duration? = nil
+        _ request: URLRequest, url: URL, pinned: HTTPDNSIPAddress?, body: RequestBody, idleTimeout: Duration? = nil,
+        progress: (@Sendable (Int) -> Void)? = nil
     ) throws -> HTTPTransportRequest {
         var transportRequest = HTTPTransportRequest(url: url, method: request.httpMethod ?? "GET")
         transportRequest.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
             .map { HTTPTransportHeader(name: $0.key, value: $0.value) }
-        transportRequest.body = try body.transportBody()
+        transportRequest.body = try body.transportBody(progress: progress)
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
         transportRequest.trust = engine.configuration.trust
         if let idleTimeout {

@@ -35,6 +35,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     private var body = Data()
     private var download: DownloadFile?
     private var resourceTimer: (any DispatchSourceTimer)?
+    private var bytesSent: Int64 = 0
     /// What a retry needs: the client, the request as sent, its options.
     var launched: (client: HTTPDNSClient, request: URLRequest, options: RequestOptions)?
     /// A 401 held back while its challenge is answered (see `ProtocolForwarder+Challenge`).
@@ -65,6 +66,10 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         }
         options.idleTimeout = Self.idleTimeout(request, configuration: configuration)
         options.decodesContent = true
+        options.bodyProgress = { [weak self] count in
+            guard let self else { return }
+            queue.async { self.reportSent(count) }
+        }
         options.redirect = { [self] response, next in await askRedirect(response, next) }
         options.newBodyStream = { [self] in await askNewBodyStream() }
         armResourceTimeout(configuration.timeoutIntervalForResource)
@@ -216,6 +221,18 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
             NSLocalizedDescriptionKey: "the resource timeout (timeoutIntervalForResource) expired",
             NSURLErrorFailingURLErrorKey: task.originalRequest?.url as Any,
         ]))
+    }
+
+    /// `didSendBodyData`, to the delegate corelibs would tell (the session's, or the per-task one).
+    private func reportSent(_ count: Int) {
+        guard !stopped, !finished else { return }
+        bytesSent += Int64(count)
+        guard let delegate = reporting == .delegate ? task.delegate : taskDelegate else { return }
+        let expected = launched?.options.body?.length ?? NSURLSessionTransferSizeUnknown
+        let (session, task, total) = (session, task, bytesSent)
+        session.delegateQueue.addOperation {
+            delegate.urlSession(session, task: task, didSendBodyData: Int64(count), totalBytesSent: total, totalBytesExpectedToSend: expected)
+        }
     }
 
     private func reportDownloadProgress(_ download: DownloadFile, chunk: Int) {

@@ -83,19 +83,26 @@ struct RequestBody: Sendable {
         }
     }
 
-    /// What the transport sends for one attempt.
+    /// What the transport sends for one attempt; with `progress`, every byte handed to libcurl is
+    /// counted there first (`URLSession`'s `didSendBodyData`).
     ///
     /// - Throws: `URLError(.fileDoesNotExist)` when an upload file cannot be opened.
-    func transportBody() throws -> HTTPTransportBody? {
+    func transportBody(progress: (@Sendable (Int) -> Void)? = nil) throws -> HTTPTransportBody? {
         switch storage {
         case .none: return nil
-        case .data(let data): return .data(data)
+        case .data(let data):
+            guard let progress else { return .data(data) }
+            return .stream(length: Int64(data.count), source: CountingSource(DataBodySource(data), progress: progress))
         case .file(let url, let length):
             guard let stream = InputStream(url: url) else {
                 throw URLError(.fileDoesNotExist, userInfo: [NSLocalizedDescriptionKey: "cannot open the upload file \(url.path)"])
             }
-            return .stream(length: length, source: InputStreamSource(stream))
-        case .stream(let source, let length): return .stream(length: length, source: source)
+            let source = InputStreamSource(stream)
+            guard let progress else { return .stream(length: length, source: source) }
+            return .stream(length: length, source: CountingSource(source, progress: progress))
+        case .stream(let source, let length):
+            guard let progress else { return .stream(length: length, source: source) }
+            return .stream(length: length, source: CountingSource(source, progress: progress))
         }
     }
 
@@ -180,4 +187,50 @@ final class InputStreamSource: HTTPTransportBodySource, @unchecked Sendable {
             return count
         }
     }
+}
+
+/// Bytes in memory, read by libcurl piece by piece (so that progress can be counted).
+final class DataBodySource: HTTPTransportBodySource, @unchecked Sendable {
+    private let data: Data
+    private let offset = HTTPDNSLock(0)
+
+    init(_ data: Data) {
+        self.data = data
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        offset.withLock { offset in
+            let count = min(buffer.count, data.count - offset)
+            guard count > 0 else { return 0 }
+            data.withUnsafeBytes { bytes in
+                buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
+            }
+            offset += count
+            return count
+        }
+    }
+
+    func rewind() -> Bool {
+        offset.withLock { $0 = 0 }
+        return true
+    }
+}
+
+/// Reports how many bytes each read handed to libcurl.
+struct CountingSource: HTTPTransportBodySource {
+    let base: any HTTPTransportBodySource
+    let progress: @Sendable (Int) -> Void
+
+    init(_ base: any HTTPTransportBodySource, progress: @escaping @Sendable (Int) -> Void) {
+        self.base = base
+        self.progress = progress
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let count = try base.read(into: buffer)
+        if count > 0 { progress(count) }
+        return count
+    }
+
+    func rewind() -> Bool { base.rewind() }
 }

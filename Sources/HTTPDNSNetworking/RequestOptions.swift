@@ -23,6 +23,8 @@ struct RequestOptions: Sendable {
     var idleTimeout: Duration? = nil
     /// Offer content codings and deliver bodies decoded, as `URLSession` does. Default false.
     var decodesContent = false
+    /// Told how many body bytes each read handed to libcurl (upload progress). Default nil.
+    var bodyProgress: (@Sendable (Int) -> Void)? = nil
 }
 
 /// A redirect answer kept until someone decides whether to follow it.

@@ -90,6 +90,13 @@ final class URLSessionParityTests: XCTestCase {
         }
         XCTAssertEqual(fromTask, payload, "uploadTask(with:from:)")
         XCTAssertEqual(origin.requests.map(\.body.count), [payload.count, payload.count, payload.count])
+
+        let progress = DataRecorder()
+        URLSession(configuration: protectedConfiguration(client), delegate: progress, delegateQueue: nil)
+            .uploadTask(with: request, from: payload).resume()
+        let uploaded = await progress.finished()
+        XCTAssertEqual(uploaded.bytesSent, Int64(payload.count), "didSendBodyData reached the whole body")
+        XCTAssertEqual(uploaded.expectedToSend, Int64(payload.count))
     }
 
     // MARK: 2. Downloads deliver a file
@@ -309,6 +316,8 @@ class TaskRecorder: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
         var chunks = 0
         var progressCalls = 0
         var redirectsAsked = 0
+        var bytesSent: Int64 = 0
+        var expectedToSend: Int64 = 0
     }
 
     let lock = NSLock()
@@ -336,6 +345,14 @@ class TaskRecorder: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
                     newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         lock.withLock { outcome.redirectsAsked += 1 }
         completionHandler(followRedirects ? request : nil)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+                    totalBytesExpectedToSend: Int64) {
+        lock.withLock {
+            outcome.bytesSent = totalBytesSent
+            outcome.expectedToSend = totalBytesExpectedToSend
+        }
     }
 
     /// Subclasses answer challenges by overriding (a protocol method first declared in a subclass
