@@ -49,7 +49,9 @@ extension DifferentialScenarios {
             var request = URLRequest(url: context.url("/echo"))
             request.httpMethod = "POST"
             request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
-            let delegate = RecordingDelegate()
+            var options = RecordingDelegate.Options()
+            options.recordsUploadProgress = true
+            let delegate = RecordingDelegate(options)
             context.session(delegate: delegate).uploadTask(with: request, from: DifferentialPayload.bytes(1 << 20)).resume()
             await delegate.finish(&result, label: "upload")
             return result
