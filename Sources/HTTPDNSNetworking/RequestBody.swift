@@ -68,11 +68,6 @@ struct RequestBody: Sendable {
         self.newStream = newStream
     }
 
-    var isEmpty: Bool {
-        if case .none = storage { return true }
-        return false
-    }
-
     /// The body's length when known.
     var length: Int64? {
         switch storage {
