@@ -79,20 +79,17 @@ struct RequestBody: Sendable {
     }
 
     /// What the transport sends for one attempt; with `progress`, every byte handed to libcurl is
-    /// counted there first (`URLSession`'s `didSendBodyData`).
-    ///
-    /// - Throws: `URLError(.fileDoesNotExist)` when an upload file cannot be opened.
-    func transportBody(progress: (@Sendable (Int) -> Void)? = nil) throws -> HTTPTransportBody? {
+    /// counted there first (`URLSession`'s `didSendBodyData`). An upload file that cannot be opened
+    /// fails the attempt with `URLError(.fileDoesNotExist)` at its first read.
+    func transportBody(progress: (@Sendable (Int) -> Void)? = nil) -> HTTPTransportBody? {
         switch storage {
         case .none: return nil
         case .data(let data):
             guard let progress else { return .data(data) }
             return .stream(length: Int64(data.count), source: CountingSource(DataBodySource(data), progress: progress))
         case .file(let url, let length):
-            guard let stream = InputStream(url: url) else {
-                throw URLError(.fileDoesNotExist, userInfo: [NSLocalizedDescriptionKey: "cannot open the upload file \(url.path)"])
-            }
-            let source = InputStreamSource(stream)
+            let source: any HTTPTransportBodySource = InputStream(url: url).map(InputStreamSource.init) ?? UnreadableSource(
+                URLError(.fileDoesNotExist, userInfo: [NSLocalizedDescriptionKey: "cannot open the upload file \(url.path)"]))
             guard let progress else { return .stream(length: length, source: source) }
             return .stream(length: length, source: CountingSource(source, progress: progress))
         case .stream(let source, let length):
@@ -228,4 +225,17 @@ struct CountingSource: HTTPTransportBodySource {
     }
 
     func rewind() -> Bool { base.rewind() }
+}
+
+/// A body that cannot be read: fails the transfer at its first read.
+struct UnreadableSource: HTTPTransportBodySource {
+    let error: URLError
+
+    init(_ error: URLError) {
+        self.error = error
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        throw error
+    }
 }

@@ -47,6 +47,13 @@ package struct HTTPTransportRequest: Sendable {
     /// Ask for every content coding libcurl can decode (`Accept-Encoding`) and deliver the body
     /// decoded, as `URLSession` does; the `Content-Encoding` header stays as received. Default false.
     package var decodesContent: Bool = false
+    /// Send the request through this proxy (`CURLOPT_PROXY`, libcurl's `no_proxy` handling off: the
+    /// caller already decided); nil leaves it to ``HTTPTransport/Configuration/useEnvironmentProxy``.
+    package var proxy: String? = nil
+    /// Called on the loop thread once the connection (and TLS) is ready, before the request is sent
+    /// (`CURLOPT_PREREQFUNCTION`); returning false aborts the transfer with `cancelled` before a
+    /// byte of the request leaves. Connection racing uses it to let only the first connection through.
+    package var connectGate: (@Sendable (HTTPTransportConnection) -> Bool)? = nil
 
     package init(
         url: URL,
