@@ -213,3 +213,20 @@ extension HTTPDNSIPAddress {
         HTTPDNSIPAddress(text) != nil
     }
 }
+
+extension HTTPDNSIPAddress {
+    /// Parses `IP:PORT` or `[IPv6]:PORT` — an IPv6 address must be bracketed, an IPv4 one must not —
+    /// the one endpoint syntax of provider specs, `--local-dns` and `--listen`.
+    ///
+    /// - Parameter allowsPortZero: accept port 0 ("pick a free one", for listening). Default false.
+    package static func parseEndpoint(_ text: Substring, allowsPortZero: Bool = false) -> (address: HTTPDNSIPAddress, port: UInt16)? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]),
+              port > 0 || allowsPortZero
+        else { return nil }
+        var host = text[..<colon]
+        let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
+        if bracketed { host = host.dropFirst().dropLast() }
+        guard let address = HTTPDNSIPAddress(String(host)), bracketed == (address.family == .v6) else { return nil }
+        return (address, port)
+    }
+}
