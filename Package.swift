@@ -70,6 +70,13 @@ let package = Package(
             ]
         ),
 
+        // The fuzz targets' properties (not a product): `make fuzz` links them into libFuzzer binaries
+        // (Fuzz/), and HTTPDNSFuzzTargetsTests replays every corpus under `make test`.
+        .target(
+            name: "HTTPDNSFuzzTargets",
+            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer"]
+        ),
+
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
         .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
 
@@ -89,6 +96,7 @@ let package = Package(
             name: "HTTPDNSAcceptanceTests",
             dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
+        .testTarget(name: "HTTPDNSFuzzTargetsTests", dependencies: ["HTTPDNSFuzzTargets", "HTTPDNSCore"]),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],

@@ -32,30 +32,27 @@ public final class HTTPDNSEngine: Sendable {
     /// Bumped under the lock by every change that can alter an answer (see ``change(_:)``).
     let generation = Atomic<UInt64>(0)
 
-    /// Creates an engine; loads a persisted cache and starts pre-resolution when configured.
+    /// Creates an engine; starts loading a persisted cache and pre-resolution when configured.
     ///
-    /// The persisted cache (at most a few MB) is read here, synchronously, so that the very first
-    /// lookups can use it; create engines at start-up rather than inside hot async paths.
+    /// The persisted cache is read in the background (lookups made before it is in go upstream);
+    /// its entries are served marked ``HTTPDNSAnswer/fromDisk`` and refreshed at their first use.
     public init(configuration: HTTPDNSConfiguration) {
         self.configuration = configuration
         self.clock = configuration.clock
         self.monitor = configuration.monitor
         self.defaultFamily = configuration.family
-        var cache = HTTPDNSCachePolicy(settings: configuration.cache.policy)
-        if let path = configuration.cache.persistencePath {
-            let persistence = HTTPDNSCachePersistence(
-                path: path, interval: configuration.cache.persistenceInterval, monitor: configuration.monitor)
-            persistence.load(into: &cache, now: configuration.clock.now())
-            self.persistence = persistence
-        } else {
-            self.persistence = nil
+        self.persistence = configuration.cache.persistencePath.map {
+            HTTPDNSCachePersistence(
+                path: $0, interval: configuration.cache.persistenceInterval, key: configuration.cache.persistenceKey,
+                monitor: configuration.monitor)
         }
-        self.state = HTTPDNSLock(State(cache: cache))
+        self.state = HTTPDNSLock(State(cache: HTTPDNSCachePolicy(settings: configuration.cache.policy)))
         self.serial = engineSerials.withLock { serial in
             serial += 1
             return serial
         }
         self.localResolver = HTTPDNSEngine.makeLocalResolver(configuration)
+        persistence?.loadInBackground(into: self)
         let names = configuration.cache.preResolve
         if !names.isEmpty {
             Task { [self] in await self.preResolve(names) }
@@ -292,7 +289,12 @@ public final class HTTPDNSEngine: Sendable {
     /// file I/O on the calling thread.
     public func saveCache() throws {
         guard let persistence else { return }
-        try persistence.save(entries: state.withLock { $0.cache.entries })
+        try persistence.save { [state] in state.withLock { $0.cache.entries } }
+    }
+
+    /// Waits until the persisted cache is loaded and queued saves are written (for tests).
+    package func waitForCacheFile() {
+        persistence?.waitForPendingWork()
     }
 
     // MARK: - Helpers
@@ -308,9 +310,11 @@ public final class HTTPDNSEngine: Sendable {
 
     /// The answer a cache entry gives for `key`.
     func cachedAnswer(_ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry, ttl: Int, stale: Bool) -> HTTPDNSAnswer {
-        HTTPDNSAnswer(
+        var answer = HTTPDNSAnswer(
             host: key.host, addresses: entry.addresses, ttl: ttl, source: entry.source, origin: entry.origin,
             fromCache: true, isStale: stale)
+        answer.fromDisk = entry.fromDisk
+        return answer
     }
 
     static func coolingLast(_ addresses: [IPAddress], cooldown: [IPAddress: Double], now: Double) -> [IPAddress] {

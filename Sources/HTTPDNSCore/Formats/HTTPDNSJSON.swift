@@ -4,7 +4,7 @@
 /// on every platform: at most ``maxDepth`` levels, duplicate object keys rejected (two different
 /// readings of one answer are a classic smuggling trick), strict UTF-8 and number grammar, numbers
 /// kept as text until a caller asks for an integer. Every error is `.malformedAnswer`.
-enum HTTPDNSJSON: Equatable, Sendable {
+package enum HTTPDNSJSON: Equatable, Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -13,10 +13,10 @@ enum HTTPDNSJSON: Equatable, Sendable {
     case object(HTTPDNSJSONObject)
 
     /// Deepest nesting accepted; provider answers use three or four levels.
-    static let maxDepth = 32
+    package static let maxDepth = 32
 
     /// Parses a whole document; trailing non-whitespace is an error.
-    static func parse(_ bytes: [UInt8], source: String) throws(HTTPDNSError) -> HTTPDNSJSON {
+    package static func parse(_ bytes: [UInt8], source: String) throws(HTTPDNSError) -> HTTPDNSJSON {
         guard bytes.count <= HTTPDNSFormatLimits.maxBodyBytes else {
             throw HTTPDNSError.malformed("JSON body too large", source: source)
         }
@@ -266,12 +266,12 @@ extension HTTPDNSJSON {
 ///
 /// An array rather than a dictionary: provider answers hold a handful of keys, read once or twice,
 /// so comparing keys costs less than hashing them and building hash tables.
-struct HTTPDNSJSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
-    var members: [(key: String, value: HTTPDNSJSON)] = []
+package struct HTTPDNSJSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
+    package var members: [(key: String, value: HTTPDNSJSON)] = []
 
     init() {}
 
-    init(dictionaryLiteral elements: (String, HTTPDNSJSON)...) {
+    package init(dictionaryLiteral elements: (String, HTTPDNSJSON)...) {
         members = elements.map { (key: $0.0, value: $0.1) }
     }
 
@@ -280,7 +280,7 @@ struct HTTPDNSJSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
     }
 
     /// Equal when the same keys map to equal values, in any order (as JSON objects compare).
-    static func == (lhs: HTTPDNSJSONObject, rhs: HTTPDNSJSONObject) -> Bool {
+    package static func == (lhs: HTTPDNSJSONObject, rhs: HTTPDNSJSONObject) -> Bool {
         lhs.members.count == rhs.members.count && lhs.members.allSatisfy { rhs[$0.key] == $0.value }
     }
 }
