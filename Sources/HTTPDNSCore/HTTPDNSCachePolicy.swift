@@ -131,8 +131,8 @@ public struct HTTPDNSCachePolicy: Sendable {
     /// ``HTTPDNSFormatLimits/maxTTL``; safe for any value (NaN, infinities, years): whatever an entry
     /// holds, a lookup never traps on the conversion to `Int`.
     package static func remainingSeconds(_ interval: Double) -> Int {
+        guard interval > 1 else { return 1 }  // also NaN
         guard interval < Double(HTTPDNSFormatLimits.maxTTL) else { return HTTPDNSFormatLimits.maxTTL }
-        guard interval > 1 else { return 1 }
         return Int(interval.rounded(.up))
     }
 

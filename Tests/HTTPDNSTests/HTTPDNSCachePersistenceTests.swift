@@ -313,3 +313,24 @@ private final class ThreadRecordingMonitor: HTTPDNSEventMonitor {
 
     func warning(_ message: String) { threads.withLock { $0.append(pthread_self()) } }
 }
+
+/// Issue 12, finding 4 in the per-thread hit memo: whatever expiry an entry holds, a memoised hit
+/// never traps.
+final class HTTPDNSHitMemoHostileTests: XCTestCase {
+    func testAnyExpiryAnswersWithoutTrapping() throws {
+        for (index, ttl) in [Int.max, Int(Int32.max), 600].enumerated() {
+            for storedAt in [1e300, .infinity, .nan, 1_767_225_600] {
+                let key = HTTPDNSHitMemo.Key(engine: UInt64.max - UInt64(index), host: "memo\(index).example", family: .ipv4)
+                let entry = HTTPDNSCacheEntry(
+                    addresses: [try XCTUnwrap(IPAddress("192.0.2.1"))], source: "p", origin: .httpdns, storedAt: storedAt,
+                    ttl: ttl)
+                // The second sighting copies the entry into the memo.
+                HTTPDNSHitMemo.remember(key, entry, refreshAt: .infinity, generation: 7)
+                HTTPDNSHitMemo.remember(key, entry, refreshAt: .infinity, generation: 7)
+                XCTAssertTrue(HTTPDNSHitMemo.contains(key))
+                let answer = try XCTUnwrap(HTTPDNSHitMemo.answer(key, now: 1_767_225_600, generation: 7))
+                XCTAssertTrue((1...HTTPDNSFormatLimits.maxTTL).contains(answer.ttl), "\(ttl) at \(storedAt): \(answer.ttl)")
+            }
+        }
+    }
+}
