@@ -17,9 +17,57 @@ extension HTTPDNSFuzzTarget {
         bytes throws(HTTPDNSFuzzFailure) in
         guard let value = try? HTTPDNSJSON.parse(bytes, source: "fuzz") else { return }
         try require(depth(value) <= HTTPDNSJSON.maxDepth + 1, "nesting deeper than \(HTTPDNSJSON.maxDepth)")
-        // Ours is the stricter reader (no duplicate keys, strict UTF-8): what it accepts, Foundation must too.
-        let reference = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+        // Written out again, the value reads back the same.
+        let written = serialized(value, numbers: true)
+        try require((try? HTTPDNSJSON.parse(written, source: "fuzz")) == value, "the value does not read back")
+        // Foundation agrees it is JSON. Numbers are left out of the comparison: ours keeps them as
+        // text (any length, any exponent, as RFC 8259 allows), Foundation refuses what a Double cannot hold.
+        let reference = try? JSONSerialization.jsonObject(with: Data(serialized(value, numbers: false)), options: [.fragmentsAllowed])
         try require(reference != nil, "accepted a document Foundation rejects")
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// `value` as JSON text; numbers as `0` unless `numbers`.
+    private static func serialized(_ value: HTTPDNSJSON, numbers: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        func string(_ text: String) {
+            out.append(0x22)
+            for byte in text.utf8 {
+                switch byte {
+                case 0x22, 0x5c: out += [0x5c, byte]
+                case 0..<0x20: out += Array("\\u00".utf8) + [hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0f)]]
+                default: out.append(byte)
+                }
+            }
+            out.append(0x22)
+        }
+        func write(_ value: HTTPDNSJSON) {
+            switch value {
+            case .null: out += Array("null".utf8)
+            case .bool(let flag): out += Array((flag ? "true" : "false").utf8)
+            case .number(let text): out += numbers ? Array(text.utf8) : [0x30]
+            case .string(let text): string(text)
+            case .array(let items):
+                out.append(0x5b)
+                for (index, item) in items.enumerated() {
+                    if index > 0 { out.append(0x2c) }
+                    write(item)
+                }
+                out.append(0x5d)
+            case .object(let object):
+                out.append(0x7b)
+                for (index, member) in object.members.enumerated() {
+                    if index > 0 { out.append(0x2c) }
+                    string(member.key)
+                    out.append(0x3a)
+                    write(member.value)
+                }
+                out.append(0x7d)
+            }
+        }
+        write(value)
+        return out
     }
 
     static let urlQuery = HTTPDNSFuzzTarget("url-query", "percent-encoding decodes back; configured base URLs stay clean") {
