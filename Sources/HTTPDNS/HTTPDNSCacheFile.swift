@@ -31,7 +31,7 @@ package enum HTTPDNSCacheFile {
     struct Entry: Codable {
         var host: String
         var family: HTTPDNSAddressFamily
-        var addresses: [IPAddress]
+        var addresses: [HTTPDNSIPAddress]
         var source: String
         var origin: HTTPDNSAnswer.Origin
         var storedAt: Double
@@ -61,7 +61,7 @@ package enum HTTPDNSCacheFile {
     /// each marked ``HTTPDNSCacheEntry/fromDisk``.
     /// - Throws: ``Rejection`` when the header, digest or JSON is not exactly right.
     package static func decode(
-        _ bytes: [UInt8], key: [UInt8]?, hygiene: HTTPDNSAnswerHygiene, settings: HTTPDNSCachePolicy.Settings, now: Double
+        _ bytes: [UInt8], key: [UInt8]?, hygiene: HTTPDNSAnswerHygiene, settings: HTTPDNSCacheSettings, now: Double
     ) throws(Rejection) -> [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] {
         guard let newline = bytes.firstIndex(of: UInt8(ascii: "\n")), newline <= 160 else {
             throw Rejection(reason: "no header")
@@ -97,7 +97,7 @@ package enum HTTPDNSCacheFile {
         _ item: Entry, policy: HTTPDNSCachePolicy, hygiene: HTTPDNSAnswerHygiene, now: Double
     ) -> HTTPDNSCacheEntry? {
         guard HTTPDNSHostPolicy.normalize(item.host) == item.host, HTTPDNSHostPolicy.isValidHostName(item.host),
-              !IPAddress.isLiteral(item.host), item.source.utf8.count <= 256,
+              !HTTPDNSIPAddress.isLiteral(item.host), item.source.utf8.count <= 256,
               item.storedAt.isFinite, item.storedAt >= 0, item.storedAt <= now + 60
         else { return nil }
         let limit = HTTPDNSFormatLimits.maxAddressesPerName

@@ -23,11 +23,11 @@ extension HTTPDNSEngine {
     func launch(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) {
         let host = key.host, family = key.family
         monitor.lookupStarted(host: host, family: family)
-        let budget = configuration.timeouts.httpdnsBudget
+        let budget = configuration.timeouts.httpdnsBudget.inSeconds
         let deadline = ContinuousClock.now.advanced(by: .seconds(budget))
         let providers = orderedProviders()
         if let first = providers.first as? HTTPDNSProvider {
-            let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt, budget)) {
+            let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt.inSeconds, budget)) {
                 [self] result in
                 do {
                     land(key, flight, .success(try accept(result.get(), from: first, host: host, family: family)))
@@ -136,7 +136,7 @@ extension HTTPDNSEngine {
                     error: HTTPDNSError(.timedOut, "HTTPDNS budget of \(timeouts.httpdnsBudget) s used up", host: host)))
                 break
             }
-            let seconds = min(timeouts.perAttempt, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
+            let seconds = min(timeouts.perAttempt.inSeconds, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
             do {
                 let records = try await resolveWithin(provider, host, family: family, within: seconds)
                 return try accept(records, from: provider, host: host, family: family)
@@ -171,7 +171,7 @@ extension HTTPDNSEngine {
         // Static entries are the user's own pins (curl's --resolve): trusted as given, loopback
         // and private space included; everything from a service goes through the hygiene rules.
         let isStatic = provider is StaticResolver
-        let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true) : configuration.hygiene
+        let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowPrivate: true) : configuration.hygiene
         let outcome = hygiene.filter(records, family: family)
         guard !outcome.kept.isEmpty else {
             if outcome.rejected.isEmpty {
@@ -200,14 +200,14 @@ extension HTTPDNSEngine {
     func orderedProviders() -> [any HTTPDNSResolver] {
         let now = configuration.clock.now()
         let cooling = state.withLock { $0.providerCooldown }
-        guard !cooling.isEmpty else { return configuration.providers }
-        let healthy = configuration.providers.filter { (cooling[$0.name] ?? 0) <= now }
-        let resting = configuration.providers.filter { (cooling[$0.name] ?? 0) > now }
+        guard !cooling.isEmpty else { return configuration.resolvers }
+        let healthy = configuration.resolvers.filter { (cooling[$0.name] ?? 0) <= now }
+        let resting = configuration.resolvers.filter { (cooling[$0.name] ?? 0) > now }
         return healthy + resting
     }
 
     func markProvider(_ name: String, failed: Bool) {
-        let until = configuration.clock.now() + configuration.failover.providerCooldown
+        let until = configuration.clock.now() + configuration.failover.providerCooldown.inSeconds
         state.withLock { state in
             if failed {
                 state.providerCooldown[name] = until

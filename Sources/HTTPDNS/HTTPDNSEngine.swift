@@ -14,7 +14,7 @@ public final class HTTPDNSEngine: Sendable {
         var cache: HTTPDNSCachePolicy
         var inFlight: [HTTPDNSCacheKey: HTTPDNSFlight] = [:]
         var providerCooldown: [String: Double] = [:]
-        var addressCooldown: [IPAddress: Double] = [:]
+        var addressCooldown: [HTTPDNSIPAddress: Double] = [:]
         var upstreamLookups = 0
     }
 
@@ -37,14 +37,19 @@ public final class HTTPDNSEngine: Sendable {
     /// The persisted cache is read in the background (lookups made before it is in go upstream);
     /// its entries are served marked ``HTTPDNSAnswer/fromDisk`` and refreshed at their first use.
     public init(configuration: HTTPDNSConfiguration) {
+        var configuration = configuration
+        configuration.resolvers = configuration.resolvers.map { HTTPDNSEngine.trusting(configuration.trust, $0) }
+        if case .custom(let resolver) = configuration.localDNS {
+            configuration.localDNS = .custom(HTTPDNSEngine.trusting(configuration.trust, resolver))
+        }
         self.configuration = configuration
         self.clock = configuration.clock
         self.monitor = configuration.monitor
         self.defaultFamily = configuration.family
         self.persistence = configuration.cache.persistencePath.map {
             HTTPDNSCachePersistence(
-                path: $0, interval: configuration.cache.persistenceInterval, key: configuration.cache.persistenceKey,
-                monitor: configuration.monitor)
+                path: $0, interval: configuration.cache.persistenceInterval.inSeconds,
+                key: configuration.cache.persistenceKey, monitor: configuration.monitor)
         }
         self.state = HTTPDNSLock(State(cache: HTTPDNSCachePolicy(settings: configuration.cache.policy)))
         self.serial = engineSerials.withLock { serial in
@@ -57,6 +62,11 @@ public final class HTTPDNSEngine: Sendable {
         if !names.isEmpty {
             Task { [self] in await self.preResolve(names) }
         }
+    }
+
+    /// `resolver` with the engine's trust where it is an HTTPDNS provider without one of its own.
+    package static func trusting(_ trust: HTTPDNSTrust, _ resolver: any HTTPDNSResolver) -> any HTTPDNSResolver {
+        (resolver as? HTTPDNSProvider)?.trusting(trust) ?? resolver
     }
 
     /// Whether requests to `host` go through the engine (IP literals never do).
@@ -177,7 +187,7 @@ public final class HTTPDNSEngine: Sendable {
     /// A cache miss (or expired entry): one shared upstream lookup, stale answer if it fails.
     @usableFromInline
     func resolveMiss(_ key: HTTPDNSCacheKey, original host: String, staleFallback: Bool) async throws -> HTTPDNSAnswer {
-        if let literal = IPAddress(key.host) {
+        if let literal = HTTPDNSIPAddress(key.host) {
             return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
         }
         guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
@@ -223,7 +233,7 @@ public final class HTTPDNSEngine: Sendable {
         var remaining: [String] = []
         for host in hosts {
             let name = HTTPDNSHostPolicy.normalize(host)
-            guard HTTPDNSHostPolicy.isValidHostName(name), !IPAddress.isLiteral(name), !remaining.contains(name),
+            guard HTTPDNSHostPolicy.isValidHostName(name), !HTTPDNSIPAddress.isLiteral(name), !remaining.contains(name),
                   cachedAnswer(name, family: family) == nil
             else { continue }
             remaining.append(name)
@@ -231,7 +241,7 @@ public final class HTTPDNSEngine: Sendable {
         if remaining.count > 1 {
             for provider in orderedProviders() where !remaining.isEmpty {
                 let batch = remaining
-                let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget, context: provider.name) {
+                let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget.inSeconds, context: provider.name) {
                     try await provider.resolve(batch: batch, family: family)
                 }) ?? []
                 for set in sets where remaining.contains(set.host) {
@@ -273,13 +283,13 @@ public final class HTTPDNSEngine: Sendable {
 
     /// Tells the engine that connecting to `address` failed: for ``HTTPDNSConfiguration/Failover/addressCooldown``
     /// seconds it is moved behind the other addresses of every answer.
-    public func reportUnreachable(_ address: IPAddress) {
-        let until = configuration.clock.now() + configuration.failover.addressCooldown
+    public func reportUnreachable(_ address: HTTPDNSIPAddress) {
+        let until = configuration.clock.now() + configuration.failover.addressCooldown.inSeconds
         change { $0.addressCooldown[address] = until }
     }
 
     /// Whether `address` is cooling down after a failed connection.
-    public func isCoolingDown(_ address: IPAddress) -> Bool {
+    public func isCoolingDown(_ address: HTTPDNSIPAddress) -> Bool {
         let now = configuration.clock.now()
         return state.withLock { ($0.addressCooldown[address] ?? 0) > now }
     }
@@ -317,7 +327,7 @@ public final class HTTPDNSEngine: Sendable {
         return answer
     }
 
-    static func coolingLast(_ addresses: [IPAddress], cooldown: [IPAddress: Double], now: Double) -> [IPAddress] {
+    static func coolingLast(_ addresses: [HTTPDNSIPAddress], cooldown: [HTTPDNSIPAddress: Double], now: Double) -> [HTTPDNSIPAddress] {
         let cooling = addresses.filter { (cooldown[$0] ?? 0) > now }
         guard !cooling.isEmpty else { return addresses }
         return addresses.filter { (cooldown[$0] ?? 0) <= now } + cooling

@@ -37,7 +37,7 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
     /// Whether requests to `host` go through HTTPDNS.
     public func protects(_ host: String) -> Bool {
         let name = HTTPDNSHostPolicy.normalize(host)
-        guard !name.isEmpty, !IPAddress.isLiteral(name) else { return false }
+        guard !name.isEmpty, !HTTPDNSIPAddress.isLiteral(name) else { return false }
         if everything || exact.contains(name) { return true }
         return suffixes.contains { name.hasSuffix($0) && name.count > $0.count }
     }

@@ -24,7 +24,7 @@ extension HTTPDNSFuzzTarget {
     }
 
     /// Settings and clock of the cache-file target.
-    private static let cacheSettings = HTTPDNSCachePolicy.Settings()
+    private static let cacheSettings = HTTPDNSCacheSettings()
     private static let cacheNow: Double = 1_767_225_600
 
     static let cacheFile = HTTPDNSFuzzTarget(
@@ -56,7 +56,7 @@ extension HTTPDNSFuzzTarget {
         let ttl = Int(truncatingIfNeeded: (0..<8).reduce(UInt64(0)) { value, _ in value << 8 | UInt64(raw.choice(256)) })
         let storedAt = Double(bitPattern: (0..<8).reduce(UInt64(0)) { value, _ in value << 8 | UInt64(raw.choice(256)) })
         var entry = HTTPDNSCacheEntry(
-            addresses: [IPAddress("192.0.2.1")!], source: "p", origin: .httpdns, storedAt: storedAt, ttl: ttl)
+            addresses: [HTTPDNSIPAddress("192.0.2.1")!], source: "p", origin: .httpdns, storedAt: storedAt, ttl: ttl)
         entry.fromDisk = raw.choice(2) == 1
         cache.insert(cacheKey, entry)
         for now in [cacheNow, storedAt, storedAt + 1, -Double.greatestFiniteMagnitude, .greatestFiniteMagnitude, .infinity] {
@@ -71,7 +71,7 @@ extension HTTPDNSFuzzTarget {
         try require(entries.count <= cacheSettings.capacity, "\(entries.count) entries")
         try require(Set(entries.map(\.key)).count == entries.count, "a key loaded twice")
         for (key, entry) in entries {
-            try require(isNormalisedHostName(key.host) && !IPAddress.isLiteral(key.host), "host \(key.host)")
+            try require(isNormalisedHostName(key.host) && !HTTPDNSIPAddress.isLiteral(key.host), "host \(key.host)")
             try require(!entry.addresses.isEmpty, "no address for \(key.host)")
             try require(entry.addresses.allSatisfy { !$0.isBogon }, "a bogon for \(key.host)")
             try require(entry.addresses.allSatisfy { address in

@@ -93,7 +93,7 @@ extension HTTPDNSFuzzTarget {
     static let ipAddress = HTTPDNSFuzzTarget("ip-address", "IP literals agree with inet_pton; text round-trips; inet_ntop agrees") {
         bytes throws(HTTPDNSFuzzFailure) in
         var text = bytes[...]
-        let parsed = IPAddress(String(decoding: bytes, as: UTF8.self))
+        let parsed = HTTPDNSIPAddress(String(decoding: bytes, as: UTF8.self))
         let validUTF8 = String(validating: bytes, as: UTF8.self) != nil
         if text.count >= 2, text.first == UInt8(ascii: "["), text.last == UInt8(ascii: "]") {
             text = text.dropFirst().dropLast()
@@ -102,21 +102,21 @@ extension HTTPDNSFuzzTarget {
             let bracketed = text.count != bytes.count
             let v6 = reference(AF_INET6, Array(text))
             let v4 = bracketed ? nil : reference(AF_INET, Array(text))
-            try require(parsed?.bytes == (v6 ?? v4), "IPAddress \(parsed?.description ?? "nil") but inet_pton \(String(describing: v6 ?? v4))")
+            try require(parsed?.bytes == (v6 ?? v4), "HTTPDNSIPAddress \(parsed?.description ?? "nil") but inet_pton \(String(describing: v6 ?? v4))")
         }
         if let parsed {
-            try require(IPAddress(parsed.description) == parsed, "description does not parse back")
-            try require(IPAddress(parsed.uriText) == parsed, "uriText does not parse back")
+            try require(HTTPDNSIPAddress(parsed.description) == parsed, "description does not parse back")
+            try require(HTTPDNSIPAddress(parsed.uriText) == parsed, "uriText does not parse back")
             // inet_ntop prints IPv4-compatible addresses (::a.b.c.d, deprecated) dotted; RFC 5952 does not.
             let compatible = parsed.family == .v6 && parsed.bytes[0..<12].allSatisfy { $0 == 0 }
             if !compatible { try require(parsed.description == printed(parsed), "description \(parsed.description) vs inet_ntop") }
         }
         for count in [4, 16] where bytes.count >= count {
-            guard let raw = IPAddress(bytes: Array(bytes.prefix(count))) else {
+            guard let raw = HTTPDNSIPAddress(bytes: Array(bytes.prefix(count))) else {
                 throw HTTPDNSFuzzFailure(detail: "\(count) bytes are not an address")
             }
             try require(raw.bytes == Array(bytes.prefix(count)), "bytes do not round-trip")
-            try require(IPAddress(raw.description) == raw, "\(raw) does not parse back")
+            try require(HTTPDNSIPAddress(raw.description) == raw, "\(raw) does not parse back")
         }
     }
 
@@ -129,7 +129,7 @@ extension HTTPDNSFuzzTarget {
         let policy = HTTPDNSHostPolicy(patterns)
         let protected = policy.protects(host)
         let name = HTTPDNSHostPolicy.normalize(host)
-        if IPAddress.isLiteral(host) || IPAddress.isLiteral(name) || name.isEmpty {
+        if HTTPDNSIPAddress.isLiteral(host) || HTTPDNSIPAddress.isLiteral(name) || name.isEmpty {
             try require(!protected, "a literal or empty host is protected")
             return
         }
@@ -145,8 +145,8 @@ extension HTTPDNSFuzzTarget {
         bytes throws(HTTPDNSFuzzFailure) in
         // The first line is Cache-Control, the second (if any) Age.
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
-        var headers = [HTTPHeader(name: "Cache-Control", value: String(lines[0]))]
-        if lines.count > 1 { headers.append(HTTPHeader(name: "Age", value: String(lines[1]))) }
+        var headers = [HTTPTransportHeader(name: "Cache-Control", value: String(lines[0]))]
+        if lines.count > 1 { headers.append(HTTPTransportHeader(name: "Age", value: String(lines[1]))) }
         let head = HTTPTransportResponseHead(statusCode: 200, headers: headers, connectedAddress: nil, httpVersion: "2")
         let response = HTTPTransportResponse(head: head, body: Data(), metrics: HTTPTransportMetrics())
         let lifetime = HTTPDNSProvider.freshnessLifetime(response)
@@ -178,7 +178,7 @@ extension HTTPDNSFuzzTarget {
     }
 
     /// inet_ntop's text for `address`.
-    private static func printed(_ address: IPAddress) -> String {
+    private static func printed(_ address: HTTPDNSIPAddress) -> String {
         var bytes = address.bytes
         var out = [CChar](repeating: 0, count: 64)
         let family = address.family == .v4 ? AF_INET : AF_INET6

@@ -32,12 +32,12 @@ public final class HTTPDNSService: Sendable {
         /// `HTTPDNSProviderSpec(parsing:).makeResolver()`). Default none: such names are NXDOMAIN.
         public var resolvers: [any HTTPDNSResolver] = []
         /// Which upstream addresses are passed on. Default: no loopback, no private space (a test
-        /// bed on 127.0.0.0/8 sets `allowLoopback`).
+        /// bed on 127.0.0.0/8 sets `allowPrivate`).
         public var hygiene: HTTPDNSAnswerHygiene = .init()
         /// Time limits for upstream lookups. Default the engine's (1.5 s per resolver, 2 s in all).
         public var timeouts: HTTPDNSConfiguration.Timeouts = .init()
         /// Cache settings (TTL floor and ceiling, capacity). Default the engine's.
-        public var cache: HTTPDNSCachePolicy.Settings = .init()
+        public var cache: HTTPDNSCacheSettings = .init()
 
         public init(resolvers: [any HTTPDNSResolver] = []) {
             self.resolvers = resolvers
@@ -86,7 +86,7 @@ public final class HTTPDNSService: Sendable {
         /// Upstream resolvers for other names. Default none.
         public var upstream: Upstream = .init()
         /// Address to listen on. Default 127.0.0.1.
-        public var address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!
+        public var address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!
         /// Port to listen on; 0 lets the system pick (read ``HTTPDNSService/port``). Default 0.
         public var port: Int = 0
         /// PEM certificate chain; with ``tlsKeyPEM`` the service speaks HTTPS only. Default nil.
@@ -118,7 +118,7 @@ public final class HTTPDNSService: Sendable {
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
-            var engineConfiguration = HTTPDNSConfiguration(providers: configuration.upstream.resolvers)
+            var engineConfiguration = HTTPDNSConfiguration(resolvers: configuration.upstream.resolvers)
             // The server must not leak names to the machine's resolver: upstreams only.
             engineConfiguration.failover.httpdnsOnly = true
             engineConfiguration.hygiene = configuration.upstream.hygiene

@@ -15,7 +15,7 @@ final class HTTPDNSCachePolicyHostileTests: XCTestCase {
                 for lookupAt in [now, storedAt, .infinity, -.infinity, .nan] {
                     var cache = HTTPDNSCachePolicy()
                     cache.insert(key, HTTPDNSCacheEntry(
-                        addresses: [IPAddress("192.0.2.1")!], source: "p", origin: .httpdns, storedAt: storedAt, ttl: ttl))
+                        addresses: [HTTPDNSIPAddress("192.0.2.1")!], source: "p", origin: .httpdns, storedAt: storedAt, ttl: ttl))
                     let stored = try XCTUnwrap(cache.peek(key))
                     XCTAssertTrue((0...HTTPDNSFormatLimits.maxTTL).contains(stored.ttl), "TTL \(ttl) stored as \(stored.ttl)")
                     if case .fresh(_, let remaining, _) = cache.lookup(key, now: lookupAt) {
@@ -30,7 +30,7 @@ final class HTTPDNSCachePolicyHostileTests: XCTestCase {
 
     func testTTLPastTwoToTheThirtyFirstIsStoredAsZero() {
         var cache = HTTPDNSCachePolicy()
-        cache.insert(key, HTTPDNSCacheEntry(addresses: [IPAddress("192.0.2.1")!], source: "p", origin: .httpdns, storedAt: now, ttl: Int.max))
+        cache.insert(key, HTTPDNSCacheEntry(addresses: [HTTPDNSIPAddress("192.0.2.1")!], source: "p", origin: .httpdns, storedAt: now, ttl: Int.max))
         XCTAssertEqual(cache.peek(key)?.ttl, 0)
         XCTAssertEqual(cache.lookup(key, now: now + 1), .expired(cache.peek(key)!))
     }
@@ -47,7 +47,7 @@ final class HTTPDNSCachePolicyHostileTests: XCTestCase {
     /// An entry loaded from disk asks for a refresh at its first lookup, whatever its age.
     func testEntriesFromDiskAskForARefreshAtOnce() {
         var cache = HTTPDNSCachePolicy()
-        var entry = HTTPDNSCacheEntry(addresses: [IPAddress("192.0.2.1")!], source: "p", origin: .httpdns, storedAt: now, ttl: 600)
+        var entry = HTTPDNSCacheEntry(addresses: [HTTPDNSIPAddress("192.0.2.1")!], source: "p", origin: .httpdns, storedAt: now, ttl: 600)
         entry.fromDisk = true
         cache.insert(key, entry)
         guard case .fresh(_, _, let refresh) = cache.lookup(key, now: now + 1) else { return XCTFail("not fresh") }

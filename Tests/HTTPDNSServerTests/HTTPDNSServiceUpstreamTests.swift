@@ -27,7 +27,7 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
         let front = try startService { configuration in
             configuration.zone = try! HTTPDNSZone(json: Data(#"{"front.test": {"A": ["192.0.2.77"]}}"#.utf8))
             configuration.upstream.resolvers = [try! self.resolver("doh=" + self.base(back) + "/dns-query")]
-            configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true)
+            configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowPrivate: true)
         }
         let client = try resolver("dnspod=" + base(front))
         let own = try await client.resolve("front.test", family: .ipv4)
@@ -73,7 +73,7 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
         dead.stop()
         let front = try startService { configuration in
             configuration.upstream.resolvers = [try! self.resolver("doh=\(deadURL)/dns-query")]
-            configuration.upstream.timeouts.perAttempt = 2
+            configuration.upstream.timeouts.perAttempt = .seconds(2)
         }
         let message = DNSMessage.query(name: try DNSName("elsewhere.test"), type: .A)
         let response = try await fetch(base(front) + "/dns-query?dns=" + DoHWireFormat.base64URL(message))

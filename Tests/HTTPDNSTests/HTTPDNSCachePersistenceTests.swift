@@ -224,7 +224,7 @@ final class HTTPDNSCachePersistenceTests: XCTestCase {
         let path = directory + "/corrupt.json"
         try write(Array("not a cache file".utf8), to: path)
         let monitor = ThreadRecordingMonitor()
-        var configuration = HTTPDNSConfiguration(providers: [])
+        var configuration = HTTPDNSConfiguration(resolvers: [])
         configuration.monitor = monitor
         configuration.cache.persistencePath = path
         let subject = HTTPDNSEngine(configuration: configuration)
@@ -239,7 +239,7 @@ final class HTTPDNSCachePersistenceTests: XCTestCase {
         let path = directory + "/scheduled.json"
         let first = engine([FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))]) {
             $0.cache.persistencePath = path
-            $0.cache.persistenceInterval = 0.05
+            $0.cache.persistenceInterval = .milliseconds(50)
         }
         _ = try await first.resolve("auto.example")
         try await waitUntil { FileManager.default.fileExists(atPath: path) }
@@ -272,7 +272,7 @@ final class HTTPDNSCachePersistenceTests: XCTestCase {
     private func sampleEntries() throws -> [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] {
         func entry(_ addresses: [String]) throws -> HTTPDNSCacheEntry {
             HTTPDNSCacheEntry(
-                addresses: try addresses.map { try XCTUnwrap(IPAddress($0)) }, source: "p", origin: .httpdns,
+                addresses: try addresses.map { try XCTUnwrap(HTTPDNSIPAddress($0)) }, source: "p", origin: .httpdns,
                 storedAt: now - 10, ttl: 600)
         }
         return [
@@ -322,7 +322,7 @@ final class HTTPDNSHitMemoHostileTests: XCTestCase {
             for storedAt in [1e300, .infinity, .nan, 1_767_225_600] {
                 let key = HTTPDNSHitMemo.Key(engine: UInt64.max - UInt64(index), host: "memo\(index).example", family: .ipv4)
                 let entry = HTTPDNSCacheEntry(
-                    addresses: [try XCTUnwrap(IPAddress("192.0.2.1"))], source: "p", origin: .httpdns, storedAt: storedAt,
+                    addresses: [try XCTUnwrap(HTTPDNSIPAddress("192.0.2.1"))], source: "p", origin: .httpdns, storedAt: storedAt,
                     ttl: ttl)
                 // The second sighting copies the entry into the memo.
                 HTTPDNSHitMemo.remember(key, entry, refreshAt: .infinity, generation: 7)

@@ -10,57 +10,7 @@ import FoundationNetworking
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
-
-/// The demonstration (`httpdns demo`, run by `make demo`): a hijacked lookup and the protected one,
-/// side by side, on loopback only.
-///
-/// It starts nginx (the real origin, two HTTPS sites told apart by SNI plus a plain HTTP one), a
-/// hijacker serving an ad page on another loopback address, dnsmasq as a LocalDNS that points the demo
-/// names at the hijacker, and `httpdns serve` with the true zone. For each URL it fetches once the way
-/// an unprotected app would (LocalDNS's address) and once through swift-httpdns, then runs the hijack
-/// check. Everything is stopped on exit, on error and on Ctrl-C.
-func runDemo(arguments: [String] = []) async -> Int32 {
-    guard arguments.isEmpty else {
-        Output.usage(UsageError("demo takes no arguments", command: "httpdns demo"))
-        return ExitStatus.usage
-    }
-    try? Output.line("swift-httpdns demo: DNS hijacking and IP direct connect, all on loopback (nothing leaves this machine)\n")
-
-    // The watcher comes first, so that Ctrl-C during start-up also stops what already runs.
-    let cleanup = DemoCleanup()
-    let watcher = SignalWatcher { signal in
-        cleanup.run()
-        Output.diagnostic("\ninterrupted: everything the demo started has been stopped")
-        exit(128 + signal)
-    }
-    defer {
-        cleanup.run()
-        watcher.stop()
-    }
-    let bed: DemoBed
-    do {
-        bed = try DemoBed(cleanup: cleanup) { step in try? Output.line("  · \(step)") }
-    } catch {
-        Output.error("demo: could not start its servers: \(error)")
-        return ExitStatus.failure
-    }
-
-    let demo = DemoRun(bed: bed)
-    try? Output.line("")
-    for url in bed.urls {
-        await demo.compare(url)
-    }
-    try? Output.line("""
-        What happened: the lying LocalDNS sent every demo name to the hijacker at \(DemoBed.hijacker). Unprotected, \
-        HTTPS fails (the hijacker cannot show a valid certificate) and plain HTTP silently shows the ad page. \
-        Protected, swift-httpdns asked HTTPDNS, connected to \(DemoBed.origin), and still sent the real name \
-        in Host and TLS SNI and verified the certificate for it.
-        """)
-    cleanup.run()
-    try? Output.line("Everything the demo started has been stopped.")
-    return ExitStatus.success
-}
+import HTTPDNSNetworking
 
 /// One comparison per URL.
 struct DemoRun {
@@ -68,22 +18,22 @@ struct DemoRun {
     let engine: HTTPDNSEngine
     let client: HTTPDNSClient
     let transport = HTTPTransport()
-    let localDNS: DNSServerResolver
+    let localDNS: HTTPDNSUDPResolver
 
     init(bed: DemoBed) {
         self.bed = bed
-        localDNS = DNSServerResolver(server: bed.dnsmasq.address, port: bed.dnsmasq.port, timeout: .seconds(2))
+        localDNS = HTTPDNSUDPResolver(server: bed.dnsmasq.address, port: bed.dnsmasq.port, timeout: .seconds(2))
         // The provider spec is what `--provider dnspod=URL` builds; LocalDNS is the lying dnsmasq.
         let provider = (try? HTTPDNSProviderSpec(parsing: "dnspod=\(bed.httpdnsURL)").makeResolver(transport: transport))
             ?? StaticResolver([:])
-        var configuration = HTTPDNSConfiguration(providers: [provider])
+        var configuration = HTTPDNSConfiguration(resolvers: [provider])
         configuration.localDNS = .server(bed.dnsmasq.address, port: bed.dnsmasq.port)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.demo.test"])
         // Loopback is where this demo's servers live; real deployments keep the default (dropped).
-        configuration.hygiene = HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true)
+        configuration.hygiene = HTTPDNSAnswerHygiene(allowPrivate: true)
+        configuration.trust = .caFile(bed.certificates.caCertificatePath)
         engine = HTTPDNSEngine(configuration: configuration)
         var clientConfiguration = HTTPDNSClient.Configuration()
-        clientConfiguration.trust = .caFile(bed.certificates.caCertificatePath)
         clientConfiguration.connectTimeout = .seconds(3)
         client = HTTPDNSClient(engine: engine, transport: transport, configuration: clientConfiguration)
     }
@@ -97,22 +47,18 @@ struct DemoRun {
         var lines = ["\(url.absoluteString)"]
         lines += DemoRun.columns(
             ["WITHOUT protection (system LocalDNS)"] + left, ["WITH swift-httpdns (HTTPDNS first)"] + right)
-        let report = await engine.checkHijack(host)
         // For HTTPS, confirm by connecting (what `httpdns check --probe-port` does).
-        var probe: CheckProbe.Result?
-        if url.scheme == "https", let port = url.port {
-            probe = await CheckProbe(port: port, transport: transport, trust: .caFile(bed.certificates.caCertificatePath)).run(report)
-        }
-        let hijack = Command.isHijack(report, strict: true, probe: probe)
-        lines.append("  httpdns check \(host)\(probe.map { " --probe-port \($0.port)" } ?? ""):")
-        lines += Command.human(report, hijack: hijack, strict: true, probe: probe).split(separator: "\n").dropFirst().map { "  \($0)" }
-        try? Output.line(lines.joined(separator: "\n") + "\n")
+        let probePort = url.scheme == "https" ? url.port : nil
+        let report = await engine.checkHijack(host, check: HTTPDNSHijackCheck(probePort: probePort))
+        lines.append("  httpdns check \(host)\(probePort.map { " --probe-port \($0)" } ?? ""):")
+        lines += report.description.split(separator: "\n").dropFirst().map { "  \($0)" }
+        DemoOutput.line(lines.joined(separator: "\n") + "\n")
     }
 
     /// What an app without protection gets: LocalDNS's address, then a normal (verified) request.
     func unprotected(_ url: URL) async -> [String] {
         let host = url.host ?? "?"
-        let address: IPAddress
+        let address: HTTPDNSIPAddress
         do {
             guard let first = try await localDNS.resolve(host, family: .ipv4).ipv4.first else { return ["LocalDNS: no address"] }
             address = first
@@ -162,9 +108,11 @@ struct DemoRun {
         }
     }
 
+    /// The detail (a demo shows what went wrong, not the sentence an app would show).
     static func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPDNSError { return Command.explain(error) }
-        return error.localizedDescription
+        if let error = error as? HTTPDNSError { return error.debugDescription }
+        if let underlying = (error as? URLError)?.httpdnsUnderlyingError { return String(describing: underlying) }
+        return String(describing: error)
     }
 
     static func snippet(_ body: Data) -> String {

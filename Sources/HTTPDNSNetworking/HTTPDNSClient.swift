@@ -18,8 +18,6 @@ import FoundationNetworking
 public final class HTTPDNSClient: Sendable {
     /// Settings of one client.
     public struct Configuration: Sendable {
-        /// Certificate authorities for origins. Default: the system's.
-        public var trust: HTTPTransportTrust = .system
         /// Connection time limit per address. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
         /// Stall limit: fail when no byte moves for this long. Default 60 s.
@@ -42,12 +40,21 @@ public final class HTTPDNSClient: Sendable {
     /// The resolution engine.
     public let engine: HTTPDNSEngine
     /// The libcurl transport.
-    public let transport: HTTPTransport
+    package let transport: HTTPTransport
+    /// The settings the client was made with.
     public let configuration: Configuration
 
-    public init(engine: HTTPDNSEngine, transport: HTTPTransport = .shared, configuration: Configuration = .init()) {
+    /// A client sending through `engine`'s answers; origins are verified against the engine's
+    /// ``HTTPDNSConfiguration/trust``.
+    public convenience init(engine: HTTPDNSEngine, configuration: Configuration = .init()) {
+        self.init(engine: engine, transport: .shared, configuration: configuration)
+    }
+
+    package init(engine: HTTPDNSEngine, transport: HTTPTransport, configuration: Configuration = .init()) {
         self.engine = engine
         self.transport = transport
+        var configuration = configuration
+        configuration.blockRedirect = configuration.blockRedirect.map { HTTPDNSEngine.trusting(engine.configuration.trust, $0) }
         self.configuration = configuration
     }
 
@@ -152,7 +159,7 @@ public struct HTTPDNSConnectionReport: Sendable {
     /// One connection attempt.
     public struct Attempt: Sendable, Hashable {
         /// The address tried; nil when the host was not pinned (not protected).
-        public var address: IPAddress?
+        public var address: HTTPDNSIPAddress?
         /// Why it failed; nil for the attempt that succeeded.
         public var failure: String?
     }
@@ -160,7 +167,7 @@ public struct HTTPDNSConnectionReport: Sendable {
     /// Every address tried, in order (the last one succeeded).
     public var attempts: [Attempt]
     /// The address connected to.
-    public var connectedAddress: IPAddress?
+    public var connectedAddress: HTTPDNSIPAddress?
     /// True when the URL is HTTPS: the certificate was verified for ``host`` (verification cannot be disabled).
     public var certificateVerified: Bool
     /// True when the address came from the domain-block redirect endpoint.
@@ -169,7 +176,7 @@ public struct HTTPDNSConnectionReport: Sendable {
     public var httpVersion: String
     /// The response's header fields in the order received, repeats kept (`HTTPURLResponse` merges
     /// them); for `curl -i`-style output.
-    public var responseHeaders: [HTTPHeader] = []
+    package var responseHeaders: [HTTPTransportHeader] = []
 }
 
 /// A running request; cancel it with ``cancel()``.
