@@ -42,7 +42,11 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
         return suffixes.contains { name.hasSuffix($0) && name.count > $0.count }
     }
 
-    /// Lower-cases and drops one trailing dot, the form hosts are compared and cached in.
+    /// Lower-cases and drops the trailing dot, the form hosts are compared and cached in.
+    ///
+    /// A name ending in two dots (`www..`) keeps them: it is not a name, and dropping one would turn
+    /// it into a valid one (`www.`) that ``isValidHostName(_:)`` then accepts (issue 12). So
+    /// normalising is idempotent, and validity is the same before and after it.
     ///
     /// Returns `host` itself (no allocation) when it is already in that form: this runs on every
     /// cache hit.
@@ -60,12 +64,12 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
         // ASCII (the usual case, often just a trailing dot): fold and trim the bytes directly.
         var bytes = Array(host.utf8)
         if bytes.allSatisfy({ $0 < 0x80 }) {
-            if bytes.last == UInt8(ascii: ".") { bytes.removeLast() }
+            if bytes.last == UInt8(ascii: "."), bytes.dropLast().last != UInt8(ascii: ".") { bytes.removeLast() }
             for index in bytes.indices where bytes[index] &- 0x41 < 26 { bytes[index] |= 0x20 }
             return String(decoding: bytes, as: UTF8.self)
         }
         var name = host.lowercased()
-        if name.hasSuffix(".") { name.removeLast() }
+        if name.hasSuffix("."), !name.hasSuffix("..") { name.removeLast() }
         return name
     }
 

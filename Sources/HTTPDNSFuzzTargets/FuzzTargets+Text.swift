@@ -126,19 +126,22 @@ extension HTTPDNSFuzzTarget {
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let patterns = Array(lines.dropLast())
         let host = lines.last ?? ""
-        let policy = HTTPDNSHostPolicy(patterns)
-        let protected = policy.protects(host)
+        // Every pattern (exclusions `!…` included) for what holds of any policy, inclusions alone for
+        // the exact reading of `name`, `*.suffix` and `*`.
+        let inclusions = patterns.filter { !$0.hasPrefix("!") }
         let name = HTTPDNSHostPolicy.normalize(host)
-        if HTTPDNSIPAddress.isLiteral(host) || HTTPDNSIPAddress.isLiteral(name) || name.isEmpty {
-            try require(!protected, "a literal or empty host is protected")
-            return
+        for policy in [HTTPDNSHostPolicy(patterns), HTTPDNSHostPolicy(inclusions)] {
+            try require(policy.protects(host.uppercased()) == policy.protects(host.lowercased()), "case changes the answer")
+            if HTTPDNSIPAddress.isLiteral(host) || HTTPDNSIPAddress.isLiteral(name) || name.isEmpty {
+                try require(!policy.protects(host), "a literal or empty host is protected")
+            }
         }
-        let normalized = patterns.map(HTTPDNSHostPolicy.normalize)
+        guard !HTTPDNSIPAddress.isLiteral(name), !name.isEmpty else { return }
+        let normalized = inclusions.map(HTTPDNSHostPolicy.normalize)
         let expected = normalized.contains("*") || normalized.contains(name) || normalized.contains { pattern in
             pattern.hasPrefix("*.") && name.hasSuffix(pattern.dropFirst()) && name.count > pattern.count - 1
         }
-        try require(protected == expected, "protects(\(host)) is \(protected)")
-        try require(policy.protects(host.uppercased()) == policy.protects(host.lowercased()), "case changes the answer")
+        try require(HTTPDNSHostPolicy(inclusions).protects(host) == expected, "protects(\(host)) is not \(expected)")
     }
 
     static let cacheControl = HTTPDNSFuzzTarget("cache-control", "Cache-Control max-age minus Age stays within 0...2^31") {
