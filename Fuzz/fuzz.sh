@@ -25,9 +25,12 @@ MODULES="DNSWire HTTPDNSCore HTTPDNSTransport DNSSockets HTTPDNS HTTPDNSServer H
 # `package` declarations are visible to the harness only under the package's own name, which
 # SwiftPM derives from the checkout's directory: read it from the build description.
 package_name=$(grep -A1 -m1 '"-package-name"' "$SCRATCH/debug/description.json" | tail -1 | tr -d ' ",')
+# The objects each module's build names now (not every *.o: a renamed source leaves its old one).
 objects=()
 for module in $MODULES; do
-    objects+=("$SCRATCH/debug/$module.build/"*.o)
+    while IFS= read -r object; do
+        objects+=("$object")
+    done < <(grep -o '"object": *"[^"]*"' "$SCRATCH/debug/$module.build/output-file-map.json" | sed 's/.*"\([^"]*\)"$/\1/')
 done
 mkdir -p "$SCRATCH/bin"
 binary="$SCRATCH/bin/httpdns-fuzz"

@@ -295,8 +295,9 @@ public final class HTTPDNSEngine: Sendable {
     }
 
     /// Writes the cache to the persistence file now (changes are also saved on their own, at most once
-    /// per ``HTTPDNSConfiguration/Cache/persistenceInterval``): call it at orderly shutdown. It does
-    /// file I/O on the calling thread.
+    /// per ``HTTPDNSConfiguration/Cache/persistenceInterval``): call it at orderly shutdown. It blocks
+    /// the calling thread until the file is written (after a load still under way), so call it from
+    /// a thread of your own, not from an async context.
     public func saveCache() throws {
         guard let persistence else { return }
         try persistence.save { [state] in state.withLock { $0.cache.entries } }
