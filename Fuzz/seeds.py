@@ -108,6 +108,13 @@ def main():
     write("cache-control", "big", "no-cache, MAX-AGE = 99999999999999\n1")
 
     write("zone-file", "basic", '{"WWW.Example.TEST.": {"A": ["192.0.2.1"], "aaaa": ["2001:DB8::1"], "Ttl": 42}, "b.test": {"A": []}}')
+    # Issue 12, finding 2 and what the first in-repository runs found.
+    write("zone-file", "cname-two-dots", '{"a.test": {"CNAME": "t.."}}')
+    write("zone-file", "name-two-dots", '{"www..": {"A": ["192.0.2.1"]}}')
+    write("zone-file", "wildcard-cname-two-dots", '{"*.Sequencst": {"CNAME": "Ta.TeE.."}, "Aater": {"A": ["191.0.2.1"]}}')
+    write("dns-name", "two-dots", "..")
+    write("dns-name", "name-two-dots", "www..")
+    write("json", "big-exponent", "5e55555555555555")
     write("zone-file", "wildcard", '{"*.example.test": {"A": ["192.0.2.9"]}, "alias.example.test": {"CNAME": "Target.Test."},'
           ' "target.test": {"A": ["192.0.2.1"]}}')
 
