@@ -26,6 +26,8 @@ public final class HTTPDNSEngine: Sendable {
     let defaultFamily: HTTPDNSAddressFamily
     let state: HTTPDNSLock<State>
     let localResolver: (any HTTPDNSResolver)?
+    /// ``HTTPDNSConfiguration/staticEntries`` under normalised names.
+    let staticEntries: [String: [HTTPDNSIPAddress]]
     let persistence: HTTPDNSCachePersistence?
     /// This engine's name in the per-thread hit memos (``HTTPDNSHitMemo``); never reused.
     let serial: UInt64
@@ -57,6 +59,9 @@ public final class HTTPDNSEngine: Sendable {
             return serial
         }
         self.localResolver = HTTPDNSEngine.makeLocalResolver(configuration)
+        self.staticEntries = configuration.staticEntries.reduce(into: [:]) { table, entry in
+            table[HTTPDNSHostPolicy.normalize(entry.key), default: []].append(contentsOf: entry.value)
+        }
         persistence?.loadInBackground(into: self)
         let names = configuration.cache.preResolve
         if !names.isEmpty {
@@ -69,9 +74,11 @@ public final class HTTPDNSEngine: Sendable {
         (resolver as? HTTPDNSProvider)?.trusting(trust) ?? resolver
     }
 
-    /// Whether requests to `host` go through the engine (IP literals never do).
+    /// Whether requests to `host` go through the engine: a protected host, or one with a static entry
+    /// (IP literals never do).
     public func protects(_ host: String) -> Bool {
         configuration.protectedHosts.protects(host)
+            || (!staticEntries.isEmpty && staticEntries[HTTPDNSHostPolicy.normalize(host)] != nil)
     }
 
     /// How many lookups went upstream (to providers or LocalDNS) so far; for tests and benchmarks.
@@ -97,6 +104,21 @@ public final class HTTPDNSEngine: Sendable {
         }
     }
 
+    /// Resolves `host` for a client in `clientSubnet`: the subnet is sent to DNS upstreams as EDNS
+    /// Client Subnet (RFC 7871) and the answer is cached for that subnet alone. With `nil`, the same
+    /// as ``resolve(_:family:)``. For the server, which answers many clients.
+    package func resolve(
+        _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet?
+    ) async throws -> HTTPDNSAnswer {
+        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family, clientSubnet: clientSubnet)
+        switch lookupCache(key) {
+        case .hit(let answer):
+            return answer
+        case .miss(let key, let staleFallback):
+            return try await resolveMiss(key, original: host, staleFallback: staleFallback)
+        }
+    }
+
     /// The synchronous half of ``resolve(_:family:)``.
     @usableFromInline
     enum CacheOutcome {
@@ -107,8 +129,11 @@ public final class HTTPDNSEngine: Sendable {
     /// Answers from the cache (reporting the hit, starting a refresh when due) or says what to ask.
     @usableFromInline
     func lookupCache(_ host: String, family: HTTPDNSAddressFamily?) -> CacheOutcome {
-        let family = family ?? defaultFamily
-        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family)
+        lookupCache(HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family ?? defaultFamily))
+    }
+
+    func lookupCache(_ key: HTTPDNSCacheKey) -> CacheOutcome {
+        let family = key.family
         // IP literals and invalid names are never cached, so a hit needs no checks.
         switch cacheStep(key) {
         case .hit(let answer, let refresh):
@@ -193,6 +218,10 @@ public final class HTTPDNSEngine: Sendable {
         guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
             throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
         }
+        // Static entries and unprotected names are never cached, so they always arrive here and the
+        // cache-hit path pays nothing for them.
+        if let pinned = staticAnswer(key) { return pinned }
+        if !protects(key.host) { return try await resolveUnprotected(key) }
         // The cache is asked again under the same lock that registers the flight: a flight that
         // finished since the first look (it stores its answer and leaves in one locked step) must not
         // be followed by a second upstream request for the same name.
@@ -241,6 +270,7 @@ public final class HTTPDNSEngine: Sendable {
         if remaining.count > 1 {
             for provider in orderedProviders() where !remaining.isEmpty {
                 let batch = remaining
+                state.withLock { $0.upstreamLookups += 1 }
                 let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget.inSeconds, context: provider.name) {
                     try await provider.resolve(batch: batch, family: family)
                 }) ?? []

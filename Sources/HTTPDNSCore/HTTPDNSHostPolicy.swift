@@ -42,11 +42,12 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
         return suffixes.contains { name.hasSuffix($0) && name.count > $0.count }
     }
 
-    /// Lower-cases and drops the trailing dot, the form hosts are compared and cached in.
+    /// Lower-cases and drops the trailing dot of an absolute name, the form hosts are compared and
+    /// cached in.
     ///
-    /// A name ending in two dots (`www..`) keeps them: it is not a name, and dropping one would turn
-    /// it into a valid one (`www.`) that ``isValidHostName(_:)`` then accepts (issue 12). So
-    /// normalising is idempotent, and validity is the same before and after it.
+    /// A name ending in two dots (`www..`) keeps them: it has an empty label, and dropping one dot
+    /// would turn it into `www.`, which ``isValidHostName(_:)`` accepts as absolute (a zone key
+    /// `www..` was stored as `www.` and never matched; a CNAME to `t..` pointed at `t`).
     ///
     /// Returns `host` itself (no allocation) when it is already in that form: this runs on every
     /// cache hit.
