@@ -118,6 +118,19 @@ def main():
     write("zone-file", "wildcard", '{"*.example.test": {"A": ["192.0.2.9"]}, "alias.example.test": {"CNAME": "Target.Test."},'
           ' "target.test": {"A": ["192.0.2.1"]}}')
 
+    write("proxy-protocol", "v1-tcp4", b"PROXY TCP4 192.0.2.1 198.51.100.2 56324 443\r\nGET / HTTP/1.1\r\n")
+    write("proxy-protocol", "v1-tcp6", b"PROXY TCP6 2001:db8::1 2001:db8::2 1 65535\r\n")
+    write("proxy-protocol", "v1-unknown", b"PROXY UNKNOWN\r\n")
+    signature = bytes([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a])
+    write("proxy-protocol", "v2-tcp4", signature + bytes([0x21, 0x11, 0, 12, 192, 0, 2, 1, 198, 51, 100, 2, 0xdc, 0x04, 1, 0xbb]))
+    write("proxy-protocol", "v2-tcp6-tlv", signature + bytes([0x21, 0x21, 0, 39]) + bytes(15) + b"\1" + bytes(15) + b"\2"
+          + bytes([0, 80, 1, 0xbb, 0x04, 0, 0]))
+    write("proxy-protocol", "v2-local", signature + bytes([0x20, 0x00, 0, 0]))
+
+    write("forwarded-for", "v4", "10.0.0.0/8,192.168.0.0/16\n10.0.0.1\n203.0.113.7, 192.168.1.1")
+    write("forwarded-for", "v6-port", "::1/128,2001:db8::/32\n::1\n198.51.100.1:5000,[2001:db8::7]:443")
+    write("forwarded-for", "unknown", "10.0.0.0/8\n10.0.0.1\nunknown, 10.1.2.3\n203.0.113.9")
+
     entry = ('{"addresses":["198.51.100.1","2001:db8::5"],"family":"both","host":"p1.example","origin":"httpdns",'
              '"source":"p","storedAt":1767225600,"ttl":600}')
     planted = ('{"addresses":["127.0.0.1"],"family":"ipv4","host":"bank.example.com","origin":"httpdns","source":"p",'
