@@ -13,6 +13,8 @@ packages=(
   dnsmasq-base           # a real (and lying) DNS server in tests and the demo
   curl                   # interoperability tests: curl --doh-url against httpdns serve
   dnsutils               # dig, for captured fixtures and interoperability
+  iproute2               # ip netns / veth: tests build their own networks (blackholed addresses)
+  nftables               # nft: the drop rule that blackholes a test namespace's addresses
 )
 
 if ! command -v swift >/dev/null 2>&1; then
