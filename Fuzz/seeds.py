@@ -98,6 +98,7 @@ def main():
                                   "fe80::1:2:3:4", "1:2:3:4:5:6:7:8", "::1.2.3.4", "01.2.3.4"]):
         write("ip-address", f"address-{index}", text)
     write("ip-address", "bytes16", bytes(range(16)))
+    write("ip-address", "bracketed-v4", "[2.0.2.1]")  # found by fuzzing: brackets are IPv6's only
 
     write("host-pattern", "mixed", "*.example.com\napi.test.\nWWW.Example.COM\nshop.example.com")
     write("host-pattern", "everything", "*\n192.0.2.1")
