@@ -83,6 +83,14 @@ let package = Package(
             dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer"]
         ),
 
+        // The differential suite's scenarios and routes (issue 8), and the runner that executes one
+        // scenario through one route in a child process (`HTTPDNSDifferentialRunner`, test-only, no product).
+        .target(
+            name: "HTTPDNSDifferential",
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "CCrypto"]
+        ),
+        .executableTarget(name: "HTTPDNSDifferentialRunner", dependencies: ["HTTPDNSDifferential"]),
+
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
         .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
 
@@ -103,6 +111,10 @@ let package = Package(
             dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
         .testTarget(name: "HTTPDNSFuzzTargetsTests", dependencies: ["HTTPDNSFuzzTargets", "HTTPDNSCore"]),
+        .testTarget(
+            name: "HTTPDNSDifferentialTests",
+            dependencies: ["HTTPDNSDifferential", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
+        ),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],

@@ -38,13 +38,23 @@ extension HTTPDNSClient {
             let gated = attemptDelay != nil && (plan.hasNext || running > 1)
             race.add(index, address: address, gated: gated)
             var transportRequest = makeTransportRequest(
-                context.request, url: context.url, pinned: address, body: context.body, proxy: address == nil ? plan.proxy : nil)
+                context.request, url: context.url, pinned: address, body: context.body, proxy: address == nil ? plan.proxy : nil,
+                options: context.options)
             if gated { transportRequest.connectGate = { race.claim(index, $0) } }
             let attempt = AttemptDelegate(
                 originalURL: context.url, interceptRedirects: context.interceptRedirects, client: context.delegate,
                 report: context.report, request: context.request, cookieStorage: context.cookieStorage, started: context.started,
                 ranking: address.map { (engine, $0) })
+            // A redirect address that answers is remembered where its head arrives, before the caller
+            // can see the response: the next request to the host must find it (sticky, seed 003).
+            let redirectPlan = plan.redirect == nil ? nil : plan
             attempt.start(transport: transport, request: transportRequest) { race.register(index, $0) } onResult: { result in
+                if let redirectPlan {
+                    switch result {
+                    case .delivered, .redirect: self.rememberBlockRedirect(redirectPlan, reachedAt: address)
+                    case .failed: break
+                    }
+                }
                 race.finished(index, result)
             }
             if let delay = attemptDelay, address != nil, plan.hasNext {
@@ -74,9 +84,9 @@ extension HTTPDNSClient {
                     case .delivered:
                         rememberBlockRedirect(plan, reachedAt: race.address(of: index))
                         return .delivered
-                    case .redirect(let next):
+                    case .redirect(let next, let answer):
                         rememberBlockRedirect(plan, reachedAt: race.address(of: index))
-                        return .redirect(next)
+                        return .redirect(next, answer)
                     case .failed(let failure):
                         error = failure
                     }
