@@ -78,6 +78,13 @@ let package = Package(
             ]
         ),
 
+        // The fuzz targets' properties (not a product): `make fuzz` links them into libFuzzer binaries
+        // (Fuzz/), and HTTPDNSFuzzTargetsTests replays every corpus under `make test`.
+        .target(
+            name: "HTTPDNSFuzzTargets",
+            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer"]
+        ),
+
         // The differential suite's scenarios and routes (issue 8), and the runner that executes one
         // scenario through one route in a child process (`HTTPDNSDifferentialRunner`, test-only, no product).
         .target(
@@ -105,6 +112,7 @@ let package = Package(
             name: "HTTPDNSAcceptanceTests",
             dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
+        .testTarget(name: "HTTPDNSFuzzTargetsTests", dependencies: ["HTTPDNSFuzzTargets", "HTTPDNSCore"]),
         .testTarget(
             name: "HTTPDNSDifferentialTests",
             dependencies: ["HTTPDNSDifferential", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]

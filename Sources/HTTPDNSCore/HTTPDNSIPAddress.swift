@@ -67,12 +67,16 @@ public struct HTTPDNSIPAddress: Hashable, Sendable, CustomStringConvertible, Cod
     /// Parses an address literal given as UTF-8 bytes (a slice of a response body, say).
     init?<Bytes: BidirectionalCollection<UInt8>>(utf8 text: Bytes) {
         var text = text[...]
+        var bracketed = false
         if text.first == UInt8(ascii: "["), text.last == UInt8(ascii: "]"), text.count >= 2 {
             text = text.dropFirst().dropLast()
+            bracketed = true
         }
         let count = text.count
         guard count > 0, count <= 45 else { return nil }
         let isV6 = text.contains(UInt8(ascii: ":"))
+        // Brackets are IPv6's only (RFC 3986 §3.2.2): `[192.0.2.1]` is no literal (found by fuzzing).
+        if bracketed, !isV6 { return nil }
         // inet_pton(AF_INET) is strict dotted-quad on glibc; check the characters anyway so that
         // behaviour does not depend on the C library.
         if !isV6, !text.allSatisfy({ $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }) { return nil }
