@@ -46,7 +46,7 @@ final class HTTPDNSCachePersistence: Sendable {
     }
 
     /// Reads the file on the private queue and hands its usable entries to `engine` (entries the
-    /// engine learnt meanwhile win over the file's).
+    /// engine learnt meanwhile win over the file's), which refreshes them in the background at once.
     func loadInBackground(into engine: HTTPDNSEngine) {
         queue.async { [weak engine] in
             guard let engine else { return }
@@ -55,12 +55,17 @@ final class HTTPDNSCachePersistence: Sendable {
             let now = configuration.clock.now()
             let entries = self.load(hygiene: configuration.hygiene, settings: configuration.cache.policy, now: now)
             guard !entries.isEmpty else { return }
-            engine.change { state in
+            let inserted = engine.change { state -> [HTTPDNSCacheKey] in
                 // Saved most recently used first; inserted in reverse so the order survives.
+                var inserted: [HTTPDNSCacheKey] = []
                 for item in entries.reversed() where state.cache.peek(item.key) == nil {
                     state.cache.insert(item.key, item.entry)
+                    inserted.append(item.key)
                 }
+                return inserted.reversed()
             }
+            // The file's answers are served now and asked upstream again at once.
+            engine.refreshLoadedInBackground(inserted)
         }
     }
 

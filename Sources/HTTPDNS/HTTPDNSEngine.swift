@@ -18,6 +18,9 @@ public final class HTTPDNSEngine: Sendable {
         /// Connect times per address (``connectOrder(_:unknown:)``).
         var ranking = HTTPDNSAddressRanking()
         var upstreamLookups = 0
+        /// Entries loaded from the cache file that a batch refresh is asking for
+        /// (``refreshLoaded(_:)``): a use of them starts no refresh of its own meanwhile.
+        var diskRefreshing: Set<HTTPDNSCacheKey> = []
     }
 
     /// The configuration the engine was made with.
@@ -39,7 +42,8 @@ public final class HTTPDNSEngine: Sendable {
     /// Creates an engine; starts loading a persisted cache and pre-resolution when configured.
     ///
     /// The persisted cache is read in the background (lookups made before it is in go upstream);
-    /// its entries are served marked ``HTTPDNSAnswer/fromDisk`` and refreshed at their first use.
+    /// its entries are served marked ``HTTPDNSAnswer/fromDisk`` and, once the file is in, all refreshed
+    /// in the background (in batches where a provider has a batch form, a few requests at a time).
     public init(configuration: HTTPDNSConfiguration) {
         var configuration = configuration
         configuration.resolvers = configuration.resolvers.map { HTTPDNSEngine.trusting(configuration.trust, $0) }
@@ -183,7 +187,7 @@ public final class HTTPDNSEngine: Sendable {
             var refresh = false
             var memoGeneration: UInt64?
             if case .fresh(let entry, _, let due) = lookup {
-                refresh = due && state.inFlight[key] == nil
+                refresh = due && state.inFlight[key] == nil && !state.diskRefreshing.contains(key)
                 // Memoised only while no address of it cools down: the order is then the cache's.
                 if !due, state.addressCooldown.isEmpty
                     || entry.addresses.allSatisfy({ (state.addressCooldown[$0] ?? 0) <= now }) {

@@ -41,8 +41,9 @@ package struct HTTPDNSCacheEntry: Sendable, Hashable, Codable {
     package var staleUntil: Double?
     /// No refresh is attempted before this time (set after a failed refresh, RFC 8767 retry interval).
     package var nextRefreshAt: Double?
-    /// Loaded from the persisted cache file rather than answered in this run: served, but refreshed
-    /// in the background at its first use. Default false.
+    /// Loaded from the persisted cache file rather than answered in this run: served, refreshed in
+    /// the background right after the load, and again at a use while that refresh has not replaced
+    /// it. Default false.
     package var fromDisk: Bool = false
 
     package init(addresses: [HTTPDNSIPAddress], source: String, origin: HTTPDNSAnswer.Origin, storedAt: Double, ttl: Int) {

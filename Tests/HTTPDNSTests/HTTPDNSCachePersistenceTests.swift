@@ -21,32 +21,85 @@ final class HTTPDNSCachePersistenceTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// A saved cache is served at the next start, marked `fromDisk`, and refreshed at its first use.
-    func testSavedEntriesAreServedFromDiskAndRefreshedAtOnce() async throws {
+    /// A saved cache is loaded at the next start and every entry is refreshed at once, without any
+    /// lookup by the caller: the cached answers become the provider's, no longer marked `fromDisk`.
+    func testLoadedEntriesAreRefreshedAtOnceWithoutALookup() async throws {
         let path = directory + "/cache.json"
         let clock = HTTPDNSManualClock()
-        let first = engine([FakeResolver("p", .answer(["198.51.100.1", "2001:db8::5"], ttl: 600))], clock: clock) {
-            $0.cache.persistencePath = path
-        }
-        _ = try await first.resolve("p1.example", family: .both)
-        _ = try await first.resolve("p2.example")
-        try first.saveCache()
+        try await saveTwoEntries(path, clock: clock)
 
         clock.advance(by: 100)
         let provider = FakeResolver("p", .answer(["198.51.100.2"], ttl: 600))
         let second = engine([provider], clock: clock) { $0.cache.persistencePath = path }
-        second.waitForCacheFile()
+        try await waitUntil {
+            second.cachedAnswer("p1.example", family: .both)?.fromDisk == false && second.cachedAnswer("p2.example")?.fromDisk == false
+        }
+        XCTAssertEqual(provider.calls, 2, "one refresh per loaded entry")
+        for answer in [second.cachedAnswer("p1.example", family: .both), second.cachedAnswer("p2.example")] {
+            XCTAssertEqual(answer?.addresses.map(\.description), ["198.51.100.2"])
+            XCTAssertEqual(answer?.ttl, 600)
+        }
+        let refreshed = try await second.resolve("p1.example", family: .both)
+        XCTAssertFalse(refreshed.fromDisk)
+        XCTAssertEqual(provider.calls, 2, "a refreshed entry is a plain cache hit")
+    }
+
+    /// When the refresh after the load fails, the file's answers stay usable, still marked `fromDisk`.
+    func testFailedRefreshKeepsTheLoadedAnswers() async throws {
+        let path = directory + "/cache.json"
+        let clock = HTTPDNSManualClock()
+        try await saveTwoEntries(path, clock: clock)
+
+        clock.advance(by: 100)
+        let provider = FakeResolver("p", .fail(.transport))
+        let monitor = RecordingMonitor()
+        let second = engine([provider], clock: clock, monitor: monitor) {
+            $0.cache.persistencePath = path
+            $0.failover.httpdnsOnly = true
+        }
+        try await waitUntil { monitor.events.filter { $0.hasPrefix("failed p") }.count >= 2 }
+        XCTAssertEqual(provider.calls, 2, "each loaded entry asked once")
         let fromDisk = try await second.resolve("p1.example", family: .both)
         XCTAssertEqual(fromDisk.addresses.map(\.description), ["198.51.100.1", "2001:db8::5"])
         XCTAssertEqual(fromDisk.ttl, 500)
         XCTAssertTrue(fromDisk.fromCache)
         XCTAssertTrue(fromDisk.fromDisk)
-        try await waitUntil { second.cachedAnswer("p1.example", family: .both)?.fromDisk == false }
-        XCTAssertEqual(provider.calls, 1, "one background refresh")
-        let refreshed = try await second.resolve("p1.example", family: .both)
-        XCTAssertEqual(refreshed.addresses.map(\.description), ["198.51.100.2"])
-        XCTAssertFalse(refreshed.fromDisk)
-        XCTAssertEqual(second.cachedAnswer("p2.example")?.fromDisk, true, "not refreshed before its first use")
+        XCTAssertEqual(second.cachedAnswer("p2.example")?.addresses.map(\.description), ["198.51.100.1"])
+        XCTAssertEqual(second.cachedAnswer("p2.example")?.fromDisk, true)
+    }
+
+    /// Loaded names are refreshed in batch requests where the provider has a batch form (DNSPod
+    /// `dn=a,b,c`), replacing the file's answers.
+    func testLoadedEntriesAreRefreshedInBatches() async throws {
+        let path = directory + "/cache.json"
+        let hosts = ["b1.example", "b2.example", "b3.example"]
+        let clock = HTTPDNSManualClock()
+        let first = engine([FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))], clock: clock) {
+            $0.cache.persistencePath = path
+        }
+        for host in hosts { _ = try await first.resolve(host, family: .ipv4) }
+        try first.saveCache()
+
+        let server = try ProviderServer { request in
+            let names = (request.queryValue("dn") ?? "").split(separator: ",")
+            return .text(names.map { "\($0).:93.184.216.9,300" }.joined(separator: "\n"))
+        }
+        defer { server.stop() }
+        var configuration = HTTPDNSConfiguration(
+            resolvers: [try HTTPDNSProviderSpec(parsing: "dnspod=\(server.base)").makeResolver(timeout: .seconds(3))])
+        configuration.clock = clock
+        configuration.family = .ipv4
+        configuration.failover.httpdnsOnly = true
+        configuration.cache.persistencePath = path
+        configuration.monitor = RecordingMonitor()
+        let second = HTTPDNSEngine(configuration: configuration)
+        try await waitUntil { hosts.allSatisfy { second.cachedAnswer($0)?.fromDisk == false } }
+        XCTAssertEqual(server.requestCount, 1, "three names, one DNSPod batch request")
+        let asked = (server.requests.first?.queryValue("dn") ?? "").split(separator: ",").map(String.init)
+        XCTAssertEqual(Set(asked), Set(hosts))
+        for host in hosts {
+            XCTAssertEqual(second.cachedAnswer(host)?.addresses.map(\.description), ["93.184.216.9"])
+        }
     }
 
     /// The file is `0600` in a directory the engine creates `0700`; no temporary file stays behind.
@@ -139,10 +192,13 @@ final class HTTPDNSCachePersistenceTests: XCTestCase {
             XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.1"], host)
             XCTAssertFalse(answer.fromCache, host)
         }
-        // What a network answer could have been is kept, after the hygiene filter.
-        let kept = try XCTUnwrap(subject.cachedAnswer("kept.example"))
-        XCTAssertEqual(kept.addresses.map(\.description), ["198.51.100.9"])
-        XCTAssertTrue(kept.fromDisk)
+        // What a network answer could have been is kept, after the hygiene filter (the engine then
+        // refreshes it at once: its answer is the file's or the provider's, never the bogon).
+        let kept = try XCTUnwrap(loaded(path).first { $0.key.host == "kept.example" })
+        XCTAssertEqual(kept.entry.addresses.map(\.description), ["198.51.100.9"])
+        XCTAssertTrue(kept.entry.fromDisk)
+        let served = try XCTUnwrap(subject.cachedAnswer("kept.example"))
+        XCTAssertFalse(served.addresses.contains { $0.description == "192.168.1.1" })
     }
 
     /// A file owned by another user, writable by group or others, a symlink, a directory or an
@@ -280,6 +336,17 @@ final class HTTPDNSCachePersistenceTests: XCTestCase {
             (HTTPDNSCacheKey(host: "two.example", family: .ipv6), try entry(["2001:db8::5"])),
             (HTTPDNSCacheKey(host: "three.example", family: .both), try entry(["198.51.100.3", "2001:db8::6"])),
         ]
+    }
+
+    /// Saves `p1.example` (both families) and `p2.example` (the default family) as answered at the
+    /// clock's time, TTL 600.
+    private func saveTwoEntries(_ path: String, clock: HTTPDNSManualClock) async throws {
+        let first = engine([FakeResolver("p", .answer(["198.51.100.1", "2001:db8::5"], ttl: 600))], clock: clock) {
+            $0.cache.persistencePath = path
+        }
+        _ = try await first.resolve("p1.example", family: .both)
+        _ = try await first.resolve("p2.example")
+        try first.saveCache()
     }
 
     private func loaded(_ path: String, key: [UInt8]? = nil) -> [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] {
