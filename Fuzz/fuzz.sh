@@ -32,14 +32,19 @@ for module in $MODULES; do
         objects+=("$object")
     done < <(grep -o '"object": *"[^"]*"' "$SCRATCH/debug/$module.build/output-file-map.json" | sed 's/.*"\([^"]*\)"$/\1/')
 done
+# The C target the server's HTTP stack is built on (CH2O): its objects, its generated module map
+# and the libraries Package.swift links it with (swiftc does not read Package.swift).
+for object in "$SCRATCH"/debug/CH2O.build/*.o; do
+    objects+=("$object")
+done
 mkdir -p "$SCRATCH/bin"
 binary="$SCRATCH/bin/httpdns-fuzz"
 swiftc -package-name "$package_name" -sanitize=fuzzer,address -parse-as-library -g -use-ld=lld \
     -I "$SCRATCH/debug/Modules" \
     -Xcc -fmodule-map-file=Sources/CCurl/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap \
-    -Xcc -fmodule-map-file=Sources/CMicroHTTPD/module.modulemap \
-    Fuzz/Harness/Harness.swift "${objects[@]}" -o "$binary"
+    -Xcc -fmodule-map-file="$SCRATCH/debug/CH2O.build/module.modulemap" \
+    Fuzz/Harness/Harness.swift "${objects[@]}" -lh2o-evloop -lssl -lcrypto -o "$binary"
 
 targets=${FUZZ_TARGETS:-$(ls Fuzz/Corpus)}
 for target in $targets; do

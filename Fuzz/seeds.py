@@ -128,6 +128,12 @@ def main():
           + bytes([0, 80, 1, 0xbb, 0x04, 0, 0]))
     write("proxy-protocol", "v2-local", signature + bytes([0x20, 0x00, 0, 0]))
 
+    write("server-query", "dnspod", "dn=www.example.test,b.test&ip=198.51.100.7&type=addrs&ttl=1")
+    write("server-query", "doh-get", "dns=AAABAAABAAAAAAAAA3d3dwdleGFtcGxlA2NvbQAAAQAB&ct=application/dns-message")
+    write("server-query", "escapes", "name=www.example.test.&type=AAAA&edns_client_subnet=192.0.2.0%2F24&q=a+b%2Bc%20d")
+    write("server-query", "broken", "a=%zz&b=%&&c&=v&%41%42=%e4%bd%a0+%FF&d=1%2")
+    write("server-query", "repeated", "host=a.test&host=b.test&&host&ips=1")
+
     write("forwarded-for", "v4", "10.0.0.0/8,192.168.0.0/16\n10.0.0.1\n203.0.113.7, 192.168.1.1")
     write("forwarded-for", "v6-port", "::1/128,2001:db8::/32\n::1\n198.51.100.1:5000,[2001:db8::7]:443")
     write("forwarded-for", "unknown", "10.0.0.0/8\n10.0.0.1\nunknown, 10.1.2.3\n203.0.113.9")

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 
@@ -76,5 +77,92 @@ extension HTTPDNSFuzzTarget {
         }
         if let colon = text.lastIndex(of: ":"), let before = HTTPDNSIPAddress(String(text[..<colon])) { found.append(before) }
         return found
+    }
+}
+
+/// The server's own query-string reader (``HTTPServerQuery``), which every service endpoint reads
+/// its parameters through.
+extension HTTPDNSFuzzTarget {
+    static let serverQuery = HTTPDNSFuzzTarget(
+        "server-query", "the server's query reader agrees with a reference split and percent-decoder, never grows its input"
+    ) { bytes throws(HTTPDNSFuzzFailure) in
+        let query = HTTPServerQuery(bytes)
+        try require(query.raw == bytes, "the raw query is not the bytes sent")
+        // The reference: split at `&` (empty parts dropped), then at the first `=`; names and
+        // values decoded by `referenceDecode`.
+        let parts = bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true)
+        let items = query.items
+        try require(items.count == parts.count, "\(items.count) items from \(parts.count) parts")
+        var decodedTotal = 0
+        for (part, item) in zip(parts, items) {
+            let equals = part.firstIndex(of: UInt8(ascii: "="))
+            let name = referenceDecode(equals.map { part[..<$0] } ?? part, plusIsSpace: true)
+            let value = equals.map { referenceDecode(part[($0 + 1)...], plusIsSpace: true) }
+            try require(item.name == String(decoding: name, as: UTF8.self), "name \(item.name) read from \(Array(part))")
+            try require(item.value == value.map { String(decoding: $0, as: UTF8.self) }, "value \(item.value ?? "nil") read from \(Array(part))")
+            decodedTotal += name.count + (value?.count ?? 0)
+        }
+        try require(decodedTotal <= bytes.count, "decoded \(decodedTotal) bytes from \(bytes.count)")
+        // Lookups by name see the first item of that name, and count every one (by the name's bytes).
+        let names = parts.map { part in
+            referenceDecode(part.firstIndex(of: UInt8(ascii: "=")).map { part[..<$0] } ?? part, plusIsSpace: true)
+        }
+        for (index, part) in parts.enumerated().prefix(8) {
+            let name = String(decoding: names[index], as: UTF8.self)
+            // Only a name that is UTF-8 can be asked for, and only its first item answers.
+            guard Array(name.utf8) == names[index], names.firstIndex(of: names[index]) == index else { continue }
+            let raw = part.firstIndex(of: UInt8(ascii: "=")).map { part[($0 + 1)...] }
+            try require(query.value(name) == raw.map { referenceDecode($0, plusIsSpace: true) }, "value(\(name))")
+            try require(query.rawValue(name) == (raw.map { referenceDecode($0, plusIsSpace: false) } ?? []), "rawValue(\(name))")
+            try require(query.count(name) == names.filter { $0 == names[index] }.count, "count(\(name))")
+        }
+        // Where a name or value is UTF-8 with well-formed escapes, Foundation decodes it the same.
+        for (part, item) in zip(parts, items) {
+            let equals = part.firstIndex(of: UInt8(ascii: "="))
+            let pieces = [(equals.map { part[..<$0] } ?? part, item.name)] + (equals.map { [(part[($0 + 1)...], item.value ?? "")] } ?? [])
+            for (piece, read) in pieces where isWellFormedEscaping(piece) {
+                let spaced = piece.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: " ") : $0 }
+                let text = String(decoding: spaced, as: UTF8.self)
+                guard Array(text.utf8) == spaced, let reference = text.removingPercentEncoding else { continue }
+                try require(read == reference, "Foundation reads \(Array(piece)) as \(reference), the server as \(read)")
+            }
+        }
+        // The path decoder (`+` kept) never grows its input either.
+        try require(HTTPServerQuery.decode(bytes[...], plusIsSpace: false).count <= bytes.count, "the path decode grew")
+    }
+
+    /// A straightforward percent-decoder: when every `%` starts a two-digit hex escape, each escape
+    /// becomes its byte; otherwise the bytes are kept as sent. `+` is a space when `plusIsSpace`.
+    private static func referenceDecode(_ bytes: ArraySlice<UInt8>, plusIsSpace: Bool) -> [UInt8] {
+        let plus: (UInt8) -> UInt8 = { plusIsSpace && $0 == UInt8(ascii: "+") ? UInt8(ascii: " ") : $0 }
+        guard isWellFormedEscaping(bytes) else { return bytes.map(plus) }
+        var output: [UInt8] = []
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if bytes[index] == UInt8(ascii: "%") {
+                let text = String(decoding: bytes[(index + 1)...(index + 2)], as: UTF8.self)
+                output.append(UInt8(text, radix: 16)!)
+                index += 3
+            } else {
+                output.append(plus(bytes[index]))
+                index += 1
+            }
+        }
+        return output
+    }
+
+    /// Whether every `%` in `bytes` is followed by two hex digits.
+    private static func isWellFormedEscaping(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let hex = Array("0123456789abcdefABCDEF".utf8)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if bytes[index] == UInt8(ascii: "%") {
+                guard index + 2 < bytes.endIndex, hex.contains(bytes[index + 1]), hex.contains(bytes[index + 2]) else { return false }
+                index += 3
+            } else {
+                index += 1
+            }
+        }
+        return true
     }
 }

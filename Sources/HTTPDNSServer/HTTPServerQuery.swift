@@ -86,7 +86,7 @@ package struct HTTPServerQuery: Sendable {
     }
 
     /// `%XX` decoded (and `+` → space when asked); the bytes unchanged when an escape is broken.
-    static func decode(_ bytes: ArraySlice<UInt8>, plusIsSpace: Bool) -> [UInt8] {
+    package static func decode(_ bytes: ArraySlice<UInt8>, plusIsSpace: Bool) -> [UInt8] {
         guard bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) else {
             return Array(bytes)
         }
