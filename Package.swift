@@ -45,8 +45,12 @@ let package = Package(
         // The resolution engine: cache, providers in order, LocalDNS fallback.
         .target(name: "HTTPDNS", dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets"]),
 
-        // IP direct connect for apps: the URLProtocol, the direct client API, connection failover.
-        .target(name: "HTTPDNSURLProtocol", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        // Linux calls of the loopback proxy's event loop (epoll, splice) that Glibc does not import.
+        .target(name: "CHTTPDNSProxy"),
+
+        // IP direct connect for apps: the URLProtocol, the direct client API, connection failover,
+        // and the loopback proxy for code that cannot be changed.
+        .target(name: "HTTPDNSURLProtocol", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "CHTTPDNSProxy"]),
 
         // The self-hostable HTTPDNS server (libmicrohttpd).
         .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),

@@ -97,7 +97,8 @@ extension HTTPDNSClient {
     }
 
     /// Picks the next address: the answer's, then LocalDNS's, then the block-redirect endpoint's.
-    private func nextAddress(
+    /// (The loopback proxy's connector uses it too: one failover for both routes.)
+    func nextAddress(
         _ plan: inout AddressPlan, host: String, lastError: HTTPTransportError?, report: inout HTTPDNSConnectionReport
     ) async -> IPAddress?? {
         if plan.unpinned {
