@@ -90,6 +90,10 @@ let package = Package(
             dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(
+            name: "HTTPDNSProxyTests",
+            dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+        ),
+        .testTarget(
             name: "HTTPDNSAcceptanceTests",
             dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),

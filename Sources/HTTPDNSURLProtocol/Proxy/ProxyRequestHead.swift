@@ -83,13 +83,13 @@ struct ProxyRequestHead: Sendable, Equatable {
             if bytes.count > maximumBytes { throw ProxyHeadError(.tooLarge, "request head over \(maximumBytes) bytes") }
             return .incomplete
         }
-        let head = try parseLines(bytes[0..<(end - 4)])
+        let head = try parseLines(bytes[0..<(end - 2)])
         return .complete(head, length: end)
     }
 
-    /// Parses the head without its final CRLFCRLF.
+    /// Parses the head without its final empty line: every line ends in CRLF (a bare LF was refused).
     private static func parseLines(_ bytes: ArraySlice<UInt8>) throws(ProxyHeadError) -> ProxyRequestHead {
-        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map { $0.dropLast() }  // drop CR
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast().map { $0.dropLast() }  // drop CR
         guard !lines.isEmpty else { throw ProxyHeadError(.malformed, "empty request head") }
         let requestLine = lines.removeFirst()
         let parts = requestLine.split(separator: 0x20, omittingEmptySubsequences: false)
