@@ -74,6 +74,14 @@ let package = Package(
             ]
         ),
 
+        // A test helper (not a product): plain URLSession code in its own process, for the proxy
+        // tests (the proxy environment it reads is process-wide).
+        .executableTarget(
+            name: "HTTPDNSURLSessionProbe",
+            dependencies: ["HTTPDNS", "HTTPDNSCore", "HTTPDNSURLProtocol"],
+            path: "Tests/HTTPDNSURLSessionProbe"
+        ),
+
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
         .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
 

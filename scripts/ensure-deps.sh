@@ -13,6 +13,10 @@ packages=(
   dnsmasq-base           # a real (and lying) DNS server in tests and the demo
   curl                   # interoperability tests: curl --doh-url against httpdns serve
   dnsutils               # dig, for captured fixtures and interoperability
+  python3                # proxy tests: Python's urllib through `httpdns proxy`
+  chromium               # proxy tests: a real browser (headless) through `httpdns proxy`
+  libnss3-tools          # certutil: the headless browser's trust store holds the test CA
+  tinyproxy              # `make bench`: the proxy rows' baseline
 )
 
 if ! command -v swift >/dev/null 2>&1; then
