@@ -1,4 +1,7 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
+// Swift 6.2 or newer: the engine starts cache-miss lookups with `Task.immediate` (SE-0472). Linux only:
+// the transport is libcurl, the server h2o/libmicrohttpd, the watchers rtnetlink; nothing is built or
+// tested on Apple platforms, so none is declared.
 //
 // The layout follows the path of one request:
 //   HTTPDNSURLProtocol → HTTPDNS (engine: cache, providers, fallback) → HTTPDNSTransport (libcurl, sockets)
@@ -7,12 +10,12 @@ import PackageDescription
 
 let package = Package(
     name: "swift-httpdns",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
-        .library(name: "DNSWire", targets: ["DNSWire"]),
-        .library(name: "HTTPDNSURLProtocol", targets: ["HTTPDNSURLProtocol"]),
+        .library(name: "HTTPDNSNetworking", targets: ["HTTPDNSNetworking"]),
+        .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
         .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
+        .executable(name: "httpdns-demo", targets: ["HTTPDNSDemo"]),
         .executable(name: "httpdns-bench", targets: ["HTTPDNSBench"]),
     ],
     targets: [
@@ -50,26 +53,29 @@ let package = Package(
 
         // IP direct connect for apps: the URLProtocol, the direct client API, connection failover,
         // and the loopback proxy for code that cannot be changed.
-        .target(name: "HTTPDNSURLProtocol", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "CHTTPDNSProxy"]),
+        .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "CHTTPDNSProxy"]),
 
         // The self-hostable HTTPDNS server (libmicrohttpd).
         .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
 
-        // The `httpdns` command: resolve, fetch, check, serve, demo.
+        // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
+        // It links no test code.
         .executableTarget(
             name: "HTTPDNSTool",
-            dependencies: [
-                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSURLProtocol", "HTTPDNSServer",
-                // The demo starts nginx, dnsmasq and a private CA with the launchers the tests use.
-                "HTTPDNSTestSupport",
-            ]
+            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer"]
+        ),
+
+        // `make demo`: starts nginx, dnsmasq and a private CA with the launchers the tests use.
+        .executableTarget(
+            name: "HTTPDNSDemo",
+            dependencies: ["HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
 
         // `make bench`: what protection costs, against baselines measured in the same run.
         .executableTarget(
             name: "HTTPDNSBench",
             dependencies: [
-                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSURLProtocol", "HTTPDNSServer",
+                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer",
                 "HTTPDNSTestSupport",
             ]
         ),
@@ -78,7 +84,7 @@ let package = Package(
         // tests (the proxy environment it reads is process-wide).
         .executableTarget(
             name: "HTTPDNSURLSessionProbe",
-            dependencies: ["HTTPDNS", "HTTPDNSCore", "HTTPDNSURLProtocol"],
+            dependencies: ["HTTPDNS", "HTTPDNSCore", "HTTPDNSNetworking"],
             path: "Tests/HTTPDNSURLSessionProbe"
         ),
 
@@ -95,17 +101,17 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSURLProtocolTests",
-            dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(
             name: "HTTPDNSProxyTests",
-            dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(
             name: "HTTPDNSAcceptanceTests",
-            dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
-        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNSCore", "HTTPDNSServer"]),
+        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

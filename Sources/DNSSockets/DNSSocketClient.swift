@@ -8,23 +8,23 @@ import HTTPDNSCore
 /// reply is accepted only from the server's address and port with the query's ID and question;
 /// anything else is ignored until the timeout. Blocking socket work runs on a dedicated thread, never
 /// on the cooperative pool, and task cancellation ends the wait at once.
-public struct DNSSocketClient: Sendable {
+package struct DNSSocketClient: Sendable {
     /// How queries are built and sent.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Retry over TCP when the UDP answer has TC=1 (RFC 7766 §5). Default true.
-        public var tcpFallback: Bool = true
+        package var tcpFallback: Bool = true
         /// EDNS(0) to advertise; default `DNSEDNS()` (UDP payload 1232, the DNS Flag Day 2020 size).
         /// `nil` sends classic queries, whose UDP answers are capped at 512 bytes.
-        public var edns: DNSEDNS? = DNSEDNS()
+        package var edns: DNSEDNS? = DNSEDNS()
         /// Set RD in queries. Default true (the server is a recursive resolver).
-        public var recursionDesired: Bool = true
+        package var recursionDesired: Bool = true
 
-        public init() {}
+        package init() {}
     }
 
-    public var configuration: Configuration
+    package var configuration: Configuration
 
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
@@ -37,8 +37,8 @@ public struct DNSSocketClient: Sendable {
     ///   - name: any DNS name in presentation format (`www.example.com`, trailing dot optional).
     ///   - timeout: for the whole exchange, TCP retry included.
     /// - Throws: `HTTPDNSError` `.invalidHost`, `.timedOut`, `.transport`, `.malformedAnswer`, `.cancelled`.
-    public func resolve(
-        _ name: String, type: DNSRecordType, server: IPAddress, port: UInt16 = 53, timeout: Duration
+    package func resolve(
+        _ name: String, type: DNSRecordType, server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration
     ) async throws -> DNSMessage {
         let dnsName: DNSName
         do {
@@ -46,12 +46,24 @@ public struct DNSSocketClient: Sendable {
         } catch {
             throw HTTPDNSError(.invalidHost, "not a DNS name: \(error)", host: name)
         }
+        var edns = configuration.edns
+        // A server answering for a client passes its subnet down (RFC 7871; see HTTPDNSClientSubnet).
+        if let subnet = HTTPDNSClientSubnet.current {
+            edns = edns ?? DNSEDNS()
+            edns?.options += subnet.option
+        }
         let query = DNSMessage.makeQuery(
             name: dnsName, type: type, id: Self.randomID(), recursionDesired: configuration.recursionDesired,
-            edns: configuration.edns
+            edns: edns
         )
         do {
-            return try await exchange(query, server: server, port: port, timeout: timeout)
+            let answer = try await exchange(query, server: server, port: port, timeout: timeout)
+            // RFC 7871 §7.3: an answer whose Client Subnet differs from the query's is dropped.
+            if let subnet = HTTPDNSClientSubnet.current, let options = answer.edns?.options,
+               !subnet.agrees(withAnswerOptions: options) {
+                throw HTTPDNSError.malformed("answer's EDNS Client Subnet does not match \(subnet)", source: "\(server.uriText):\(port)")
+            }
+            return answer
         } catch var error as HTTPDNSError {
             error.host = error.host ?? name
             throw error
@@ -64,7 +76,7 @@ public struct DNSSocketClient: Sendable {
     ///
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` when `query` cannot be encoded, then as
     ///   ``resolve(_:type:server:port:timeout:)``.
-    public func exchange(_ query: DNSMessage, server: IPAddress, port: UInt16 = 53, timeout: Duration) async throws -> DNSMessage {
+    package func exchange(_ query: DNSMessage, server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration) async throws -> DNSMessage {
         let bytes: [UInt8]
         do {
             bytes = try query.encode()
@@ -83,7 +95,7 @@ public struct DNSSocketClient: Sendable {
     ///
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` when `query` does not decode, then as
     ///   ``resolve(_:type:server:port:timeout:)``.
-    public func exchange(_ query: [UInt8], server: IPAddress, port: UInt16 = 53, timeout: Duration) async throws -> [UInt8] {
+    package func exchange(_ query: [UInt8], server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration) async throws -> [UInt8] {
         let message: DNSMessage
         do {
             message = try DNSMessage(decoding: query)
@@ -94,7 +106,7 @@ public struct DNSSocketClient: Sendable {
     }
 
     private func exchangeBytes(
-        _ bytes: [UInt8], query: DNSMessage, server: IPAddress, port: UInt16, timeout: Duration
+        _ bytes: [UInt8], query: DNSMessage, server: HTTPDNSIPAddress, port: UInt16, timeout: Duration
     ) async throws -> [UInt8] {
         let exchange = DNSSocketExchange(
             query: bytes, queryMessage: query, server: SocketAddress(address: server, port: port),
@@ -106,7 +118,7 @@ public struct DNSSocketClient: Sendable {
     }
 
     /// A query ID from the system CSPRNG (`getrandom` on Linux), as RFC 5452 §9.2 requires.
-    public static func randomID() -> UInt16 {
+    package static func randomID() -> UInt16 {
         var generator = SystemRandomNumberGenerator()
         return UInt16.random(in: 0...UInt16.max, using: &generator)
     }

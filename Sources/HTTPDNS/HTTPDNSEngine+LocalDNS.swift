@@ -7,9 +7,9 @@ extension HTTPDNSEngine {
         case .custom(let resolver):
             return resolver
         case .system:
-            return SystemDNSResolver(timeout: .milliseconds(Int64(configuration.timeouts.localDNS * 1000)))
+            return HTTPDNSSystemResolver(timeout: configuration.timeouts.localDNS)
         case .server(let address, let port):
-            return DNSServerResolver(server: address, port: port, timeout: configuration.timeouts.localDNS)
+            return HTTPDNSUDPResolver(server: address, port: port, timeout: configuration.timeouts.localDNS)
         }
     }
 }
@@ -29,11 +29,31 @@ extension HTTPDNSEngine {
         return try await askLocal(local, name, family: family)
     }
 
+    /// The static entry for `key`, if there is one with an address of its family.
+    func staticAnswer(_ key: HTTPDNSCacheKey) -> HTTPDNSAnswer? {
+        guard let addresses = staticEntries[key.host] else { return nil }
+        let usable = addresses.filter { key.family.includes($0.family) }
+        guard !usable.isEmpty else { return nil }
+        return HTTPDNSAnswer(host: key.host, addresses: usable, ttl: 0, source: "static", origin: .static)
+    }
+
+    /// A name outside ``HTTPDNSConfiguration/protectedHosts``: LocalDNS alone, as the system would.
+    func resolveUnprotected(_ key: HTTPDNSCacheKey) async throws -> HTTPDNSAnswer {
+        guard let local = localResolver else {
+            throw HTTPDNSError(.invalidConfiguration, "\(key.host) is not protected and no LocalDNS is configured", host: key.host)
+        }
+        do {
+            return try await askLocal(local, key.host, family: key.family)
+        } catch {
+            throw HTTPDNSEngine.httpdnsError(error, host: key.host, source: local.name)
+        }
+    }
+
     /// One LocalDNS lookup as an answer. LocalDNS answers are what the system would have used
     /// anyway: only unusable and duplicate addresses are dropped, so that intranet names keep working.
     func askLocal(_ local: any HTTPDNSResolver, _ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSAnswer {
-        let records = try await resolveWithin(local, host, family: family, within: configuration.timeouts.localDNS)
-        var seen = Set<IPAddress>()
+        let records = try await resolveWithin(local, host, family: family, within: configuration.timeouts.localDNS.inSeconds)
+        var seen = Set<HTTPDNSIPAddress>()
         let addresses = records.addresses(for: family).filter { !$0.isUnspecified && seen.insert($0).inserted }
         guard !addresses.isEmpty else {
             throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: local.name)

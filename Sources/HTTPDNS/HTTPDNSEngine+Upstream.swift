@@ -21,24 +21,33 @@ extension HTTPDNSEngine {
     /// only a failure moves the rest of the failover into a task. Otherwise the whole lookup is a
     /// task, started on this thread up to its first suspension.
     func launch(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) {
+        // The key's client subnet reaches the resolvers that speak DNS as a task-local, for the
+        // request built here and for the tasks started here (they inherit it).
+        guard HTTPDNSClientSubnet.current == key.clientSubnet else {
+            return HTTPDNSClientSubnet.$current.withValue(key.clientSubnet) { launch(key, flight) }
+        }
         let host = key.host, family = key.family
         monitor.lookupStarted(host: host, family: family)
-        let budget = configuration.timeouts.httpdnsBudget
+        let budget = configuration.timeouts.httpdnsBudget.inSeconds
         let deadline = ContinuousClock.now.advanced(by: .seconds(budget))
         let providers = orderedProviders()
         if let first = providers.first as? HTTPDNSProvider {
-            let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt, budget)) {
+            let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt.inSeconds, budget)) {
                 [self] result in
                 do {
                     land(key, flight, .success(try accept(result.get(), from: first, host: host, family: family)))
                 } catch {
                     let failure = providerFailed(error, provider: first, host: host)
                     let earlier = [HTTPDNSError.Attempt(source: first.name, error: failure)]
+                    // Started from the transport's thread, outside any task: the client subnet is
+                    // set again for the rest of the failover.
                     Task {
-                        let outcome = await Self.outcome(host: host) {
-                            try await self.resolveUpstream(
-                                host, family: family, providers: Array(providers.dropFirst()), earlier: earlier,
-                                deadline: deadline)
+                        let outcome = await HTTPDNSClientSubnet.$current.withValue(key.clientSubnet) {
+                            await Self.outcome(host: host) {
+                                try await self.resolveUpstream(
+                                    host, family: family, providers: Array(providers.dropFirst()), earlier: earlier,
+                                    deadline: deadline)
+                            }
                         }
                         self.land(key, flight, outcome)
                     }
@@ -136,7 +145,7 @@ extension HTTPDNSEngine {
                     error: HTTPDNSError(.timedOut, "HTTPDNS budget of \(timeouts.httpdnsBudget) s used up", host: host)))
                 break
             }
-            let seconds = min(timeouts.perAttempt, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
+            let seconds = min(timeouts.perAttempt.inSeconds, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
             do {
                 let records = try await resolveWithin(provider, host, family: family, within: seconds)
                 return try accept(records, from: provider, host: host, family: family)
@@ -170,8 +179,8 @@ extension HTTPDNSEngine {
     ) throws(HTTPDNSError) -> HTTPDNSAnswer {
         // Static entries are the user's own pins (curl's --resolve): trusted as given, loopback
         // and private space included; everything from a service goes through the hygiene rules.
-        let isStatic = provider is StaticResolver
-        let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true) : configuration.hygiene
+        let isStatic = provider is HTTPDNSStaticResolver
+        let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowPrivate: true) : configuration.hygiene
         let outcome = hygiene.filter(records, family: family)
         guard !outcome.kept.isEmpty else {
             if outcome.rejected.isEmpty {
@@ -183,7 +192,7 @@ extension HTTPDNSEngine {
         markProvider(provider.name, failed: false)
         return HTTPDNSAnswer(
             host: host, addresses: outcome.kept, ttl: records.ttl ?? configuration.cache.policy.defaultTTL,
-            source: provider.name, origin: isStatic ? .static : .httpdns)
+            source: provider.name, origin: provider.origin)
     }
 
     /// Reports a provider's failure (and cools the provider down when the fault is its own).
@@ -200,14 +209,14 @@ extension HTTPDNSEngine {
     func orderedProviders() -> [any HTTPDNSResolver] {
         let now = configuration.clock.now()
         let cooling = state.withLock { $0.providerCooldown }
-        guard !cooling.isEmpty else { return configuration.providers }
-        let healthy = configuration.providers.filter { (cooling[$0.name] ?? 0) <= now }
-        let resting = configuration.providers.filter { (cooling[$0.name] ?? 0) > now }
+        guard !cooling.isEmpty else { return configuration.resolvers }
+        let healthy = configuration.resolvers.filter { (cooling[$0.name] ?? 0) <= now }
+        let resting = configuration.resolvers.filter { (cooling[$0.name] ?? 0) > now }
         return healthy + resting
     }
 
     func markProvider(_ name: String, failed: Bool) {
-        let until = configuration.clock.now() + configuration.failover.providerCooldown
+        let until = configuration.clock.now() + configuration.failover.providerCooldown.inSeconds
         state.withLock { state in
             if failed {
                 state.providerCooldown[name] = until

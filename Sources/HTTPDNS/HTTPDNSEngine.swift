@@ -14,7 +14,7 @@ public final class HTTPDNSEngine: Sendable {
         var cache: HTTPDNSCachePolicy
         var inFlight: [HTTPDNSCacheKey: HTTPDNSFlight] = [:]
         var providerCooldown: [String: Double] = [:]
-        var addressCooldown: [IPAddress: Double] = [:]
+        var addressCooldown: [HTTPDNSIPAddress: Double] = [:]
         var upstreamLookups = 0
     }
 
@@ -26,6 +26,8 @@ public final class HTTPDNSEngine: Sendable {
     let defaultFamily: HTTPDNSAddressFamily
     let state: HTTPDNSLock<State>
     let localResolver: (any HTTPDNSResolver)?
+    /// ``HTTPDNSConfiguration/staticEntries`` under normalised names.
+    let staticEntries: [String: [HTTPDNSIPAddress]]
     let persistence: HTTPDNSCachePersistence?
     /// This engine's name in the per-thread hit memos (``HTTPDNSHitMemo``); never reused.
     let serial: UInt64
@@ -37,6 +39,11 @@ public final class HTTPDNSEngine: Sendable {
     /// The persisted cache (at most a few MB) is read here, synchronously, so that the very first
     /// lookups can use it; create engines at start-up rather than inside hot async paths.
     public init(configuration: HTTPDNSConfiguration) {
+        var configuration = configuration
+        configuration.resolvers = configuration.resolvers.map { HTTPDNSEngine.trusting(configuration.trust, $0) }
+        if case .custom(let resolver) = configuration.localDNS {
+            configuration.localDNS = .custom(HTTPDNSEngine.trusting(configuration.trust, resolver))
+        }
         self.configuration = configuration
         self.clock = configuration.clock
         self.monitor = configuration.monitor
@@ -44,7 +51,7 @@ public final class HTTPDNSEngine: Sendable {
         var cache = HTTPDNSCachePolicy(settings: configuration.cache.policy)
         if let path = configuration.cache.persistencePath {
             let persistence = HTTPDNSCachePersistence(
-                path: path, interval: configuration.cache.persistenceInterval, monitor: configuration.monitor)
+                path: path, interval: configuration.cache.persistenceInterval.inSeconds, monitor: configuration.monitor)
             persistence.load(into: &cache, now: configuration.clock.now())
             self.persistence = persistence
         } else {
@@ -56,15 +63,25 @@ public final class HTTPDNSEngine: Sendable {
             return serial
         }
         self.localResolver = HTTPDNSEngine.makeLocalResolver(configuration)
+        self.staticEntries = configuration.staticEntries.reduce(into: [:]) { table, entry in
+            table[HTTPDNSHostPolicy.normalize(entry.key), default: []].append(contentsOf: entry.value)
+        }
         let names = configuration.cache.preResolve
         if !names.isEmpty {
             Task { [self] in await self.preResolve(names) }
         }
     }
 
-    /// Whether requests to `host` go through the engine (IP literals never do).
+    /// `resolver` with the engine's trust where it is an HTTPDNS provider without one of its own.
+    package static func trusting(_ trust: HTTPDNSTrust, _ resolver: any HTTPDNSResolver) -> any HTTPDNSResolver {
+        (resolver as? HTTPDNSProvider)?.trusting(trust) ?? resolver
+    }
+
+    /// Whether requests to `host` go through the engine: a protected host, or one with a static entry
+    /// (IP literals never do).
     public func protects(_ host: String) -> Bool {
         configuration.protectedHosts.protects(host)
+            || (!staticEntries.isEmpty && staticEntries[HTTPDNSHostPolicy.normalize(host)] != nil)
     }
 
     /// How many lookups went upstream (to providers or LocalDNS) so far; for tests and benchmarks.
@@ -90,6 +107,21 @@ public final class HTTPDNSEngine: Sendable {
         }
     }
 
+    /// Resolves `host` for a client in `clientSubnet`: the subnet is sent to DNS upstreams as EDNS
+    /// Client Subnet (RFC 7871) and the answer is cached for that subnet alone. With `nil`, the same
+    /// as ``resolve(_:family:)``. For the server, which answers many clients.
+    package func resolve(
+        _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet?
+    ) async throws -> HTTPDNSAnswer {
+        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family, clientSubnet: clientSubnet)
+        switch lookupCache(key) {
+        case .hit(let answer):
+            return answer
+        case .miss(let key, let staleFallback):
+            return try await resolveMiss(key, original: host, staleFallback: staleFallback)
+        }
+    }
+
     /// The synchronous half of ``resolve(_:family:)``.
     @usableFromInline
     enum CacheOutcome {
@@ -100,8 +132,11 @@ public final class HTTPDNSEngine: Sendable {
     /// Answers from the cache (reporting the hit, starting a refresh when due) or says what to ask.
     @usableFromInline
     func lookupCache(_ host: String, family: HTTPDNSAddressFamily?) -> CacheOutcome {
-        let family = family ?? defaultFamily
-        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family)
+        lookupCache(HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family ?? defaultFamily))
+    }
+
+    func lookupCache(_ key: HTTPDNSCacheKey) -> CacheOutcome {
+        let family = key.family
         // IP literals and invalid names are never cached, so a hit needs no checks.
         switch cacheStep(key) {
         case .hit(let answer, let refresh):
@@ -180,12 +215,16 @@ public final class HTTPDNSEngine: Sendable {
     /// A cache miss (or expired entry): one shared upstream lookup, stale answer if it fails.
     @usableFromInline
     func resolveMiss(_ key: HTTPDNSCacheKey, original host: String, staleFallback: Bool) async throws -> HTTPDNSAnswer {
-        if let literal = IPAddress(key.host) {
+        if let literal = HTTPDNSIPAddress(key.host) {
             return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
         }
         guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
             throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
         }
+        // Static entries and unprotected names are never cached, so they always arrive here and the
+        // cache-hit path pays nothing for them.
+        if let pinned = staticAnswer(key) { return pinned }
+        if !protects(key.host) { return try await resolveUnprotected(key) }
         // The cache is asked again under the same lock that registers the flight: a flight that
         // finished since the first look (it stores its answer and leaves in one locked step) must not
         // be followed by a second upstream request for the same name.
@@ -226,7 +265,7 @@ public final class HTTPDNSEngine: Sendable {
         var remaining: [String] = []
         for host in hosts {
             let name = HTTPDNSHostPolicy.normalize(host)
-            guard HTTPDNSHostPolicy.isValidHostName(name), !IPAddress.isLiteral(name), !remaining.contains(name),
+            guard HTTPDNSHostPolicy.isValidHostName(name), !HTTPDNSIPAddress.isLiteral(name), !remaining.contains(name),
                   cachedAnswer(name, family: family) == nil
             else { continue }
             remaining.append(name)
@@ -234,7 +273,8 @@ public final class HTTPDNSEngine: Sendable {
         if remaining.count > 1 {
             for provider in orderedProviders() where !remaining.isEmpty {
                 let batch = remaining
-                let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget, context: provider.name) {
+                state.withLock { $0.upstreamLookups += 1 }
+                let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget.inSeconds, context: provider.name) {
                     try await provider.resolve(batch: batch, family: family)
                 }) ?? []
                 for set in sets where remaining.contains(set.host) {
@@ -276,13 +316,13 @@ public final class HTTPDNSEngine: Sendable {
 
     /// Tells the engine that connecting to `address` failed: for ``HTTPDNSConfiguration/Failover/addressCooldown``
     /// seconds it is moved behind the other addresses of every answer.
-    public func reportUnreachable(_ address: IPAddress) {
-        let until = configuration.clock.now() + configuration.failover.addressCooldown
+    public func reportUnreachable(_ address: HTTPDNSIPAddress) {
+        let until = configuration.clock.now() + configuration.failover.addressCooldown.inSeconds
         change { $0.addressCooldown[address] = until }
     }
 
     /// Whether `address` is cooling down after a failed connection.
-    public func isCoolingDown(_ address: IPAddress) -> Bool {
+    public func isCoolingDown(_ address: HTTPDNSIPAddress) -> Bool {
         let now = configuration.clock.now()
         return state.withLock { ($0.addressCooldown[address] ?? 0) > now }
     }
@@ -313,7 +353,7 @@ public final class HTTPDNSEngine: Sendable {
             fromCache: true, isStale: stale)
     }
 
-    static func coolingLast(_ addresses: [IPAddress], cooldown: [IPAddress: Double], now: Double) -> [IPAddress] {
+    static func coolingLast(_ addresses: [HTTPDNSIPAddress], cooldown: [HTTPDNSIPAddress: Double], now: Double) -> [HTTPDNSIPAddress] {
         let cooling = addresses.filter { (cooldown[$0] ?? 0) > now }
         guard !cooling.isEmpty else { return addresses }
         return addresses.filter { (cooldown[$0] ?? 0) <= now } + cooling

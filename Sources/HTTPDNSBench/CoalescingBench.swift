@@ -23,9 +23,9 @@ enum CoalescingBench {
         let deadline = runner.deadline(seconds: 60)
         for round in 0..<(rounds + 1) {
             if round > 1, ContinuousClock.now > deadline { break }
-            var configuration = HTTPDNSConfiguration(providers: [provider])
+            var configuration = HTTPDNSConfiguration(resolvers: [provider])
             configuration.failover.httpdnsOnly = true
-            configuration.localDNS = .custom(StaticResolver([:]))
+            configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
             let engine = HTTPDNSEngine(configuration: configuration)
             let hosts = (0..<names).map { "r\(round)-n\($0).bench.test" }
             let before = server.requestCount

@@ -2,7 +2,7 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -12,7 +12,7 @@ import FoundationNetworking
 /// SAN (`https://127.0.0.1:PORT/`), the way code without HTTPDNS would reach it.
 ///
 /// The protected side asks for `https://bench.test:PORT/`; the engine answers 127.0.0.1 from a
-/// ``StaticResolver`` (cache hits after the first request), and the protocol sends through libcurl
+/// ``HTTPDNSStaticResolver`` (cache hits after the first request), and the protocol sends through libcurl
 /// with the real host in SNI and certificate checks. Both sides keep connections alive.
 enum URLSessionBench {
     static let inFlight = 16
@@ -65,17 +65,15 @@ enum URLSessionBench {
     /// A client whose engine answers `bench.test` with 127.0.0.1 and that trusts the bench CA.
     static func protectedClient(_ origin: BenchServers.Origin) -> HTTPDNSClient {
         var configuration = HTTPDNSConfiguration(
-            providers: [StaticResolver([BenchServers.Origin.host: [IPAddress("127.0.0.1")!]], ttl: 86_400)])
-        configuration.hygiene.allowLoopback = true
+            resolvers: [HTTPDNSStaticResolver([BenchServers.Origin.host: [HTTPDNSIPAddress("127.0.0.1")!]], ttl: 86_400)])
+        configuration.hygiene.allowPrivate = true
         configuration.failover.httpdnsOnly = true
-        configuration.localDNS = .custom(StaticResolver([:]))
+        configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
+        configuration.trust = .caFile(origin.certificates.caCertificatePath)
         var transportConfiguration = HTTPTransport.Configuration()
         transportConfiguration.maxConnectionsPerHost = inFlight
-        var clientConfiguration = HTTPDNSClient.Configuration()
-        clientConfiguration.trust = .caFile(origin.certificates.caCertificatePath)
         return HTTPDNSClient(
-            engine: HTTPDNSEngine(configuration: configuration), transport: HTTPTransport(configuration: transportConfiguration),
-            configuration: clientConfiguration)
+            engine: HTTPDNSEngine(configuration: configuration), transport: HTTPTransport(configuration: transportConfiguration))
     }
 
     /// Runs `count` requests keeping ``inFlight`` of them running; returns requests per second.

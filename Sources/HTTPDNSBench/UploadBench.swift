@@ -3,7 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -29,10 +29,10 @@ enum UploadBench {
         defer { try? FileManager.default.removeItem(at: file) }
 
         let host = "upload.bench.test"
-        var configuration = HTTPDNSConfiguration(providers: [StaticResolver([host: [IPAddress("127.0.0.1")!]])])
-        configuration.hygiene.allowLoopback = true
+        var configuration = HTTPDNSConfiguration(resolvers: [HTTPDNSStaticResolver([host: [HTTPDNSIPAddress("127.0.0.1")!]])])
+        configuration.hygiene.allowPrivate = true
         configuration.failover.httpdnsOnly = true
-        configuration.localDNS = .custom(StaticResolver([:]))
+        configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
         let client = HTTPDNSClient(engine: HTTPDNSEngine(configuration: configuration), transport: HTTPTransport())
         let url = URL(string: "http://\(host):\(server.port)/upload")!
 

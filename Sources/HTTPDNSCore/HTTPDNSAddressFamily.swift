@@ -8,7 +8,7 @@ public enum HTTPDNSAddressFamily: String, Sendable, Hashable, Codable, CaseItera
     case both
 
     /// Whether answers of `family` belong to this lookup.
-    public func includes(_ family: IPAddress.Family) -> Bool {
+    public func includes(_ family: HTTPDNSIPAddress.Family) -> Bool {
         switch self {
         case .ipv4: family == .v4
         case .ipv6: family == .v6

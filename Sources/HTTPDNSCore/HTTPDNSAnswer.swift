@@ -4,8 +4,12 @@ public struct HTTPDNSAnswer: Sendable, Hashable {
     public enum Origin: String, Sendable, Hashable, Codable {
         /// Fresh from an HTTPDNS provider.
         case httpdns
-        /// From the LocalDNS fallback (system resolver or a chosen DNS server).
+        /// From the LocalDNS fallback (system resolver or a chosen DNS server), or from the system
+        /// resolver placed among the resolvers.
         case localDNS
+        /// From a plain DNS server placed among the resolvers (`udp=`): neither encrypted nor
+        /// authenticated, so no better than LocalDNS against an on-path attacker.
+        case dns
         /// From a static entry.
         case `static`
     }
@@ -13,7 +17,7 @@ public struct HTTPDNSAnswer: Sendable, Hashable {
     /// The name, lower-case, without a trailing dot.
     public var host: String
     /// Addresses after hygiene: validated, deduplicated, in the provider's order.
-    public var addresses: [IPAddress]
+    public var addresses: [HTTPDNSIPAddress]
     /// Seconds this answer may still be used (30 for a stale answer, RFC 8767).
     public var ttl: Int
     /// The resolver that produced the addresses (its ``HTTPDNSResolver/name``).
@@ -27,7 +31,7 @@ public struct HTTPDNSAnswer: Sendable, Hashable {
 
     public init(
         host: String,
-        addresses: [IPAddress],
+        addresses: [HTTPDNSIPAddress],
         ttl: Int,
         source: String,
         origin: Origin,

@@ -1,32 +1,34 @@
 /// Which addresses from an HTTPDNS answer may be used.
 ///
 /// A hijacking or broken service can hand out 0.0.0.0, 127.0.0.1 or private space; by default those
-/// are dropped. Loopback and private space can be allowed explicitly (test beds on 127.0.0.0/8).
+/// are dropped. They can be allowed explicitly, for an intranet or a test bed on 127.0.0.0/8: one
+/// switch, meaning what the command line's `--allow-private` means.
 public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
-    /// Accept 127.0.0.0/8 and ::1. Default false.
-    public var allowLoopback: Bool = false
-    /// Accept private and reserved space (10/8, 172.16/12, 192.168/16, fc00::/7, …). Default false.
+    /// Accept loopback (127.0.0.0/8, ::1), private and reserved space (10/8, 172.16/12, 192.168/16,
+    /// fc00::/7, …). Unspecified addresses (0.0.0.0, ::) are never accepted. Default false.
+    ///
+    /// With private answers allowed, a hijack check loses its bogon test, so ``HTTPDNSEngine``
+    /// counts any disagreement with HTTPDNS as hijacking (see ``HTTPDNSHijackReport``).
     public var allowPrivate: Bool = false
 
-    public init(allowLoopback: Bool = false, allowPrivate: Bool = false) {
-        self.allowLoopback = allowLoopback
+    /// - Parameter allowPrivate: accept loopback, private and reserved addresses. Default false.
+    public init(allowPrivate: Bool = false) {
         self.allowPrivate = allowPrivate
     }
 
     /// The result of filtering one answer.
     public struct Outcome: Sendable, Hashable {
         /// Usable addresses, deduplicated, in the original order.
-        public var kept: [IPAddress]
+        public var kept: [HTTPDNSIPAddress]
         /// Addresses dropped as bogons.
-        public var rejected: [IPAddress]
+        public var rejected: [HTTPDNSIPAddress]
     }
 
     /// Whether one address is acceptable.
-    public func accepts(_ address: IPAddress) -> Bool {
+    public func accepts(_ address: HTTPDNSIPAddress) -> Bool {
         let address = address.ipv4Mapped ?? address
         if address.isUnspecified { return false }
-        if address.isLoopback { return allowLoopback }
-        if address.isPrivateOrReserved { return allowPrivate }
+        if address.isLoopback || address.isPrivateOrReserved { return allowPrivate }
         return true
     }
 
@@ -36,12 +38,12 @@ public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
     }
 
     /// Filters a list of addresses: drops bogons and duplicates, keeps order.
-    public func filter(_ addresses: [IPAddress]) -> Outcome {
-        var kept: [IPAddress] = []
-        var rejected: [IPAddress] = []
+    public func filter(_ addresses: [HTTPDNSIPAddress]) -> Outcome {
+        var kept: [HTTPDNSIPAddress] = []
+        var rejected: [HTTPDNSIPAddress] = []
         // The usual answer holds a few addresses, compared directly; long lists go through a set.
         let short = addresses.count <= 16
-        var seen = Set<IPAddress>()
+        var seen = Set<HTTPDNSIPAddress>()
         for (index, address) in addresses.enumerated() {
             let repeated = short ? addresses[..<index].contains(address) : !seen.insert(address).inserted
             guard !repeated else { continue }

@@ -26,7 +26,7 @@ public protocol HTTPDNSEventMonitor: Sendable {
     func warning(_ message: String)
     /// The loopback proxy connected a tunnel (or forwarded request) for `host`:`port` to `address`,
     /// at the `attempts`-th address tried.
-    func proxyTunnelOpened(host: String, port: UInt16, address: IPAddress, attempts: Int)
+    func proxyTunnelOpened(host: String, port: UInt16, address: HTTPDNSIPAddress, attempts: Int)
     /// The proxy found no address to connect for `host`:`port` and answered the client `status`.
     func proxyTunnelFailed(host: String, port: UInt16, status: Int, reason: String)
     /// A tunnel for `host`:`port` ended after moving the given byte counts.
@@ -46,7 +46,7 @@ extension HTTPDNSEventMonitor {
     public func resolverFailed(resolver: String, host: String, error: HTTPDNSError) {}
     public func fellBackToLocalDNS(host: String) {}
     public func warning(_ message: String) {}
-    public func proxyTunnelOpened(host: String, port: UInt16, address: IPAddress, attempts: Int) {}
+    public func proxyTunnelOpened(host: String, port: UInt16, address: HTTPDNSIPAddress, attempts: Int) {}
     public func proxyTunnelFailed(host: String, port: UInt16, status: Int, reason: String) {}
     public func proxyTunnelClosed(host: String, port: UInt16, bytesToServer: Int64, bytesToClient: Int64) {}
     public func proxyRefused(status: Int, reason: String) {}

@@ -21,7 +21,7 @@ extension HTTPDNSService {
         default: return Self.badRequest("type must be a, aaaa or addrs")
         }
         let withTTL = request.queryValue("ttl") == "1"
-        let clientIP = request.queryValue("clientip") == "1" ? request.remoteAddress?.description : nil
+        let clientIP = request.queryValue("clientip") == "1" ? clientAddress(of: request)?.description : nil
 
         var plain = dn
         var cipher: (format: DNSPodFormat, algorithm: DNSPodFormat.Algorithm)?
@@ -58,13 +58,14 @@ extension HTTPDNSService {
         guard names.count <= max(1, configuration.limits.maxDNSPodBatch) else {
             return Self.badRequest("at most \(configuration.limits.maxDNSPodBatch) names")
         }
-        for name in names where !HTTPDNSHostPolicy.isValidHostName(name) || IPAddress.isLiteral(name) {
+        for name in names where !HTTPDNSHostPolicy.isValidHostName(name) || HTTPDNSIPAddress.isLiteral(name) {
             return Self.badRequest("not a host name in dn")
         }
         let batch = names.count > 1
+        let subnet = clientSubnet(of: request)
         var lines: [String] = []
         for name in names {
-            let answer = lookup(name, family: family)
+            let answer = lookup(name, family: family, clientSubnet: subnet)
             if answer.status == .failed, !batch { return Self.text("upstream failed\n", status: 502) }
             var line = Self.dnspodPart(answer.status == .found ? answer.ipv4 : [], family: family, ttl: answer.ttl, withTTL: withTTL)
             if family != .ipv4 {
@@ -83,7 +84,7 @@ extension HTTPDNSService {
     }
 
     /// `ip;ip[,ttl]`, or `0` for none.
-    static func dnspodPart(_ addresses: [IPAddress], family: HTTPDNSAddressFamily, ttl: Int, withTTL: Bool) -> String {
+    static func dnspodPart(_ addresses: [HTTPDNSIPAddress], family: HTTPDNSAddressFamily, ttl: Int, withTTL: Bool) -> String {
         guard !addresses.isEmpty else { return "0" }
         let list = addresses.map(\.description).joined(separator: ";")
         return withTTL ? "\(list),\(ttl)" : list

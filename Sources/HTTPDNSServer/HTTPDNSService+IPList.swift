@@ -10,10 +10,10 @@ extension HTTPDNSService {
             return Self.badRequest("missing host")
         }
         let name = HTTPDNSHostPolicy.normalize(host)
-        guard name.utf8.count <= 253, HTTPDNSHostPolicy.isValidHostName(name), !IPAddress.isLiteral(name) else {
+        guard name.utf8.count <= 253, HTTPDNSHostPolicy.isValidHostName(name), !HTTPDNSIPAddress.isLiteral(name) else {
             return Self.badRequest("not a host name")
         }
-        let answer = lookup(name, family: .both)
+        let answer = lookup(name, family: .both, clientSubnet: clientSubnet(of: request))
         switch answer.status {
         case .failed:
             return Self.json(HTTPDNSServiceJSON.object([("error", "\"upstream failed\"")]), status: 502)

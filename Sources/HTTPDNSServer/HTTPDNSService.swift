@@ -6,14 +6,14 @@ import HTTPDNSCore
 /// resolvers, in every wire format the clients of this package speak.
 ///
 /// Endpoints:
-/// - `/d?dn=…` DNSPod plain text (``DNSPodFormat``), with optional DES/AES enterprise encryption;
+/// - `/d?dn=…` DNSPod plain text, with optional DES/AES enterprise encryption;
 /// - `/{account}/d`, `/{account}/resolve`, `/{account}/sign_d`, `/{account}/sign_resolve` Alibaba
-///   JSON (``AlibabaFormat``, legacy API);
-/// - `/ips?host=…` the self-hosted IP list (``IPListFormat``);
+///   JSON (legacy API);
+/// - `/ips?host=…` the self-hosted IP list (`{"ips":[…],"ttl":N}`);
 /// - `/dns-query` DNS over HTTPS: RFC 8484 wire format (GET `?dns=`, POST) and Google-style JSON
 ///   (`?name=&type=`, also at `/resolve`).
 ///
-/// Names the zone lacks go to ``Configuration/Upstream/resolvers`` through an ``HTTPDNSEngine``, so
+/// Names the zone lacks go to ``Upstream/resolvers`` through an ``HTTPDNSEngine``, so
 /// upstream answers are cached and concurrent questions for one name share one upstream request.
 /// Requests are handled on libmicrohttpd's connection threads; upstream lookups block only their
 /// own connection's thread while the engine works on the cooperative pool.
@@ -32,12 +32,21 @@ public final class HTTPDNSService: Sendable {
         /// `HTTPDNSProviderSpec(parsing:).makeResolver()`). Default none: such names are NXDOMAIN.
         public var resolvers: [any HTTPDNSResolver] = []
         /// Which upstream addresses are passed on. Default: no loopback, no private space (a test
-        /// bed on 127.0.0.0/8 sets `allowLoopback`).
+        /// bed on 127.0.0.0/8 sets `allowPrivate`).
         public var hygiene: HTTPDNSAnswerHygiene = .init()
         /// Time limits for upstream lookups. Default the engine's (1.5 s per resolver, 2 s in all).
         public var timeouts: HTTPDNSConfiguration.Timeouts = .init()
         /// Cache settings (TTL floor and ceiling, capacity). Default the engine's.
-        public var cache: HTTPDNSCachePolicy.Settings = .init()
+        public var cache: HTTPDNSCacheSettings = .init()
+        /// How long a name whose upstream lookup failed is answered `SERVFAIL` / 502 at once, without
+        /// asking again (RFC 9520 negative caching of resolution failures). Default 5 s; zero turns
+        /// it off. A stale cached answer, when there is one, is still preferred to the failure.
+        public var failureTTL: Duration = .seconds(5)
+        /// Send the client's subnet (/24 IPv4, /56 IPv6; never a private or loopback address) to
+        /// upstreams that speak DNS (plain DNS, DoH wire format) as EDNS Client Subnet (RFC 7871),
+        /// so that they can pick addresses near the client; answers are then cached per subnet.
+        /// Default true.
+        public var sendsClientSubnet: Bool = true
 
         public init(resolvers: [any HTTPDNSResolver] = []) {
             self.resolvers = resolvers
@@ -86,7 +95,7 @@ public final class HTTPDNSService: Sendable {
         /// Upstream resolvers for other names. Default none.
         public var upstream: Upstream = .init()
         /// Address to listen on. Default 127.0.0.1.
-        public var address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!
+        public var address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!
         /// Port to listen on; 0 lets the system pick (read ``HTTPDNSService/port``). Default 0.
         public var port: Int = 0
         /// PEM certificate chain; with ``tlsKeyPEM`` the service speaks HTTPS only. Default nil.
@@ -101,6 +110,10 @@ public final class HTTPDNSService: Sendable {
         public var alibaba: Alibaba = .init()
         /// Time source for signature expiry; tests inject ``HTTPDNSManualClock``.
         public var clock: any HTTPDNSClock = HTTPDNSSystemClock()
+        /// Peers whose `X-Forwarded-For` (and, in the server, PROXY protocol header) is believed for
+        /// the client's address: Alibaba's `client_ip`, DNSPod's `clientip=1` and the EDNS Client
+        /// Subnet sent upstream. Default none: the client is the connection's peer.
+        package var trustedProxies: HTTPDNSTrustedProxies = .init()
 
         public init(zone: HTTPDNSZone = .init()) {
             self.zone = zone
@@ -110,6 +123,8 @@ public final class HTTPDNSService: Sendable {
     /// The configuration the service was made with.
     public let configuration: Configuration
     let engine: HTTPDNSEngine?
+    /// Names whose upstream lookup failed recently (see ``Upstream/failureTTL``).
+    let upstreamFailures = HTTPDNSLock(HTTPDNSUpstreamFailureCache())
     private let server = HTTPDNSLock<HTTPServer?>(nil)
 
     /// Creates the service; nothing listens until ``start()``.
@@ -118,7 +133,7 @@ public final class HTTPDNSService: Sendable {
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
-            var engineConfiguration = HTTPDNSConfiguration(providers: configuration.upstream.resolvers)
+            var engineConfiguration = HTTPDNSConfiguration(resolvers: configuration.upstream.resolvers)
             // The server must not leak names to the machine's resolver: upstreams only.
             engineConfiguration.failover.httpdnsOnly = true
             engineConfiguration.hygiene = configuration.upstream.hygiene

@@ -8,30 +8,30 @@ import HTTPDNSServer
 /// speaking DNSPod) knows the truth. Nothing listens on ``dead``.
 ///
 /// Addresses 127.0.0.40–49 are this bed's; other suites use lower ones.
-public final class ProxyTestBed: Sendable {
-    public static let origin = IPAddress("127.0.0.40")!
-    public static let hijack = IPAddress("127.0.0.41")!
-    public static let dead = IPAddress("127.0.0.42")!
-    public static let dns = IPAddress("127.0.0.43")!
-    public static let services = IPAddress("127.0.0.44")!
+package final class ProxyTestBed: Sendable {
+    package static let origin = HTTPDNSIPAddress("127.0.0.40")!
+    package static let hijack = HTTPDNSIPAddress("127.0.0.41")!
+    package static let dead = HTTPDNSIPAddress("127.0.0.42")!
+    package static let dns = HTTPDNSIPAddress("127.0.0.43")!
+    package static let services = HTTPDNSIPAddress("127.0.0.44")!
 
     /// Served over HTTPS on ``origin``.
-    public static let secureHost = "www.proxied.test"
+    package static let secureHost = "www.proxied.test"
     /// Served over plain HTTP on ``origin``.
-    public static let plainHost = "plain.proxied.test"
+    package static let plainHost = "plain.proxied.test"
     /// HTTPDNS answers ``dead`` first, then ``origin``: the proxy must fail over.
-    public static let failoverHost = "failover.proxied.test"
+    package static let failoverHost = "failover.proxied.test"
     /// The real site's page (as nginx answers it).
-    public static let realBody = "the real site\n"
+    package static let realBody = "the real site\n"
     /// What the lying resolver's address serves.
-    public static let hijackBody = "hijacked: an ad page\n"
+    package static let hijackBody = "hijacked: an ad page\n"
 
-    public let certificates: TestCertificates
-    public let nginx: Nginx
-    public let service: HTTPDNSService
-    public let dnsmasq: Dnsmasq
+    package let certificates: TestCertificates
+    package let nginx: Nginx
+    package let service: HTTPDNSService
+    package let dnsmasq: Dnsmasq
 
-    public init() throws {
+    package init() throws {
         let certificates = try TestCertificates(commonName: "swift-httpdns proxy test CA")
         do {
             let leaf = try certificates.issue(dnsNames: [Self.secureHost, Self.failoverHost])
@@ -62,24 +62,24 @@ public final class ProxyTestBed: Sendable {
     }
 
     /// The TLS port of the real site (and of the ad page's address, where nothing TLS listens).
-    public var httpsPort: UInt16 { nginx.httpsPort ?? 0 }
-    public var httpPort: UInt16 { nginx.httpPort ?? 0 }
+    package var httpsPort: UInt16 { nginx.httpsPort ?? 0 }
+    package var httpPort: UInt16 { nginx.httpPort ?? 0 }
     /// `https://www.proxied.test:PORT/`.
-    public var secureURL: String { "https://\(Self.secureHost):\(httpsPort)/" }
+    package var secureURL: String { "https://\(Self.secureHost):\(httpsPort)/" }
     /// `http://plain.proxied.test:PORT/`.
-    public var plainURL: String { "http://\(Self.plainHost):\(httpPort)/" }
+    package var plainURL: String { "http://\(Self.plainHost):\(httpPort)/" }
     /// The `--provider` of the HTTPDNS service.
-    public var providerSpec: String { "dnspod=http://\(Self.services):\(service.port ?? 0)" }
+    package var providerSpec: String { "dnspod=http://\(Self.services):\(service.port ?? 0)" }
     /// The `--local-dns` of the lying dnsmasq.
-    public var localDNSSpec: String { "udp=\(dnsmasq.address):\(dnsmasq.port)" }
+    package var localDNSSpec: String { "udp=\(dnsmasq.address):\(dnsmasq.port)" }
     /// `httpdns proxy` arguments for this bed (engine options; the listen address is the caller's).
-    public var engineArguments: [String] {
+    package var engineArguments: [String] {
         ["--provider", providerSpec, "--local-dns", localDNSSpec, "--allow-private", "--protect", "*.proxied.test", "--timeout", "3"]
     }
 
     /// Stops everything, in reverse order of start (Foundation's `Process` reaps children one at a
     /// time: stopping nginx while the later dnsmasq still runs can wait on the wrong child).
-    public func stop() {
+    package func stop() {
         dnsmasq.stop()
         service.stop()
         nginx.stop()
@@ -88,7 +88,7 @@ public final class ProxyTestBed: Sendable {
 
     /// Runs `body` with no signal blocked on this thread (dnsmasq inherits the mask and would
     /// otherwise ignore the SIGTERM that stops it).
-    public static func withDefaultSignalMask<T>(_ body: () throws -> T) rethrows -> T {
+    package static func withDefaultSignalMask<T>(_ body: () throws -> T) rethrows -> T {
         var empty = sigset_t()
         var saved = sigset_t()
         sigemptyset(&empty)

@@ -1,7 +1,7 @@
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 
 extension Command {
     static let fetchHelp = HelpText(
@@ -36,7 +36,6 @@ extension Command {
         let engine = try makeFetchEngine(shared, transport: transport, trust: trust, monitor: monitor, command: command)
 
         var configuration = HTTPDNSClient.Configuration()
-        configuration.trust = trust
         configuration.connectTimeout = .milliseconds(Int64((options.connectTimeout ?? 10) * 1000))
         configuration.requestTimeout = options.maxTime.map { .milliseconds(Int64($0 * 1000)) }
         configuration.maximumRedirects = options.maxRedirects
@@ -45,10 +44,7 @@ extension Command {
             do {
                 let endpoint = try HTTPDNSProviderSpec(kind: .ips, location: url)
                     .makeResolver(transport: transport, trust: trust, timeout: .milliseconds(Int64((shared.timeout ?? 5) * 1000)))
-                configuration.blockRedirect = FetcherBlockRedirect(
-                    endpoint: endpoint,
-                    hygiene: HTTPDNSAnswerHygiene(allowLoopback: shared.allowPrivate, allowPrivate: shared.allowPrivate),
-                    monitor: monitor)
+                configuration.blockRedirect = FetcherBlockRedirect(endpoint: endpoint, monitor: monitor)
             } catch {
                 throw UsageError("bad --fallback-ips '\(url)': \(SharedOptions.detail(error))", command: command)
             }
@@ -61,30 +57,18 @@ extension Command {
         return try await task.value
     }
 
-    /// The shared options' engine, with `--resolve` entries as its first provider (curl's order; the
-    /// engine trusts static entries as given, loopback included) and their hosts protected, so that
-    /// they are pinned even when `--protect` leaves them out. The monitor learns what the engine does.
+    /// The shared options' engine (its static entries are the `--resolve` ones, always pinned); the
+    /// monitor learns what the engine does.
     static func makeFetchEngine(
-        _ shared: SharedOptions, transport: HTTPTransport, trust: HTTPTransportTrust, monitor: FetcherMonitor, command: String
+        _ shared: SharedOptions, transport: HTTPTransport, trust: HTTPDNSTrust, monitor: FetcherMonitor, command: String
     ) throws(UsageError) -> HTTPDNSEngine {
         var configuration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
         configuration.monitor = monitor
-        if !shared.resolveEntries.isEmpty {
-            do {
-                configuration.providers.insert(try StaticResolver(curlStyle: shared.resolveEntries), at: 0)
-            } catch {
-                throw UsageError("bad --resolve: \(SharedOptions.detail(error))", command: command)
-            }
-            if !shared.protect.isEmpty {
-                let hosts = shared.resolveEntries.compactMap { $0.split(separator: ":").first.map(String.init) }
-                configuration.protectedHosts = HTTPDNSHostPolicy(shared.protect + hosts)
-            }
-        }
         return HTTPDNSEngine(configuration: configuration)
     }
 
     /// How `-v` names the CAs certificates are verified with.
-    static func trustText(_ trust: HTTPTransportTrust) -> String {
+    static func trustText(_ trust: HTTPDNSTrust) -> String {
         switch trust {
         case .system: "system CAs"
         case .caFile(let path): "CAs in \(path)"

@@ -2,7 +2,7 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 
 extension Command {
     static let proxySpecs: [OptionSpec] = [
@@ -68,7 +68,6 @@ extension Command {
             }
             configuration.credential = .init(user: String(text[..<colon]), password: String(text[text.index(after: colon)...]))
         }
-        configuration.allowLoopbackTargets = shared.allowPrivate
         configuration.allowPrivateTargets = shared.allowPrivate
         if let seconds = try FetchOptions.seconds(parsed.last("connect-timeout"), "--connect-timeout", bad) ?? shared.timeout {
             configuration.connectTimeout = .milliseconds(Int64(seconds * 1000))
@@ -84,10 +83,6 @@ extension Command {
         let monitor = ProxyMonitor(verbose: parsed.flag("verbose"))
         var engineConfiguration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
         engineConfiguration.monitor = monitor
-        if !shared.resolveEntries.isEmpty {
-            // Static answers first, as in fetch (curl's --resolve order).
-            engineConfiguration.providers.insert((try? StaticResolver(curlStyle: shared.resolveEntries)) ?? StaticResolver([:]), at: 0)
-        }
         if let url = parsed.last("fallback-ips") ?? shared.config.fallbackIPs {
             do {
                 configuration.blockRedirect = try HTTPDNSProviderSpec(kind: .ips, location: url)
@@ -126,7 +121,7 @@ final class ProxyMonitor: HTTPDNSEventMonitor {
         self.verbose = verbose
     }
 
-    func proxyTunnelOpened(host: String, port: UInt16, address: IPAddress, attempts: Int) {
+    func proxyTunnelOpened(host: String, port: UInt16, address: HTTPDNSIPAddress, attempts: Int) {
         if verbose { Output.diagnostic("* \(host):\(port) → \(address.uriText)" + (attempts > 1 ? " (attempt \(attempts))" : "")) }
     }
 

@@ -9,7 +9,7 @@ struct SharedOptions: Sendable {
     /// The LocalDNS choice, as written.
     enum LocalDNSChoice: Sendable, Equatable {
         case system
-        case server(IPAddress, port: UInt16)
+        case server(HTTPDNSIPAddress, port: UInt16)
     }
 
     /// Used when neither flags nor the config file name a provider: DNSPod's free public endpoint
@@ -104,7 +104,7 @@ struct SharedOptions: Sendable {
         }
         resolveEntries = parsed.has("resolve") ? parsed.all("resolve") : (config.resolve ?? [])
         do {
-            _ = try StaticResolver(curlStyle: resolveEntries)
+            _ = try HTTPDNSStaticResolver(curlStyle: resolveEntries)
         } catch {
             throw bad("bad --resolve: \(SharedOptions.detail(error))")
         }
@@ -119,18 +119,18 @@ struct SharedOptions: Sendable {
         guard lower.hasPrefix("udp=") else { throw bad("bad --local-dns '\(text)': expected system or udp=IP:PORT") }
         let location = String(text.dropFirst(4))
         if let (address, port) = HTTPDNSProviderSpec.parseHostPort(location) { return .server(address, port: port) }
-        if let address = IPAddress(location) { return .server(address, port: 53) }
+        if let address = HTTPDNSIPAddress(location) { return .server(address, port: 53) }
         throw bad("bad --local-dns '\(text)': expected udp=IP:PORT ([IPv6]:PORT for IPv6)")
     }
 
     /// The TLS trust for providers and origins: the system bundle plus `--cacert`.
     /// - Throws: ``UsageError`` when the file cannot be read or holds no certificate.
-    func makeTrust(command: String) throws(UsageError) -> HTTPTransportTrust {
+    func makeTrust(command: String) throws(UsageError) -> HTTPDNSTrust {
         try SharedOptions.makeTrust(cacert: cacert, command: command)
     }
 
     /// The system bundle plus the PEM file `cacert`, or `.system` without one.
-    static func makeTrust(cacert: String?, command: String) throws(UsageError) -> HTTPTransportTrust {
+    static func makeTrust(cacert: String?, command: String) throws(UsageError) -> HTTPDNSTrust {
         guard let cacert else { return .system }
         guard let extra = FileManager.default.contents(atPath: cacert), extra.count <= 16 << 20 else {
             throw UsageError("cannot read --cacert file \(cacert)", command: command)
@@ -151,44 +151,37 @@ struct SharedOptions: Sendable {
 
     /// The engine these options describe.
     /// - Throws: ``UsageError`` when a provider spec cannot be turned into a resolver.
-    func makeEngine(transport: HTTPTransport, trust: HTTPTransportTrust, command: String) throws(UsageError) -> HTTPDNSEngine {
+    func makeEngine(transport: HTTPTransport, trust: HTTPDNSTrust, command: String) throws(UsageError) -> HTTPDNSEngine {
         let perRequest = Duration.milliseconds(Int64((timeout ?? 5) * 1000))
         var resolvers: [any HTTPDNSResolver] = []
         for spec in providerSpecs {
             do {
-                resolvers.append(try spec.makeResolver(transport: transport, trust: trust, timeout: perRequest))
+                resolvers.append(try spec.makeResolver(transport: transport, timeout: perRequest))
             } catch {
                 throw UsageError("bad --provider '\(spec)': \(SharedOptions.detail(error))", command: command)
             }
         }
-        var configuration = HTTPDNSConfiguration(providers: resolvers)
+        var configuration = HTTPDNSConfiguration(resolvers: resolvers)
+        configuration.trust = trust
+        do {
+            configuration.staticEntries = try HTTPDNSStaticResolver.curlStyleTable(resolveEntries)
+        } catch {
+            throw UsageError("bad --resolve: \(SharedOptions.detail(error))", command: command)
+        }
         switch localDNS {
         case .system: configuration.localDNS = .system
         case .server(let address, let port): configuration.localDNS = .server(address, port: port)
         }
         configuration.failover.httpdnsOnly = httpdnsOnly
-        configuration.hygiene = HTTPDNSAnswerHygiene(allowLoopback: allowPrivate, allowPrivate: allowPrivate)
+        configuration.hygiene = HTTPDNSAnswerHygiene(allowPrivate: allowPrivate)
         configuration.family = family
         if !protect.isEmpty { configuration.protectedHosts = HTTPDNSHostPolicy(protect) }
         if let timeout {
-            configuration.timeouts.perAttempt = timeout
-            configuration.timeouts.httpdnsBudget = timeout * Double(max(1, resolvers.count))
-            configuration.timeouts.localDNS = timeout
+            configuration.timeouts.perAttempt = .seconds(timeout)
+            configuration.timeouts.httpdnsBudget = .seconds(timeout * Double(max(1, resolvers.count)))
+            configuration.timeouts.localDNS = .seconds(timeout)
         }
         return HTTPDNSEngine(configuration: configuration)
-    }
-
-    /// The resolver every subcommand uses: static entries, then the engine.
-    func makeResolver(transport: HTTPTransport, trust: HTTPTransportTrust, command: String) throws(UsageError) -> ToolResolver {
-        let engine = try makeEngine(transport: transport, trust: trust, command: command)
-        let entries = (try? StaticResolver(curlStyle: resolveEntries)) ?? StaticResolver([:])
-        let local: any HTTPDNSResolver
-        let seconds = timeout ?? 5
-        switch localDNS {
-        case .system: local = SystemDNSResolver(timeout: .milliseconds(Int64(seconds * 1000)))
-        case .server(let address, let port): local = DNSServerResolver(server: address, port: port, timeout: seconds)
-        }
-        return ToolResolver(engine: engine, staticEntries: entries, hasStaticEntries: !resolveEntries.isEmpty, localDNS: local, family: family)
     }
 
     /// The short detail of an error from the library, without repeating the code name twice.

@@ -1,4 +1,4 @@
-@testable import HTTPDNSURLProtocol
+@testable import HTTPDNSNetworking
 import XCTest
 
 /// The proxy's request-head parser: valid heads, every truncation, malformed and oversized input.

@@ -2,14 +2,14 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
-@testable import HTTPDNSURLProtocol
+@testable import HTTPDNSNetworking
 import XCTest
 
 /// Records the proxy's events for assertions.
 final class RecordingProxyMonitor: HTTPDNSEventMonitor, @unchecked Sendable {
     struct Opened: Equatable {
         var host: String
-        var address: IPAddress
+        var address: HTTPDNSIPAddress
         var attempts: Int
     }
 
@@ -24,7 +24,7 @@ final class RecordingProxyMonitor: HTTPDNSEventMonitor, @unchecked Sendable {
     var refused: [Int] { lock.withLock { refusedEvents } }
     var closed: Int { lock.withLock { closedEvents } }
 
-    func proxyTunnelOpened(host: String, port: UInt16, address: IPAddress, attempts: Int) {
+    func proxyTunnelOpened(host: String, port: UInt16, address: HTTPDNSIPAddress, attempts: Int) {
         lock.withLock { openedEvents.append(Opened(host: host, address: address, attempts: attempts)) }
     }
 
@@ -45,7 +45,7 @@ final class RecordingProxyMonitor: HTTPDNSEventMonitor, @unchecked Sendable {
 final class RawClient {
     private(set) var fd: Int32
 
-    init(_ address: IPAddress, port: UInt16, timeout: Int = 10) throws {
+    init(_ address: HTTPDNSIPAddress, port: UInt16, timeout: Int = 10) throws {
         fd = socket(address.family == .v4 ? AF_INET : AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
         var time = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))

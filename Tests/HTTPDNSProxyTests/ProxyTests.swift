@@ -2,7 +2,7 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
-@testable import HTTPDNSURLProtocol
+@testable import HTTPDNSNetworking
 import XCTest
 
 /// The proxy in this process, driven by curl and raw sockets, in a network whose resolver lies.
@@ -24,9 +24,9 @@ final class ProxyTests: XCTestCase {
 
     /// An engine protecting `protected` over the bed's HTTPDNS service, the lying dnsmasq as LocalDNS.
     func makeEngine(protected: [String] = ["*.proxied.test"]) throws -> HTTPDNSEngine {
-        var configuration = HTTPDNSConfiguration(providers: [try HTTPDNSProviderSpec(parsing: bed.providerSpec).makeResolver()])
+        var configuration = HTTPDNSConfiguration(resolvers: [try HTTPDNSProviderSpec(parsing: bed.providerSpec).makeResolver()])
         configuration.localDNS = .server(bed.dnsmasq.address, port: bed.dnsmasq.port)
-        configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
+        configuration.hygiene = .init(allowPrivate: true)
         configuration.protectedHosts = HTTPDNSHostPolicy(protected)
         configuration.monitor = monitor
         return HTTPDNSEngine(configuration: configuration)
@@ -36,7 +36,7 @@ final class ProxyTests: XCTestCase {
         protected: [String] = ["*.proxied.test"], configure: (inout HTTPDNSProxy.Configuration) -> Void = { _ in }
     ) throws -> HTTPDNSProxy {
         var configuration = HTTPDNSProxy.Configuration()
-        configuration.allowLoopbackTargets = true
+        configuration.allowPrivateTargets = true
         configuration.connectTimeout = .seconds(3)
         configure(&configuration)
         let proxy = HTTPDNSProxy(engine: try makeEngine(protected: protected), configuration: configuration)
@@ -70,7 +70,7 @@ final class ProxyTests: XCTestCase {
         XCTAssertEqual(result.stdoutText, ProxyTestBed.realBody + ProxyTestBed.realBody)
 
         let credential = try XCTUnwrap(proxy.configuration.credential)
-        let client = try RawClient(IPAddress("127.0.0.1")!, port: proxy.port!)
+        let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: proxy.port!)
         client.send("GET \(bed.plainURL) HTTP/1.1\r\nHost: \(ProxyTestBed.plainHost)\r\nConnection: keep-alive\r\n\(credential.fieldLine)\r\n")
         let (text, timedOut) = client.readToEnd()
         XCTAssertFalse(timedOut, "the proxy closes after one forwarded response")
@@ -100,7 +100,7 @@ final class ProxyTests: XCTestCase {
     }
 
     func testIPv6Listener() throws {
-        let proxy = try startProxy { $0.listenAddresses = [IPAddress("::1")!] }
+        let proxy = try startProxy { $0.listenAddresses = [HTTPDNSIPAddress("::1")!] }
         XCTAssertTrue(proxy.url!.absoluteString.contains("@[::1]:"), proxy.url!.absoluteString)
         let result = try curl(proxy, [bed.secureURL])
         XCTAssertEqual(result.status, 0, result.stderrText)
@@ -117,7 +117,7 @@ final class ProxyTests: XCTestCase {
         let port = proxy.port!
         for field in ["", "Proxy-Authorization: Basic \(Data("httpdns:wrong".utf8).base64EncodedString())\r\n",
                       "Proxy-Authorization: Bearer \(credential.password)\r\n", "Proxy-Authorization: Basic !!!\r\n"] {
-            let client = try RawClient(IPAddress("127.0.0.1")!, port: port)
+            let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: port)
             client.send("CONNECT \(ProxyTestBed.secureHost):\(bed.httpsPort) HTTP/1.1\r\n\(field)\r\n")
             let (text, _) = client.readToEnd()
             XCTAssertTrue(text.hasPrefix("HTTP/1.1 407 "), text)
@@ -129,7 +129,7 @@ final class ProxyTests: XCTestCase {
         let refused = try Curl.run(["--proxy", "http://127.0.0.1:\(port)", "--cacert", bed.certificates.caCertificatePath, bed.secureURL])
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderrText.contains("407"), refused.stderrText)
-        let client = try RawClient(IPAddress("127.0.0.1")!, port: port)
+        let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: port)
         client.send("CONNECT \(ProxyTestBed.secureHost):\(bed.httpsPort) HTTP/1.1\r\n"
             + credential.fieldLine.replacingOccurrences(of: "Basic", with: "bAsIc") + "\r\n")
         XCTAssertTrue(client.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 Connection established\r\n\r\n"))
@@ -142,10 +142,10 @@ final class ProxyTests: XCTestCase {
     }
 
     func testForbiddenTargets() throws {
-        let strict = try startProxy { $0.allowLoopbackTargets = false }
+        let strict = try startProxy { $0.allowPrivateTargets = false }
         let credential = try XCTUnwrap(strict.configuration.credential)
         func status(_ proxy: HTTPDNSProxy, _ target: String) throws -> String {
-            let client = try RawClient(IPAddress("127.0.0.1")!, port: proxy.port!)
+            let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: proxy.port!)
             client.send("CONNECT \(target) HTTP/1.1\r\n\(credential.fieldLine)\r\n")
             return String(client.read(until: "\r\n\r\n").prefix(12))
         }
@@ -165,17 +165,17 @@ final class ProxyTests: XCTestCase {
     }
 
     func testPolicyValues() {
-        let policy = ProxyTargetPolicy(allowLoopback: false, allowPrivate: false, listeners: [(IPAddress("127.0.0.1")!, 8118)])
-        XCTAssertTrue(policy.allows(IPAddress("93.184.216.34")!, port: 443))
-        XCTAssertTrue(policy.allows(IPAddress("2606:2800:220:1::1")!, port: 443))
+        let policy = ProxyTargetPolicy(allowPrivate: false, listeners: [(HTTPDNSIPAddress("127.0.0.1")!, 8118)])
+        XCTAssertTrue(policy.allows(HTTPDNSIPAddress("93.184.216.34")!, port: 443))
+        XCTAssertTrue(policy.allows(HTTPDNSIPAddress("2606:2800:220:1::1")!, port: 443))
         for address in ["127.0.0.1", "::1", "10.0.0.1", "192.168.1.1", "172.16.0.1", "169.254.1.1", "fc00::1", "fe80::1", "0.0.0.0", "::",
                         "::ffff:127.0.0.1", "::ffff:10.0.0.1", "224.0.0.1"] {
-            XCTAssertFalse(policy.allows(IPAddress(address)!, port: 443), address)
+            XCTAssertFalse(policy.allows(HTTPDNSIPAddress(address)!, port: 443), address)
         }
-        let open = ProxyTargetPolicy(allowLoopback: true, allowPrivate: true, listeners: [(IPAddress("::")!, 8118)])
-        XCTAssertTrue(open.allows(IPAddress("127.0.0.1")!, port: 443))
-        XCTAssertFalse(open.allows(IPAddress("127.0.0.1")!, port: 8118))
-        XCTAssertFalse(open.allows(IPAddress("192.168.1.1")!, port: 8118), "a wildcard listener is every local address")
+        let open = ProxyTargetPolicy(allowPrivate: true, listeners: [(HTTPDNSIPAddress("::")!, 8118)])
+        XCTAssertTrue(open.allows(HTTPDNSIPAddress("127.0.0.1")!, port: 443))
+        XCTAssertFalse(open.allows(HTTPDNSIPAddress("127.0.0.1")!, port: 8118))
+        XCTAssertFalse(open.allows(HTTPDNSIPAddress("192.168.1.1")!, port: 8118), "a wildcard listener is every local address")
     }
 
     func testMalformedAndUnsupportedRequestsAreAnswered() throws {
@@ -188,7 +188,7 @@ final class ProxyTests: XCTestCase {
             ("CONNECT a.test:443 HTTP/1.1\r\nX: " + String(repeating: "a", count: 20_000), "HTTP/1.1 431"),
         ]
         for (request, expected) in cases {
-            let client = try RawClient(IPAddress("127.0.0.1")!, port: proxy.port!)
+            let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: proxy.port!)
             client.send(request)
             let (text, timedOut) = client.readToEnd()
             XCTAssertFalse(timedOut)
@@ -200,7 +200,7 @@ final class ProxyTests: XCTestCase {
 
     func testStalledClientIsCut() throws {
         let proxy = try startProxy { $0.headTimeout = .milliseconds(300) }
-        let client = try RawClient(IPAddress("127.0.0.1")!, port: proxy.port!, timeout: 20)
+        let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: proxy.port!, timeout: 20)
         client.send("CONNECT \(ProxyTestBed.secureHost):")  // and nothing more
         let (text, timedOut) = client.readToEnd()
         XCTAssertFalse(timedOut, "the proxy must close a client that never finishes its request head")
@@ -210,7 +210,7 @@ final class ProxyTests: XCTestCase {
 
     func testIdleTunnelIsClosed() throws {
         let proxy = try startProxy { $0.idleTimeout = .milliseconds(300) }
-        let client = try RawClient(IPAddress("127.0.0.1")!, port: proxy.port!, timeout: 20)
+        let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: proxy.port!, timeout: 20)
         client.send("CONNECT \(ProxyTestBed.secureHost):\(bed.httpsPort) HTTP/1.1\r\n\(proxy.configuration.credential!.fieldLine)\r\n")
         let (text, timedOut) = client.readToEnd()
         XCTAssertFalse(timedOut, "an idle tunnel must be closed")
@@ -220,11 +220,11 @@ final class ProxyTests: XCTestCase {
     func testConnectionsAreBoundedWithAnExplicitRefusal() throws {
         let proxy = try startProxy { $0.maxConnections = 2 }
         let port = proxy.port!
-        let first = try RawClient(IPAddress("127.0.0.1")!, port: port)
-        let second = try RawClient(IPAddress("127.0.0.1")!, port: port)
+        let first = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: port)
+        let second = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: port)
         first.send("CONNECT ")
         second.send("CONNECT ")
-        let third = try RawClient(IPAddress("127.0.0.1")!, port: port)
+        let third = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: port)
         let (text, timedOut) = third.readToEnd()
         XCTAssertFalse(timedOut)
         XCTAssertTrue(text.hasPrefix("HTTP/1.1 503 "), text)

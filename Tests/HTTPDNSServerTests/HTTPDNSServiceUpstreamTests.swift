@@ -11,10 +11,10 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
     /// Counts lookups, to see the engine's cache at work.
     final class CountingResolver: HTTPDNSResolver {
         let name = "counting"
-        let inner: StaticResolver
+        let inner: HTTPDNSStaticResolver
         let calls = Atomic<Int>(0)
 
-        init(_ inner: StaticResolver) { self.inner = inner }
+        init(_ inner: HTTPDNSStaticResolver) { self.inner = inner }
 
         func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
             calls.add(1, ordering: .relaxed)
@@ -27,7 +27,7 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
         let front = try startService { configuration in
             configuration.zone = try! HTTPDNSZone(json: Data(#"{"front.test": {"A": ["192.0.2.77"]}}"#.utf8))
             configuration.upstream.resolvers = [try! self.resolver("doh=" + self.base(back) + "/dns-query")]
-            configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true)
+            configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowPrivate: true)
         }
         let client = try resolver("dnspod=" + base(front))
         let own = try await client.resolve("front.test", family: .ipv4)
@@ -48,7 +48,7 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
     }
 
     func testUpstreamAnswersAreCachedAndBogonsDropped() async throws {
-        let counting = CountingResolver(StaticResolver(
+        let counting = CountingResolver(HTTPDNSStaticResolver(
             ["cached.test": ips(["203.0.113.5"]), "bogon.test": ips(["10.0.0.1"])], ttl: 300))
         let front = try startService { configuration in
             configuration.upstream.resolvers = [counting]
@@ -73,7 +73,7 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
         dead.stop()
         let front = try startService { configuration in
             configuration.upstream.resolvers = [try! self.resolver("doh=\(deadURL)/dns-query")]
-            configuration.upstream.timeouts.perAttempt = 2
+            configuration.upstream.timeouts.perAttempt = .seconds(2)
         }
         let message = DNSMessage.query(name: try DNSName("elsewhere.test"), type: .A)
         let response = try await fetch(base(front) + "/dns-query?dns=" + DoHWireFormat.base64URL(message))

@@ -6,9 +6,9 @@ import XCTest
 
 final class TransportUnitTests: XCTestCase {
     func testPinningEntriesEncodeTheExactList() throws {
-        let two = try XCTUnwrap(IPAddress("127.0.0.2"))
-        let three = try XCTUnwrap(IPAddress("127.0.0.3"))
-        let six = try XCTUnwrap(IPAddress("2001:db8::1"))
+        let two = try XCTUnwrap(HTTPDNSIPAddress("127.0.0.2"))
+        let three = try XCTUnwrap(HTTPDNSIPAddress("127.0.0.3"))
+        let six = try XCTUnwrap(HTTPDNSIPAddress("2001:db8::1"))
         let entries = try XCTUnwrap(CurlPinning.entries(port: 8443, addresses: [two, six]))
         XCTAssertEqual(entries.connectTo, "::7f000002.20010db8000000000000000000000001.pin.httpdns.invalid:8443")
         XCTAssertEqual(
@@ -22,7 +22,7 @@ final class TransportUnitTests: XCTestCase {
     }
 
     func testPinningNameStaysWithinLibcurlLimits() throws {
-        let many = (1...40).map { IPAddress(bytes: [32, 1, 13, 184] + Array(repeating: 0, count: 11) + [UInt8($0)])! }
+        let many = (1...40).map { HTTPDNSIPAddress(bytes: [32, 1, 13, 184] + Array(repeating: 0, count: 11) + [UInt8($0)])! }
         let entries = try XCTUnwrap(CurlPinning.entries(port: 443, addresses: many))
         let name = entries.resolve.split(separator: ":").first.map(String.init) ?? ""
         XCTAssertLessThanOrEqual(name.utf8.count, CurlPinning.maxNameLength)
@@ -44,12 +44,26 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_OUT_OF_MEMORY), .unknown)
     }
 
-    func testURLErrorCarriesTheDetail() {
+    /// `localizedDescription` is a sentence for people (no code names, no libcurl text); the detail
+    /// rides under `NSDebugDescription`.
+    func testURLErrorCarriesASentenceAndTheDetail() {
         let error = HTTPTransportError(.cannotFindHost, "no such name", curlCode: 6, host: "a.test")
         XCTAssertEqual(error.urlError.code, .cannotFindHost)
-        let text = error.urlError.userInfo[NSLocalizedDescriptionKey] as? String
-        XCTAssertEqual(text, error.description)
-        XCTAssertTrue(text?.contains("a.test") ?? false)
+        XCTAssertEqual(error.urlError.localizedDescription, "The address of a.test could not be found.")
+        XCTAssertEqual(error.urlError.userInfo["NSDebugDescription"] as? String, error.description)
+        XCTAssertTrue(error.description.contains("curl 6") && error.description.contains("no such name"), error.description)
+    }
+
+    /// The same split for resolution errors: a sentence in `localizedDescription`, the attempts in
+    /// `debugDescription`.
+    func testHTTPDNSErrorSentenceAndDetail() {
+        let attempt = HTTPDNSError.Attempt(source: "dnspod http://127.0.0.1:1", error: HTTPDNSError(.timedOut, "no answer within 1.5 s"))
+        let error = HTTPDNSError(.allAttemptsFailed, "every provider failed", host: "api.example.com", attempts: [attempt])
+        XCTAssertEqual(error.localizedDescription, "“api.example.com” could not be resolved.")
+        XCTAssertFalse(error.localizedDescription.contains("allAttemptsFailed"))
+        XCTAssertTrue(error.debugDescription.contains("allAttemptsFailed"), error.debugDescription)
+        XCTAssertTrue(error.debugDescription.contains("no answer within 1.5 s"), error.debugDescription)
+        XCTAssertEqual(HTTPDNSError(.nameNotFound, "NXDOMAIN", host: "x.test").localizedDescription, "“x.test” does not exist.")
     }
 
     func testTimeoutConversion() {
@@ -62,7 +76,7 @@ final class TransportUnitTests: XCTestCase {
 
 final class CurlPinningMessageTests: XCTestCase {
     func testErrorMessagesNameTheRealHostNotTheSyntheticOne() throws {
-        let addresses = [IPAddress("127.0.0.2")!, IPAddress("::1")!]
+        let addresses = [HTTPDNSIPAddress("127.0.0.2")!, HTTPDNSIPAddress("::1")!]
         let entries = try XCTUnwrap(CurlPinning.entries(port: 443, addresses: addresses))
         let name = String(entries.resolve.prefix { $0 != ":" })
         let message = "Failed to connect to \(name) port 443 after 0 ms: Couldn't connect to server"

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -26,13 +26,13 @@ var proxy: HTTPDNSProxy?
 if arguments.first == "--start-for-process" {
     guard arguments.count == 4 else { fail("usage: --start-for-process PROVIDER LOCALDNS_IP:PORT URL") }
     do {
-        var configuration = HTTPDNSConfiguration(providers: [try HTTPDNSProviderSpec(parsing: arguments[1]).makeResolver()])
+        var configuration = HTTPDNSConfiguration(resolvers: [try HTTPDNSProviderSpec(parsing: arguments[1]).makeResolver()])
         guard let (address, port) = HTTPDNSProviderSpec.parseHostPort(arguments[2]) else { fail("bad LocalDNS \(arguments[2])") }
         configuration.localDNS = .server(address, port: port)
-        configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
+        configuration.hygiene = .init(allowPrivate: true)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.proxied.test"])
         var proxyConfiguration = HTTPDNSProxy.Configuration()
-        proxyConfiguration.allowLoopbackTargets = true
+        proxyConfiguration.allowPrivateTargets = true
         proxy = try HTTPDNSProxy.startForProcess(engine: HTTPDNSEngine(configuration: configuration), configuration: proxyConfiguration)
     } catch {
         fail("cannot start the proxy: \(error)")

@@ -6,55 +6,56 @@ import HTTPDNSTransport
 /// ``AlibabaFormat``, ``DoHWireFormat``, ``DoHJSONFormat``, ``IPListFormat``) plus the libcurl
 /// transport.
 ///
-/// With ``Options/bootstrapAddresses`` the service is reached at those addresses (tried in order,
+/// With ``Configuration/bootstrapAddresses`` the service is reached at those addresses (tried in order,
 /// the next when one fails to connect) while TLS still verifies the URL's host, so finding the
 /// HTTPDNS service never needs the local resolver.
-public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
+package struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     /// How the service is reached.
-    public struct Options: Sendable {
+    package struct Configuration: Sendable {
         /// Addresses of the service; empty lets libcurl resolve the URL's host (IP URLs need none).
-        public var bootstrapAddresses: [IPAddress] = []
-        /// Certificate authorities for HTTPS services. Default: the system's.
-        public var trust: HTTPTransportTrust = .system
+        package var bootstrapAddresses: [HTTPDNSIPAddress] = []
+        /// Certificate authorities for HTTPS services; nil takes the engine's
+        /// ``HTTPDNSConfiguration/trust`` when the engine starts. Default nil.
+        package var trust: HTTPDNSTrust? = nil
         /// Connection time limit. Default 2 s (the engine's per-attempt limit usually ends it first).
-        public var connectTimeout: Duration = .seconds(2)
+        package var connectTimeout: Duration = .seconds(2)
         /// Whole-request time limit. Default 5 s.
-        public var totalTimeout: Duration = .seconds(5)
+        package var totalTimeout: Duration = .seconds(5)
         /// Accepted `content-type` values of answers (compared without parameters, case-insensitively);
         /// nil accepts any. The DoH wire format sets `application/dns-message` (RFC 8484 §6).
-        public var acceptedContentTypes: [String]? = nil
+        package var acceptedContentTypes: [String]? = nil
 
-        public init() {}
+        package init() {}
     }
 
-    public let name: String
+    package let name: String
     /// The wire format.
-    public let format: any HTTPDNSProviderFormat
-    public let options: Options
+    package let format: any HTTPDNSProviderFormat
+    package let configuration: Configuration
     let transport: HTTPTransport
     let clock: any HTTPDNSClock
 
     /// - Parameters:
     ///   - name: the label used in answers, events and errors.
     ///   - format: the wire format.
-    ///   - options: bootstrap addresses, trust, timeouts.
+    ///   - configuration: bootstrap addresses, trust, timeouts.
     ///   - transport: the libcurl transport; default the shared one.
     ///   - clock: time for signatures and expiry anchors.
-    public init(
+    package init(
         name: String,
         format: any HTTPDNSProviderFormat,
-        options: Options = .init(),
+        configuration: Configuration = .init(),
         transport: HTTPTransport = .shared,
         clock: any HTTPDNSClock = HTTPDNSSystemClock()
     ) {
         self.name = name
         self.format = format
-        self.options = options
+        self.configuration = configuration
         self.transport = transport
         self.clock = clock
     }
 
-    public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+    package func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
         try await resolve(host, family: family, within: nil)
     }
 
@@ -141,7 +142,7 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
 
     /// Batches as the format allows (``HTTPDNSProviderFormat/maxHostsPerRequest`` names per request),
     /// requests in parallel.
-    public func resolve(batch hosts: [String], family: HTTPDNSAddressFamily) async throws -> [HTTPDNSRecordSet] {
+    package func resolve(batch hosts: [String], family: HTTPDNSAddressFamily) async throws -> [HTTPDNSRecordSet] {
         let names = hosts.map(HTTPDNSHostPolicy.normalize)
         let requests = try format.batchedRequests(for: names, family: family, now: Int64(clock.now()))
         let sets = await withTaskGroup(of: [HTTPDNSRecordSet].self) { group in
@@ -175,19 +176,19 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
             return .failure(HTTPDNSError(.invalidConfiguration, "bad service URL", source: name))
         }
         var transportRequest = HTTPTransportRequest(url: url, method: request.method)
-        transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPHeader(name: $0.key, value: $0.value) }
+        transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         if let body = request.body { transportRequest.body = .data(Data(body)) }
-        transportRequest.pinnedAddresses = options.bootstrapAddresses
-        transportRequest.trust = options.trust
-        let total = limit.map { min($0, options.totalTimeout) } ?? options.totalTimeout
-        transportRequest.timeouts = .init(connect: min(options.connectTimeout, total), total: total, idle: total)
+        transportRequest.pinnedAddresses = configuration.bootstrapAddresses
+        transportRequest.trust = configuration.trust ?? .system
+        let total = limit.map { min($0, configuration.totalTimeout) } ?? configuration.totalTimeout
+        transportRequest.timeouts = .init(connect: min(configuration.connectTimeout, total), total: total, idle: total)
         transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes
         return .success(transportRequest)
     }
 
     /// What the service's response says: checked content type, parsed records, HTTP freshness.
     private func records(from response: HTTPTransportResponse, for request: HTTPDNSProviderRequest) -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
-        if let accepted = options.acceptedContentTypes, (200..<300).contains(response.statusCode) {
+        if let accepted = configuration.acceptedContentTypes, (200..<300).contains(response.statusCode) {
             let value = response.header("content-type") ?? ""
             guard accepted.contains(where: { HTTPDNSProvider.mediaType(value, is: $0) }) else {
                 let type = HTTPDNSProvider.mediaType(value)
@@ -284,5 +285,15 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         default:
             HTTPDNSError(.transport, error.description, source: source)
         }
+    }
+}
+
+extension HTTPDNSProvider {
+    /// This provider with `trust` where it has none of its own.
+    package func trusting(_ trust: HTTPDNSTrust) -> HTTPDNSProvider {
+        guard configuration.trust == nil else { return self }
+        var configuration = configuration
+        configuration.trust = trust
+        return HTTPDNSProvider(name: name, format: format, configuration: configuration, transport: transport, clock: clock)
     }
 }

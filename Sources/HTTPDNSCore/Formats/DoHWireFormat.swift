@@ -9,9 +9,9 @@ import Foundation
 /// the question name; the TTL is the smallest along the chain (RFC 8484 §5.1). NXDOMAIN is
 /// `.nameNotFound`; SERVFAIL and other codes travel as HTTP 200 and become `.malformedAnswer`-free
 /// provider errors (`.transport`), never a cached "no address".
-public struct DoHWireFormat: HTTPDNSProviderFormat {
+package struct DoHWireFormat: HTTPDNSProviderFormat {
     /// How queries are sent.
-    public enum Method: String, Sendable, Hashable {
+    package enum Method: String, Sendable, Hashable {
         /// `GET ?dns=` (cache-friendly). The default.
         case get
         /// `POST` with the message as body.
@@ -19,14 +19,14 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     }
 
     /// The media type of requests and answers.
-    public static let contentType = "application/dns-message"
+    package static let contentType = "application/dns-message"
 
     /// The endpoint, for example `https://dns.example/dns-query`.
-    public var url: String
+    package var url: String
     /// GET or POST. Default GET.
-    public var method: Method
+    package var method: Method
 
-    public init(url: String, method: Method = .get) {
+    package init(url: String, method: Method = .get) {
         self.url = url
         self.method = method
     }
@@ -34,10 +34,10 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     static let source = "doh"
 
     /// One question per DNS message: one name per request.
-    public var maxHostsPerRequest: Int { 1 }
+    package var maxHostsPerRequest: Int { 1 }
 
     /// One request for `.ipv4`/`.ipv6`, two (A, AAAA) for `.both`.
-    public func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
+    package func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
         switch family {
         case .ipv4, .ipv6: [try request(for: hosts, family: family)]
         case .both: [try request(for: hosts, family: .ipv4), try request(for: hosts, family: .ipv6)]
@@ -47,7 +47,7 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     func request(for hosts: [String], family: HTTPDNSAddressFamily) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
         let names = try HTTPDNSFormatLimits.normalizeHosts(hosts, max: 1, source: Self.source)
         let base = try HTTPDNSURLQuery.checkedBase(url, source: Self.source)
-        let message = Self.query(host: names[0], type: family == .ipv6 ? .AAAA : .A)
+        let message = Self.query(host: names[0], type: family == .ipv6 ? .AAAA : .A, clientSubnet: HTTPDNSClientSubnet.current)
         switch method {
         case .get:
             var query = HTTPDNSURLQuery()
@@ -66,7 +66,10 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     /// bytes: `host` is a checked host name (``HTTPDNSFormatLimits/normalizeHosts(_:max:source:)``:
     /// letters, digits, `-` and `_` in labels of 1 to 63 bytes, at most 253 in all), so its text is
     /// its labels. Same bytes as ``DNSMessage/query(name:type:id:recursionDesired:edns:)``.
-    static func query(host: String, type: DNSRecordType) -> [UInt8] {
+    ///
+    /// With `clientSubnet` (a server answering for a client), an OPT record (UDP size 1232) carries
+    /// its EDNS Client Subnet option (RFC 7871 §6).
+    static func query(host: String, type: DNSRecordType, clientSubnet: HTTPDNSClientSubnet? = nil) -> [UInt8] {
         let name = host.utf8
         var out: [UInt8] = [0, 0, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0]
         out.reserveCapacity(12 + name.count + 6)
@@ -82,6 +85,11 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
             }
         }
         out += [0, UInt8(type.rawValue >> 8), UInt8(type.rawValue & 0xff), 0, 1]
+        if let clientSubnet {
+            let option = clientSubnet.option
+            out[11] = 1  // ARCOUNT
+            out += [0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, UInt8(option.count >> 8), UInt8(option.count & 0xff)] + option
+        }
         return out
     }
 
@@ -101,7 +109,7 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
         return hostBytes.next() == nil
     }
 
-    public func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
+    package func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
         let source = Self.source
         guard (200..<300).contains(status) else {
             if status == 401 || status == 403 {
@@ -137,7 +145,7 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
         let found = message.addresses(for: question.name)
         var set = HTTPDNSRecordSet(host: host)
         for bytes in found.addresses.prefix(HTTPDNSFormatLimits.maxAddressesPerName) {
-            guard let address = IPAddress(bytes: bytes) else { continue }
+            guard let address = HTTPDNSIPAddress(bytes: bytes) else { continue }
             if address.family == .v4, type == .A { set.ipv4.append(address) }
             if address.family == .v6, type == .AAAA { set.ipv6.append(address) }
         }
@@ -151,7 +159,7 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     /// base64url without padding (RFC 4648 §5, RFC 8484 §4.1).
     // Written out (RFC 4648 §5, no padding) rather than through Foundation's standard alphabet and a
     // second pass: every GET lookup encodes one message.
-    public static func base64URL(_ bytes: [UInt8]) -> String {
+    package static func base64URL(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count * 4 + 2) / 3)
         var index = 0

@@ -1,0 +1,230 @@
+import Foundation
+import HTTPDNS
+import HTTPDNSCore
+import HTTPDNSTransport
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Sends HTTP requests to addresses the engine chose, with the real host in `Host`, SNI and
+/// certificate verification: IP direct connect without breaking HTTPS.
+///
+/// The path of one request: the engine resolves the host (cache → HTTPDNS providers → LocalDNS);
+/// the transport connects to one address at a time, pinned with `CURLOPT_CONNECT_TO`; an address that
+/// refuses or times out is cooled down in the engine and the next is tried (IPv6 and IPv4
+/// alternating), then LocalDNS's addresses, then — for a blocked domain — a redirect address from the
+/// app's own IP-list endpoint (seed 003). A certificate that does not verify is a hard failure and
+/// is never retried elsewhere with weaker checks.
+public final class HTTPDNSClient: Sendable {
+    /// Settings of one client.
+    public struct Configuration: Sendable {
+        /// Connection time limit per address. Default 5 s.
+        public var connectTimeout: Duration = .seconds(5)
+        /// Stall limit: fail when no byte moves for this long. Default 60 s.
+        public var idleTimeout: Duration = .seconds(60)
+        /// Limit for one whole exchange with one address (connect to last byte). Default nil: none.
+        public var requestTimeout: Duration? = nil
+        /// Where to ask for a redirect address when a host cannot be found or connected (the
+        /// domain-block redirect, seed 003); usually the app's IP-list endpoint, made with
+        /// `HTTPDNSProviderSpec(kind: .ips, location: URL).makeResolver()`.
+        /// Default nil: no redirect.
+        public var blockRedirect: (any HTTPDNSResolver)? = nil
+        /// Cookies sent and stored by ``HTTPDNSClient/data(for:)`` and ``HTTPDNSClient/bytes(for:)``
+        /// (the URL protocol uses the session's instead). Default nil: no cookie handling.
+        public var cookieStorage: HTTPCookieStorage? = nil
+        /// Most redirects followed by ``HTTPDNSClient/data(for:)`` and ``HTTPDNSClient/bytes(for:)``. Default 20.
+        public var maximumRedirects: Int = 20
+
+        public init() {}
+    }
+
+    /// The resolution engine.
+    public let engine: HTTPDNSEngine
+    /// The libcurl transport.
+    package let transport: HTTPTransport
+    /// The settings the client was made with.
+    public let configuration: Configuration
+
+    /// A client sending through `engine`'s answers; origins are verified against the engine's
+    /// ``HTTPDNSConfiguration/trust``.
+    public convenience init(engine: HTTPDNSEngine, configuration: Configuration = .init()) {
+        self.init(engine: engine, transport: .shared, configuration: configuration)
+    }
+
+    package init(engine: HTTPDNSEngine, transport: HTTPTransport, configuration: Configuration = .init()) {
+        self.engine = engine
+        self.transport = transport
+        var configuration = configuration
+        configuration.blockRedirect = configuration.blockRedirect.map { HTTPDNSEngine.trusting(engine.configuration.trust, $0) }
+        self.configuration = configuration
+    }
+
+    /// Sends `request` and collects the whole response, following redirects (re-resolving each host).
+    ///
+    /// - Throws: `URLError` with the codes apps already handle (`cannotFindHost`,
+    ///   `cannotConnectToHost`, `timedOut`, `serverCertificateUntrusted`, `cancelled`, …).
+    public func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (response, body) = try await bytes(for: request)
+        var data = Data()
+        for try await chunk in body { data.append(chunk) }
+        return (data, response)
+    }
+
+    /// Sends `request` and returns when the response head arrives; the body follows chunk by chunk.
+    /// Redirects are followed. Ending the iteration early (or cancelling the task) cancels the transfer.
+    public func bytes(for request: URLRequest) async throws -> (HTTPURLResponse, AsyncThrowingStream<Data, any Error>) {
+        let collector = StreamingCollector()
+        let task = start(request, followRedirects: true, delegate: collector)
+        return try await withTaskCancellationHandler {
+            try await collector.response(task: task)
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    /// Starts `request`; events go to `delegate`, which gets exactly one ``HTTPDNSClientDelegate/didComplete(error:)``.
+    ///
+    /// - Parameters:
+    ///   - request: the request; its host is resolved through the engine when protected.
+    ///   - followRedirects: follow 3xx answers here (true), or hand them to the delegate (false), as
+    ///     the URL protocol does so that `URLSession` decides.
+    ///   - delegate: receives the response, the body as it arrives, and the end.
+    @discardableResult
+    public func start(_ request: URLRequest, followRedirects: Bool, delegate: any HTTPDNSClientDelegate) -> HTTPDNSClientTask {
+        let cookies: CookieHandling = configuration.cookieStorage.map { .sendAndStore($0) } ?? .none
+        return start(request, followRedirects: followRedirects, cookies: cookies, delegate: delegate)
+    }
+
+    /// Who sends and stores cookies: the URL protocol stores only, since `URLSession` already added
+    /// the `Cookie` header from its storage before handing the request over.
+    enum CookieHandling: Sendable {
+        case none
+        case storeOnly(HTTPCookieStorage)
+        case sendAndStore(HTTPCookieStorage)
+    }
+
+    func start(
+        _ request: URLRequest, followRedirects: Bool, cookies: CookieHandling, delegate: any HTTPDNSClientDelegate
+    ) -> HTTPDNSClientTask {
+        let task = HTTPDNSClientTask()
+        let driver = Task {
+            await self.run(request, followRedirects: followRedirects, cookies: cookies, delegate: delegate, task: task)
+        }
+        task.setDriver(driver)
+        return task
+    }
+
+    private func run(
+        _ request: URLRequest, followRedirects: Bool, cookies: CookieHandling, delegate: any HTTPDNSClientDelegate,
+        task: HTTPDNSClientTask
+    ) async {
+        var request = request
+        var cookies = cookies
+        var hops = 0
+        while true {
+            do {
+                let outcome = try await exchange(
+                    request, interceptRedirects: followRedirects, cookies: cookies, delegate: delegate, task: task)
+                guard case .redirect(let next) = outcome else { return }
+                // URLSession added the first request's cookies; later hops get theirs from the storage.
+                if case .storeOnly(let storage) = cookies { cookies = .sendAndStore(storage) }
+                hops += 1
+                guard hops <= configuration.maximumRedirects else {
+                    throw URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "more than \(configuration.maximumRedirects) redirects"])
+                }
+                request = next
+            } catch {
+                task.finish()
+                delegate.didComplete(error: HTTPDNSClient.urlError(error, url: request.url))
+                return
+            }
+        }
+    }
+}
+
+/// Receives the events of one request started with ``HTTPDNSClient/start(_:followRedirects:delegate:)``.
+///
+/// Calls come in order from the transport's thread or the client's task; return quickly.
+public protocol HTTPDNSClientDelegate: Sendable {
+    /// The response head, for the original URL, and how the connection was made.
+    func didReceive(response: HTTPURLResponse, connection: HTTPDNSConnectionReport)
+    /// A piece of the body.
+    func didReceive(data: Data)
+    /// The end: nil on success, otherwise a `URLError`. Called exactly once.
+    func didComplete(error: (any Error)?)
+}
+
+/// How a request reached its server, for `-v` output and diagnostics.
+public struct HTTPDNSConnectionReport: Sendable {
+    /// The URL's host: the name sent in `Host`, in TLS SNI, and verified in the certificate.
+    public var host: String
+    /// The answer the addresses came from (nil when the host is not protected or is an IP literal).
+    public var answer: HTTPDNSAnswer?
+    /// One connection attempt.
+    public struct Attempt: Sendable, Hashable {
+        /// The address tried; nil when the host was not pinned (not protected).
+        public var address: HTTPDNSIPAddress?
+        /// Why it failed; nil for the attempt that succeeded.
+        public var failure: String?
+    }
+
+    /// Every address tried, in order (the last one succeeded).
+    public var attempts: [Attempt]
+    /// The address connected to.
+    public var connectedAddress: HTTPDNSIPAddress?
+    /// True when the URL is HTTPS: the certificate was verified for ``host`` (verification cannot be disabled).
+    public var certificateVerified: Bool
+    /// True when the address came from the domain-block redirect endpoint.
+    public var viaBlockRedirect: Bool
+    /// `"1.1"` or `"2"`.
+    public var httpVersion: String
+    /// The response's header fields in the order received, repeats kept (`HTTPURLResponse` merges
+    /// them); for `curl -i`-style output.
+    package var responseHeaders: [HTTPTransportHeader] = []
+}
+
+/// A running request; cancel it with ``cancel()``.
+public final class HTTPDNSClientTask: Sendable {
+    private struct State {
+        var driver: Task<Void, Never>?
+        var transfer: HTTPTransportTask?
+        var cancelled = false
+        var finished = false
+    }
+
+    private let state = HTTPDNSLock(State())
+
+    /// Stops the request at once; the delegate gets `URLError(.cancelled)` unless it already completed.
+    public func cancel() {
+        let (driver, transfer) = state.withLock { state -> (Task<Void, Never>?, HTTPTransportTask?) in
+            state.cancelled = true
+            return (state.driver, state.transfer)
+        }
+        driver?.cancel()
+        transfer?.cancel()
+    }
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    func setDriver(_ driver: Task<Void, Never>) {
+        let cancelled = state.withLock { state -> Bool in
+            state.driver = driver
+            return state.cancelled
+        }
+        if cancelled { driver.cancel() }
+    }
+
+    /// Records the current transfer; returns false (and cancels it) when the task was cancelled meanwhile.
+    func setTransfer(_ transfer: HTTPTransportTask?) -> Bool {
+        let cancelled = state.withLock { state -> Bool in
+            state.transfer = transfer
+            return state.cancelled
+        }
+        if cancelled { transfer?.cancel() }
+        return !cancelled
+    }
+
+    func finish() {
+        state.withLock { $0.finished = true }
+    }
+}
