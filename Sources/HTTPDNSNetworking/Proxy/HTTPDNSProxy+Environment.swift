@@ -18,8 +18,8 @@ extension HTTPDNSProxy {
     /// early, before other threads read the environment (`setenv` is not safe against concurrent
     /// readers). Child processes inherit the variables.
     ///
-    /// The engine's own requests to HTTPDNS services never loop through the proxy: ``HTTPTransport``
-    /// ignores proxy variables unless ``HTTPTransport/Configuration/useEnvironmentProxy`` is set.
+    /// The engine's own requests to HTTPDNS services never loop through the proxy: `HTTPTransport`
+    /// ignores proxy variables unless `HTTPTransport.Configuration.useEnvironmentProxy` is set.
     ///
     /// - Parameters:
     ///   - engine: resolves every target.

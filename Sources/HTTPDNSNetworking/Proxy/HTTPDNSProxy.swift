@@ -38,7 +38,7 @@ public final class HTTPDNSProxy: Sendable {
         /// Default: a new random one (``Credential/random()``).
         public var credential: Credential? = .random()
         /// Allow tunnels to loopback, private and reserved space (127/8, ::1, 10/8, 192.168/16,
-        /// fc00::/7, …), as ``HTTPDNSAnswerHygiene/allowPrivate`` does for answers: for intranets and
+        /// fc00::/7, …), as `HTTPDNSAnswerHygiene.allowPrivate` does for answers: for intranets and
         /// test beds. The proxy's own address stays refused. Default false.
         public var allowPrivateTargets: Bool = false
         /// Time limit of one connection attempt to one address. Default 5 s.
@@ -62,6 +62,9 @@ public final class HTTPDNSProxy: Sendable {
         public var user: String
         public var password: String
 
+        /// - Parameters:
+        ///   - user: the user name, without `:`.
+        ///   - password: the password (any text without control characters).
         public init(user: String, password: String) {
             self.user = user
             self.password = password
@@ -92,6 +95,11 @@ public final class HTTPDNSProxy: Sendable {
 
     private let state = HTTPDNSLock(State())
 
+    /// A proxy that is not listening yet (see ``start()``).
+    ///
+    /// - Parameters:
+    ///   - engine: resolves every target.
+    ///   - configuration: settings. Default: 127.0.0.1, a free port, a random credential.
     public init(engine: HTTPDNSEngine, configuration: Configuration = .init()) {
         self.engine = engine
         self.configuration = configuration
@@ -223,7 +231,7 @@ public struct HTTPDNSProxyError: Error, Sendable, CustomStringConvertible {
     /// A short explanation.
     public var detail: String
 
-    public init(_ code: Code, _ detail: String) {
+    package init(_ code: Code, _ detail: String) {
         self.code = code
         self.detail = detail
     }
