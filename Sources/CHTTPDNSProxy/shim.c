@@ -39,6 +39,10 @@ int httpdns_proxy_pipe(int fds[2], int size) {
     return 0;
 }
 
+int httpdns_proxy_pipe_resize(int fd, int size) {
+    return fcntl(fd, F_SETPIPE_SZ, size);
+}
+
 ssize_t httpdns_proxy_splice(int from, int to, size_t length) {
     return splice(from, NULL, to, NULL, length, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 }

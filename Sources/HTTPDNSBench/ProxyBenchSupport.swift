@@ -86,9 +86,13 @@ final class ProxyDaemon: @unchecked Sendable {
         throw BenchFailure("tinyproxy did not start listening on \(port)")
     }
 
+    /// SIGTERM, then SIGKILL after 2 s (a child spawned from a dispatch thread may inherit a mask
+    /// that blocks SIGTERM).
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
+        for _ in 0..<100 where process.isRunning { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 

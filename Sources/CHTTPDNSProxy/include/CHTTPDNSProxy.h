@@ -32,6 +32,8 @@ int httpdns_proxy_epoll_wait(int epoll, httpdns_proxy_event *events, int capacit
 int httpdns_proxy_eventfd(void);
 /// A non-blocking, close-on-exec pipe of about `size` bytes (the kernel's default when that fails).
 int httpdns_proxy_pipe(int fds[2], int size);
+/// Resizes a pipe (F_SETPIPE_SZ); returns the new capacity, or -1 when the kernel refuses.
+int httpdns_proxy_pipe_resize(int fd, int size);
 /// splice(2) with SPLICE_F_MOVE | SPLICE_F_NONBLOCK between a socket and a pipe.
 ssize_t httpdns_proxy_splice(int from, int to, size_t length);
 /// accept4(2), the new socket non-blocking and close-on-exec.

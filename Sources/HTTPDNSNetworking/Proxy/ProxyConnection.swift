@@ -87,7 +87,7 @@ final class ProxyConnection {
         let configuration = loop.settings.configuration
         switch phase {
         case .head:
-            if now &- acceptedAt > nanoseconds(configuration.headTimeout) {
+            if now &- acceptedAt > ProxyLoop.nanoseconds(configuration.headTimeout) {
                 monitor.proxyRefused(status: 408, reason: "no complete request head in time")
                 respond(status: 408, reason: "no complete request head in time", drain: false)
             }
@@ -97,7 +97,7 @@ final class ProxyConnection {
                 attempt.timedOut()
             }
         case .relaying:
-            if now &- lastActivity > nanoseconds(configuration.idleTimeout) { close() }
+            if now &- lastActivity > ProxyLoop.nanoseconds(configuration.idleTimeout) { close() }
         case .draining:
             if now > drainDeadline { close() }
         case .closed:
@@ -141,9 +141,48 @@ final class ProxyConnection {
         }
         phase = .connecting
         setClientInterest(0)
+        if let address = cachedAddress(head.target) {
+            connectFromCache(address, target: head.target)
+        } else {
+            startConnector()
+        }
+    }
+
+    /// The whole choice (resolution, failover) as a task; it hands each connect back to the loop.
+    private func startConnector() {
+        guard let target else { return }
         let connector = loop.settings.connector
-        let (id, host, port, loop) = (self.id, head.target.host, head.target.port, self.loop)
-        Task { await connector.connect(id: id, host: host, port: port, policy: policy, loop: loop) }
+        let (id, policy, loop) = (self.id, loop.settings.policy, self.loop)
+        Task { await connector.connect(id: id, host: target.host, port: target.port, policy: policy, loop: loop) }
+    }
+
+    /// The fast path: an IP literal, or a protected host with a fresh cached answer (the engine's
+    /// synchronous cache look, which never waits), is connected right here without a task. If that
+    /// first address fails it cools down and the connector takes over, trying it last.
+    private func cachedAddress(_ target: ProxyRequestHead.Target) -> HTTPDNSIPAddress? {
+        if let literal = HTTPDNSIPAddress(target.host) { return literal }
+        let engine = loop.settings.connector.client.engine
+        guard engine.protects(target.host), let answer = engine.cachedAnswer(target.host) else { return nil }
+        return answer.addresses.first { loop.settings.policy.allows($0, port: target.port) }
+    }
+
+    private func connectFromCache(_ address: HTTPDNSIPAddress, target: ProxyRequestHead.Target) {
+        let engine = loop.settings.connector.client.engine
+        let literal = HTTPDNSIPAddress(target.host) != nil
+        let attempt = ProxyConnectAttempt(
+            connection: self, address: address, port: target.port, number: 1,
+            deadline: httpdns_proxy_now() + ProxyLoop.nanoseconds(loop.settings.configuration.connectTimeout)
+        ) { [weak self] result in
+            guard let self, case .failed(let error) = result, self.isConnecting else { return }
+            if literal {
+                // Nothing else to try for an address given as such.
+                self.fail(ProxyConnector.Failure(status: error.code == .timedOut ? 504 : 502, reason: "\(address.uriText): \(error.detail)"))
+            } else {
+                engine.reportUnreachable(address)
+                self.startConnector()
+            }
+        }
+        attempt.start(loop: loop)
     }
 
     // MARK: - Connected
@@ -337,10 +376,5 @@ final class ProxyConnection {
         clientToken = 0
         Glibc.close(client)
         loop.connectionClosed(id)
-    }
-
-    private func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 }

@@ -194,14 +194,18 @@ final class ProxyLoop: @unchecked Sendable {
                     continuation.resume(returning: .gone)
                     return
                 }
-                let timeout = settings.configuration.connectTimeout
-                let nanoseconds = UInt64(timeout.components.seconds) * 1_000_000_000 + UInt64(timeout.components.attoseconds / 1_000_000_000)
                 let attempt = ProxyConnectAttempt(
                     connection: connection, address: address, port: port, number: number,
-                    deadline: httpdns_proxy_now() + nanoseconds, continuation: continuation)
+                    deadline: httpdns_proxy_now() + ProxyLoop.nanoseconds(settings.configuration.connectTimeout)
+                ) { continuation.resume(returning: $0) }
                 attempt.start(loop: self)
             }
         }
+    }
+
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 
     /// No address connected: answer the client.
@@ -218,21 +222,22 @@ final class ProxyConnectAttempt {
     let port: UInt16
     let number: Int
     let deadline: UInt64
-    private var continuation: CheckedContinuation<ProxyConnector.AttemptResult, Never>?
+    /// Called once with the outcome (on the loop thread).
+    private var deliver: ((ProxyConnector.AttemptResult) -> Void)?
     private var fd: Int32 = -1
     private var token: UInt64 = 0
     private weak var loop: ProxyLoop?
 
     init(
         connection: ProxyConnection, address: HTTPDNSIPAddress, port: UInt16, number: Int, deadline: UInt64,
-        continuation: CheckedContinuation<ProxyConnector.AttemptResult, Never>
+        deliver: @escaping (ProxyConnector.AttemptResult) -> Void
     ) {
         self.connection = connection
         self.address = address
         self.port = port
         self.number = number
         self.deadline = deadline
-        self.continuation = continuation
+        self.deliver = deliver
     }
 
     func start(loop: ProxyLoop) {
@@ -299,7 +304,8 @@ final class ProxyConnectAttempt {
     }
 
     private func resume(_ result: ProxyConnector.AttemptResult) {
-        continuation?.resume(returning: result)
-        continuation = nil
+        let deliver = self.deliver
+        self.deliver = nil
+        deliver?(result)
     }
 }
