@@ -35,7 +35,13 @@ package final class ProxyTestBed: Sendable {
         let certificates = try TestCertificates(commonName: "swift-httpdns proxy test CA")
         do {
             let leaf = try certificates.issue(dnsNames: [Self.secureHost, Self.failoverHost])
-            let page: [Nginx.Location] = [.text("/", Self.realBody)]
+            // 6 MiB of random bytes at /big/file.bin: long enough for the tunnel's pipes to grow.
+            let files = certificates.directory.appendingPathComponent("www")
+            try FileManager.default.createDirectory(at: files.appendingPathComponent("big"), withIntermediateDirectories: true)
+            var generator = SystemRandomNumberGenerator()
+            let bytes = (0..<(6 << 17)).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
+            try Data(bytes).write(to: files.appendingPathComponent("big/file.bin"))
+            let page: [Nginx.Location] = [.text("/", Self.realBody), Nginx.Location("/big/", .files(root: files.path))]
             var configuration = Nginx.Configuration(virtualHosts: [
                 Nginx.VirtualHost([Self.secureHost, Self.failoverHost], tls: leaf, address: Self.origin, locations: page),
                 Nginx.VirtualHost([Self.plainHost], address: Self.origin, locations: page),
@@ -68,6 +74,8 @@ package final class ProxyTestBed: Sendable {
     package var secureURL: String { "https://\(Self.secureHost):\(httpsPort)/" }
     /// `http://plain.proxied.test:PORT/`.
     package var plainURL: String { "http://\(Self.plainHost):\(httpPort)/" }
+    /// The 6 MiB file nginx serves at `/big/file.bin`.
+    package var bigFile: URL { certificates.directory.appendingPathComponent("www/big/file.bin") }
     /// The `--provider` of the HTTPDNS service.
     package var providerSpec: String { "dnspod=http://\(Self.services):\(service.port ?? 0)" }
     /// The `--local-dns` of the lying dnsmasq.

@@ -99,6 +99,17 @@ final class ProxyTests: XCTestCase {
         XCTAssertEqual(monitor.opened.last?.attempts, 1)
     }
 
+    func testLargeBodiesArriveIntactThroughATunnelAndForwarded() throws {
+        let proxy = try startProxy()
+        let expected = try Data(contentsOf: bed.bigFile)
+        for url in ["https://\(ProxyTestBed.secureHost):\(bed.httpsPort)/big/file.bin", "\(bed.plainURL)big/file.bin"] {
+            let output = bed.certificates.directory.appendingPathComponent("download.bin")
+            let result = try curl(proxy, ["-o", output.path, url])
+            XCTAssertEqual(result.status, 0, result.stderrText)
+            XCTAssertEqual(try Data(contentsOf: output), expected, url)
+        }
+    }
+
     func testIPv6Listener() throws {
         let proxy = try startProxy { $0.listenAddresses = [HTTPDNSIPAddress("::1")!] }
         XCTAssertTrue(proxy.url!.absoluteString.contains("@[::1]:"), proxy.url!.absoluteString)
