@@ -13,6 +13,8 @@ packages=(
   dnsmasq-base           # a real (and lying) DNS server in tests and the demo
   curl                   # interoperability tests: curl --doh-url against httpdns serve
   dnsutils               # dig, for captured fixtures and interoperability
+  iproute2               # ip netns / veth: tests build their own networks (blackholed addresses)
+  nftables               # nft: the drop rule that blackholes a test namespace's addresses
   python3                # proxy tests: Python's urllib through `httpdns proxy`
   chromium               # proxy tests: a real browser (headless) through `httpdns proxy`
   libnss3-tools          # certutil: the headless browser's trust store holds the test CA

@@ -15,6 +15,8 @@ public final class HTTPDNSEngine: Sendable {
         var inFlight: [HTTPDNSCacheKey: HTTPDNSFlight] = [:]
         var providerCooldown: [String: Double] = [:]
         var addressCooldown: [HTTPDNSIPAddress: Double] = [:]
+        /// Connect times per address (``connectOrder(_:unknown:)``).
+        var ranking = HTTPDNSAddressRanking()
         var upstreamLookups = 0
     }
 

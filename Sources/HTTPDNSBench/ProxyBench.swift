@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSServer
 import HTTPDNSTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -47,9 +48,15 @@ enum ProxyBench {
         try BenchTrust.trustForURLSession(caPEM: certificates.caCertificatePEM, directory: certificates.directory)
         defer { BenchTrust.untrust() }
 
+        // The proxy's engine asks an HTTPDNS service (DNSPod format) and caches its answer, as deployed.
+        var zone = HTTPDNSService.Configuration(zone: try HTTPDNSZone(entries: [host: .init(ipv4: [HTTPDNSIPAddress("127.0.0.1")!], ttl: 3600)]))
+        zone.address = HTTPDNSIPAddress("127.0.0.1")!
+        let service = HTTPDNSService(configuration: zone)
+        try service.start()
+        defer { service.stop() }
         let proxy = try ProxyDaemon.httpdns(arguments: [
-            "--listen", "127.0.0.1:0", "--provider", "system", "--allow-private", "--max-connections", "4096",
-            "--resolve", "\(host):\(https):127.0.0.1", "--resolve", "\(host):\(http):127.0.0.1",
+            "--listen", "127.0.0.1:0", "--provider", "dnspod=http://127.0.0.1:\(service.port ?? 0)", "--allow-private",
+            "--max-connections", "4096",
         ])
         defer { proxy.stop() }
         let tinyproxy = try ProxyDaemon.tinyproxy(directory: certificates.directory)

@@ -161,14 +161,24 @@ final class ProxyCommandTests: XCTestCase {
 
         // Chromium's --proxy-server cannot carry a credential: the daemon runs without one.
         let (daemon, url) = try startDaemon(["--no-proxy-auth"])
-        let result = try ToolRunner(executable: chromium).run(
-            ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
-             "--user-data-dir=\(home.appendingPathComponent("profile").path)", "--proxy-server=\(url)",
-             "--dump-dom", bed.secureURL],
-            timeout: .seconds(90), environment: ["HOME": home.path, "PATH": "/usr/bin:/bin"])
+        // On a loaded machine headless Chromium now and then exits 0 having printed nothing (seen
+        // under a load average of 10): a second run then shows the page. An empty dump is retried,
+        // a wrong page never is.
+        var result = try dumpDOM(chromium, home: home, proxy: url)
+        for _ in 0..<2 where result.status == 0 && result.stdoutText.isEmpty {
+            result = try dumpDOM(chromium, home: home, proxy: url)
+        }
         XCTAssertEqual(result.status, 0, result.stderrText)
         XCTAssertTrue(result.stdoutText.contains(ProxyTestBed.realBody.trimmingCharacters(in: .whitespacesAndNewlines)), result.stdoutText)
         XCTAssertFalse(result.stdoutText.contains("hijacked"))
         try stop(daemon)
+    }
+
+    func dumpDOM(_ chromium: URL, home: URL, proxy: String) throws -> ToolRunner.Result {
+        try ToolRunner(executable: chromium).run(
+            ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
+             "--user-data-dir=\(home.appendingPathComponent("profile").path)", "--proxy-server=\(proxy)",
+             "--dump-dom", bed.secureURL],
+            timeout: .seconds(90), environment: ["HOME": home.path, "PATH": "/usr/bin:/bin"])
     }
 }

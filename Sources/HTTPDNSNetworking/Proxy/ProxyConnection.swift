@@ -161,8 +161,13 @@ final class ProxyConnection {
     /// first address fails it cools down and the connector takes over, trying it last.
     private func cachedAddress(_ target: ProxyRequestHead.Target) -> HTTPDNSIPAddress? {
         if let literal = HTTPDNSIPAddress(target.host) { return literal }
-        let engine = loop.settings.connector.client.engine
+        let client = loop.settings.connector.client
+        let engine = client.engine
         guard engine.protects(target.host), let answer = engine.cachedAnswer(target.host) else { return nil }
+        // A host with remembered block-redirect addresses is the connector's (sticky redirect).
+        let now = engine.configuration.clock.now()
+        let host = HTTPDNSHostPolicy.normalize(target.host)
+        guard client.blockedHosts.withLock({ $0.addresses(for: host, now: now) }) == nil else { return nil }
         return answer.addresses.first { loop.settings.policy.allows($0, port: target.port) }
     }
 
@@ -174,6 +179,7 @@ final class ProxyConnection {
             deadline: httpdns_proxy_now() + ProxyLoop.nanoseconds(loop.settings.configuration.connectTimeout)
         ) { [weak self] result in
             guard let self, case .failed(let error) = result, self.isConnecting else { return }
+            self.monitor.connectionFailed(address: address, error: error.urlError)
             if literal {
                 // Nothing else to try for an address given as such.
                 self.fail(ProxyConnector.Failure(status: error.code == .timedOut ? 504 : 502, reason: "\(address.uriText): \(error.detail)"))

@@ -32,49 +32,60 @@ struct ProxyConnector: Sendable {
     /// (then the loop answers the client with the failure's status).
     func connect(id: UInt64, host: String, port: UInt16, policy: ProxyTargetPolicy, loop: ProxyLoop) async {
         let engine = client.engine
-        var report = HTTPDNSConnectionReport(
+        let report = HTTPDNSLock(HTTPDNSConnectionReport(
             host: host, answer: nil, attempts: [], connectedAddress: nil, certificateVerified: false,
-            viaBlockRedirect: false, httpVersion: "1.1")
+            viaBlockRedirect: false, httpVersion: "1.1"))
         var plan = AddressPlan()
+        plan.host = HTTPDNSHostPolicy.normalize(host)
         if let literal = HTTPDNSIPAddress(host) {
             plan.add([literal])
-            plan.localTried = true
-            plan.redirectTried = true
         } else if engine.protects(host) {
-            do {
-                let answer = try await engine.resolve(host)
-                report.answer = answer
-                plan.add(answer.addresses)
-                plan.localTried = answer.origin == .localDNS
-            } catch {
-                plan.resolutionError = error
-                plan.localTried = true  // the engine already fell back to LocalDNS (unless HTTPDNS-only)
+            // As the client's exchange starts: a host found blocked lately goes straight to its
+            // remembered redirect addresses; otherwise the engine's answer, fastest known first.
+            plan.protected = true
+            let now = engine.configuration.clock.now()
+            if let sticky = client.blockedHosts.withLock({ $0.addresses(for: plan.host, now: now) }) {
+                plan.sticky = true
+                plan.add(sticky)
+                plan.localTried = true
+                plan.redirectTried = true
+                report.withLock { $0.viaBlockRedirect = true }
+            } else {
+                await client.resolve(host, into: &plan, report: report)
             }
         } else {
-            // Not protected: LocalDNS's addresses (asked by nextAddress), and no block redirect, as in the client.
-            plan.redirectTried = true
+            // Not protected: LocalDNS's addresses, and no block redirect, as in the client.
+            do {
+                plan.add(try await engine.resolveLocally(host).addresses)
+            } catch {
+                plan.resolutionError = error
+            }
         }
 
         var lastError: HTTPTransportError?
         var forbidden = 0
-        while let next = await client.nextAddress(&plan, host: host, lastError: lastError, report: &report), let address = next {
+        while let next = await client.nextAddress(&plan, lastError: lastError, report: report), let address = next {
             guard policy.allows(address, port: port) else {
                 forbidden += 1
-                report.attempts.append(.init(address: address, failure: "forbidden by the proxy's target policy"))
+                report.withLock { $0.attempts.append(.init(address: address, failure: "forbidden by the proxy's target policy")) }
                 continue
             }
-            switch await loop.attempt(id: id, address: address, port: port, attempt: report.attempts.count + 1) {
+            let number = report.withLock { $0.attempts.count } + 1
+            switch await loop.attempt(id: id, address: address, port: port, attempt: number) {
             case .connected:
+                client.rememberBlockRedirect(plan, reachedAt: address)
                 return
             case .gone:
                 return
             case .failed(let error):
-                report.attempts.append(.init(address: address, failure: error.description))
+                report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
                 engine.reportUnreachable(address)
+                monitor.connectionFailed(address: address, error: error.urlError)
                 lastError = error
             }
         }
-        let failure = ProxyConnector.failure(report: report, lastError: lastError, forbidden: forbidden, resolution: plan.resolutionError)
+        let failure = ProxyConnector.failure(
+            report: report.withLock { $0 }, lastError: lastError, forbidden: forbidden, resolution: plan.resolutionError)
         loop.execute { loop.connectFailed(id: id, failure: failure) }
     }
 
