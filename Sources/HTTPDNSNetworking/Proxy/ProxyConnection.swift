@@ -69,7 +69,7 @@ final class ProxyConnection {
             // Nothing is read while connecting; only a failed or vanished client matters.
             if events & UInt32(HTTPDNS_PROXY_ERROR | HTTPDNS_PROXY_HANGUP) != 0 { close() }
         case .relaying:
-            relay(hungUp: events & UInt32(HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR) != 0 ? client : nil)
+            relay(events, on: client)
         case .draining:
             drain()
         case .closed:
@@ -79,7 +79,7 @@ final class ProxyConnection {
 
     func upstreamEvent(_ events: UInt32) {
         guard phase == .relaying else { return }
-        relay(hungUp: events & UInt32(HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR) != 0 ? upstream : nil)
+        relay(events, on: upstream)
     }
 
     /// Deadlines: the request head, the connect attempt, idleness, the drain after a refusal.
@@ -214,7 +214,7 @@ final class ProxyConnection {
         }
         phase = .relaying
         monitor.proxyTunnelOpened(host: head.target.host, port: head.target.port, address: address, attempts: attempts)
-        relay(hungUp: nil)
+        relay(0, on: nil)
     }
 
     /// No address connected.
@@ -231,8 +231,11 @@ final class ProxyConnection {
 
     // MARK: - Relaying
 
-    private func relay(hungUp: Int32?) {
+    /// Runs the pumps `events` on `socket` concern (readable: the pump reading it; writable: the
+    /// pump writing to it), or both for a hang-up or the start; then updates the interests.
+    private func relay(_ events: UInt32, on socket: Int32?) {
         guard let toServer, let toClient else { return }
+        let hungUp = events & UInt32(HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR) != 0 ? socket : nil
         if let hungUp {
             // A peer that hung up keeps reporting it: stop watching it; reads of it no longer block
             // (they return what is left, then the end) and writes to it fail at once.
@@ -244,8 +247,13 @@ final class ProxyConnection {
                 upstreamToken = 0
             }
         }
-        let up = toServer.run(scratch: &loop.scratch)
-        let down = toClient.run(scratch: &loop.scratch)
+        let both = socket == nil || hungUp != nil
+        let readable = events & UInt32(HTTPDNS_PROXY_READABLE) != 0
+        let writable = events & UInt32(HTTPDNS_PROXY_WRITABLE) != 0
+        let runUp = both || (socket == client ? readable : writable)
+        let runDown = both || (socket == client ? writable : readable)
+        let up = runUp ? toServer.run(scratch: &loop.scratch) : false
+        let down = runDown ? toClient.run(scratch: &loop.scratch) : false
         if up || down { lastActivity = httpdns_proxy_now() }
         if toClient.failure != nil || toServer.failure != nil {
             if toClient.badResponse, toClient.moved == 0, let target {
