@@ -80,6 +80,14 @@ let package = Package(
             ]
         ),
 
+        // The differential suite's scenarios and routes (issue 8), and the runner that executes one
+        // scenario through one route in a child process (`HTTPDNSDifferentialRunner`, test-only, no product).
+        .target(
+            name: "HTTPDNSDifferential",
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "CCrypto"]
+        ),
+        .executableTarget(name: "HTTPDNSDifferentialRunner", dependencies: ["HTTPDNSDifferential"]),
+
         // A test helper (not a product): plain URLSession code in its own process, for the proxy
         // tests (the proxy environment it reads is process-wide).
         .executableTarget(
@@ -110,6 +118,10 @@ let package = Package(
         .testTarget(
             name: "HTTPDNSAcceptanceTests",
             dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
+        ),
+        .testTarget(
+            name: "HTTPDNSDifferentialTests",
+            dependencies: ["HTTPDNSDifferential", "HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),

@@ -7,13 +7,13 @@ import HTTPDNSServer
 /// ``dns`` sends every `proxied.test` name to the ad page, and an HTTPDNS service (the project's own,
 /// speaking DNSPod) knows the truth. Nothing listens on ``dead``.
 ///
-/// Addresses 127.0.0.40–49 are this bed's; other suites use lower ones.
+/// Addresses 127.0.0.50–54 are this bed's (the differential bed uses .40 and .41).
 package final class ProxyTestBed: Sendable {
-    package static let origin = HTTPDNSIPAddress("127.0.0.40")!
-    package static let hijack = HTTPDNSIPAddress("127.0.0.41")!
-    package static let dead = HTTPDNSIPAddress("127.0.0.42")!
-    package static let dns = HTTPDNSIPAddress("127.0.0.43")!
-    package static let services = HTTPDNSIPAddress("127.0.0.44")!
+    package static let origin = HTTPDNSIPAddress("127.0.0.50")!
+    package static let hijack = HTTPDNSIPAddress("127.0.0.51")!
+    package static let dead = HTTPDNSIPAddress("127.0.0.52")!
+    package static let dns = HTTPDNSIPAddress("127.0.0.53")!
+    package static let services = HTTPDNSIPAddress("127.0.0.54")!
 
     /// Served over HTTPS on ``origin``.
     package static let secureHost = "www.proxied.test"

@@ -254,10 +254,10 @@ final class ProxyTests: XCTestCase {
 
     func testManyTunnelsAtOnce() throws {
         let proxy = try startProxy()
-        let urls = Array(repeating: bed.secureURL, count: 40)
-        let result = try curl(proxy, ["--parallel", "--parallel-max", "20"] + urls)
+        let urls = Array(repeating: bed.secureURL, count: 200)
+        let result = try curl(proxy, ["--parallel", "--parallel-immediate", "--parallel-max", "200"] + urls)
         XCTAssertEqual(result.status, 0, result.stderrText)
-        XCTAssertEqual(result.stdoutText, String(repeating: ProxyTestBed.realBody, count: 40))
+        XCTAssertEqual(result.stdoutText, String(repeating: ProxyTestBed.realBody, count: 200))
         XCTAssertFalse(monitor.opened.isEmpty)
     }
 }

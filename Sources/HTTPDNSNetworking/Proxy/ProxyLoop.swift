@@ -81,6 +81,13 @@ final class ProxyLoop: @unchecked Sendable {
     // MARK: - The loop
 
     private func run() {
+        // splice(2) into a socket whose peer has gone raises SIGPIPE (send takes MSG_NOSIGNAL, splice
+        // has no such flag), which would end an app that keeps the default action. Blocked on this
+        // thread, it stays pending here and the call fails with EPIPE instead.
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
         var events = [httpdns_proxy_event](repeating: httpdns_proxy_event(), count: 256)
         while running {
             let timeout: Int32 = connections.isEmpty ? -1 : 50
