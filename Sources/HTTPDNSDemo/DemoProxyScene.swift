@@ -44,15 +44,15 @@ enum DemoProxyScene {
         run.standardOutput = body
         run.standardError = body
         if (try? run.run()) != nil {
+            // Read to the end (curl's exit closes the pipe) rather than `waitUntilExit()`: Foundation's
+            // `Process` reaps one child at a time and can wait on nginx or dnsmasq instead (seen here).
             let text = String(decoding: body.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            run.waitUntilExit()
             DemoOutput.line("  " + text.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n", with: "\n  "))
         }
         running.withLock { pid in
             proxy.terminate()
             pid = nil
         }
-        proxy.waitUntilExit()
         let events = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         DemoOutput.line(events.split(separator: "\n").map { "  proxy: \($0)" }.joined(separator: "\n"))
         DemoOutput.line("""
