@@ -87,13 +87,13 @@ final class ProxyDaemon: @unchecked Sendable {
     }
 
     /// SIGTERM, then SIGKILL after 2 s (a child spawned from a dispatch thread may inherit a mask
-    /// that blocks SIGTERM).
+    /// that blocks SIGTERM). No `waitUntilExit()`: Foundation's `Process` reaps one child at a time
+    /// and was seen waiting on another child (nginx) forever.
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
         for _ in 0..<100 where process.isRunning { usleep(20_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
     }
 
     /// User and system CPU seconds of the process and its live children, from /proc.
