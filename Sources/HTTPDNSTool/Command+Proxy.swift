@@ -55,7 +55,9 @@ extension Command {
         let listens = parsed.has("listen") ? parsed.all("listen") : ["127.0.0.1:8118"]
         configuration.listenAddresses = []
         for (index, text) in listens.enumerated() {
-            guard let (address, port) = parseListen(text) else { throw bad("bad --listen '\(text)': expected IP:PORT ([IPv6]:PORT for IPv6)") }
+            guard let (address, port, scheme) = parseListen(text), scheme == nil || scheme == "http" else {
+                throw bad("bad --listen '\(text)': expected IP:PORT ([IPv6]:PORT for IPv6)")
+            }
             configuration.listenAddresses.append(address)
             if index == 0 { configuration.port = UInt16(port) }
         }
@@ -99,9 +101,25 @@ extension Command {
             throw ToolFailure("cannot listen on \(listens.joined(separator: ", ")): \(error.detail)")
         }
         try Output.line(proxy.url?.absoluteString ?? "")
-        await waitForTermination()
+        await waitForStopSignal()
         proxy.stop()
         return ExitStatus.success
+    }
+
+    /// Suspends until SIGINT or SIGTERM.
+    static func waitForStopSignal() async {
+        let resumed = HTTPDNSLock(false)
+        var watcher: SignalWatcher?
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            watcher = SignalWatcher([SIGINT, SIGTERM]) { _ in
+                let first = resumed.withLock { done -> Bool in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume() }
+            }
+        }
+        watcher?.stop()
     }
 
     /// A tunnel needs six descriptors (two sockets, two pipes): lift the soft limit to the hard one.
