@@ -13,6 +13,7 @@ struct ProxyTestRoute: DifferentialTestRoute {
     let runnerRoute = "plain"
     let environment: [String: String]
     let expectedDifferences: [String: String] = DifferentialExpectations.proxy
+    let openDefects: [String: DifferentialExpectations.OpenDefect] = DifferentialExpectations.proxyOpen
 
     init(proxyURL: String) {
         environment = [
