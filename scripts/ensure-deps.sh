@@ -18,6 +18,10 @@ packages=(
   nghttp2-client         # h2load, the HTTP/2 load generator of `make bench`
   iproute2               # ip netns / veth: tests build their own networks (blackholed addresses)
   nftables               # nft: the drop rule that blackholes a test namespace's addresses
+  python3                # proxy tests: Python's urllib through `httpdns proxy`
+  chromium               # proxy tests: a real browser (headless) through `httpdns proxy`
+  libnss3-tools          # certutil: the headless browser's trust store holds the test CA
+  tinyproxy              # `make bench`: the proxy rows' baseline
 )
 
 if ! command -v swift >/dev/null 2>&1; then
