@@ -86,7 +86,7 @@ let package = Package(
         // (Fuzz/), and HTTPDNSFuzzTargetsTests replays every corpus under `make test`.
         .target(
             name: "HTTPDNSFuzzTargets",
-            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer"]
+            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking"]
         ),
 
         // The differential suite's scenarios and routes (issue 8), and the runner that executes one

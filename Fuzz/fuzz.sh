@@ -18,7 +18,7 @@ FUZZ_TIME=${FUZZ_TIME:-60}
 SCRATCH=.build-fuzz
 SWIFT=${SWIFT:-swift}
 # The modules the fuzz targets link, in dependency order.
-MODULES="DNSWire HTTPDNSCore HTTPDNSTransport DNSSockets HTTPDNS HTTPDNSServer HTTPDNSFuzzTargets"
+MODULES="DNSWire HTTPDNSCore HTTPDNSTransport DNSSockets HTTPDNS HTTPDNSServer HTTPDNSNetworking HTTPDNSFuzzTargets"
 
 "$SWIFT" build --target HTTPDNSFuzzTargets --scratch-path "$SCRATCH" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -warnings-as-errors
@@ -32,10 +32,15 @@ for module in $MODULES; do
         objects+=("$object")
     done < <(grep -o '"object": *"[^"]*"' "$SCRATCH/debug/$module.build/output-file-map.json" | sed 's/.*"\([^"]*\)"$/\1/')
 done
-# The C target the server's HTTP stack is built on (CH2O): its objects, its generated module map
-# and the libraries Package.swift links it with (swiftc does not read Package.swift).
-for object in "$SCRATCH"/debug/CH2O.build/*.o; do
-    objects+=("$object")
+# The C targets (CH2O under the server, CHTTPDNSProxy under the proxy): their objects, their
+# generated module maps and the libraries Package.swift links them with (swiftc does not read it).
+C_TARGETS="CH2O CHTTPDNSProxy"
+module_maps=()
+for target in $C_TARGETS; do
+    for object in "$SCRATCH/debug/$target.build"/*.o; do
+        objects+=("$object")
+    done
+    module_maps+=(-Xcc "-fmodule-map-file=$SCRATCH/debug/$target.build/module.modulemap")
 done
 mkdir -p "$SCRATCH/bin"
 binary="$SCRATCH/bin/httpdns-fuzz"
@@ -43,7 +48,7 @@ swiftc -package-name "$package_name" -sanitize=fuzzer,address -parse-as-library 
     -I "$SCRATCH/debug/Modules" \
     -Xcc -fmodule-map-file=Sources/CCurl/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap \
-    -Xcc -fmodule-map-file="$SCRATCH/debug/CH2O.build/module.modulemap" \
+    "${module_maps[@]}" \
     Fuzz/Harness/Harness.swift "${objects[@]}" -lh2o-evloop -lssl -lcrypto -o "$binary"
 
 targets=${FUZZ_TARGETS:-$(ls Fuzz/Corpus)}

@@ -134,6 +134,17 @@ def main():
     write("server-query", "broken", "a=%zz&b=%&&c&=v&%41%42=%e4%bd%a0+%FF&d=1%2")
     write("server-query", "repeated", "host=a.test&host=b.test&&host&ips=1")
 
+    write("proxy-request-head", "connect", "CONNECT www.example.com:443 HTTP/1.1\r\nHost: www.example.com:443\r\n"
+          "Proxy-Authorization: Basic dTpw\r\nUser-Agent: curl/7.88.1\r\n\r\n\x16\x03\x01")
+    write("proxy-request-head", "forward", "GET http://WWW.Example.com:8080/a/b?c=d#frag HTTP/1.1\r\nHost: www.example.com:8080\r\n"
+          "Proxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n")
+    write("proxy-request-head", "forward-v6-body", "POST http://[2001:DB8::1]/submit HTTP/1.0\r\nContent-Length: 5\r\n"
+          "X-Empty:\r\n\r\nhello")
+    write("proxy-request-head", "connect-v4", "CONNECT 192.0.2.1:8443 HTTP/1.1\r\n\r\n")
+    write("proxy-request-head", "smuggle", "POST http://a.test/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+    write("proxy-request-head", "bare-lf", "GET http://a.test/ HTTP/1.1\nHost: a.test\n\n")
+    write("proxy-request-head", "https", "GET https://a.test/ HTTP/1.1\r\n\r\n")
+
     write("forwarded-for", "v4", "10.0.0.0/8,192.168.0.0/16\n10.0.0.1\n203.0.113.7, 192.168.1.1")
     write("forwarded-for", "v6-port", "::1/128,2001:db8::/32\n::1\n198.51.100.1:5000,[2001:db8::7]:443")
     write("forwarded-for", "unknown", "10.0.0.0/8\n10.0.0.1\nunknown, 10.1.2.3\n203.0.113.9")

@@ -7,21 +7,21 @@ import HTTPDNSCore
 /// tokens and values carry no control characters, `Content-Length` and `Transfer-Encoding` never
 /// appear together (RFC 9112 §6.1: a request smuggling vector). Whatever is rejected gets a 4xx
 /// and the connection is closed; nothing of it reaches an upstream.
-struct ProxyRequestHead: Sendable, Equatable {
+package struct ProxyRequestHead: Sendable, Equatable {
     /// Where the client wants to go.
-    enum Target: Sendable, Equatable {
+    package enum Target: Sendable, Equatable {
         /// `CONNECT host:port` (authority-form, RFC 9110 §9.3.6): a byte tunnel.
         case tunnel(host: String, port: UInt16)
         /// `GET http://host:port/path` (absolute-form, RFC 9112 §3.2.2): a forwarded request.
         case forward(host: String, port: UInt16, path: String)
 
-        var host: String {
+        package var host: String {
             switch self {
             case .tunnel(let host, _), .forward(let host, _, _): host
             }
         }
 
-        var port: UInt16 {
+        package var port: UInt16 {
             switch self {
             case .tunnel(_, let port), .forward(_, let port, _): port
             }
@@ -29,13 +29,13 @@ struct ProxyRequestHead: Sendable, Equatable {
     }
 
     /// One header field as received (name case kept, value trimmed of surrounding blanks).
-    struct Field: Sendable, Equatable {
-        var name: String
-        var value: String
+    package struct Field: Sendable, Equatable {
+        package var name: String
+        package var value: String
     }
 
     /// The outcome of looking at the bytes received so far.
-    enum Parse: Sendable, Equatable {
+    package enum Parse: Sendable, Equatable {
         /// No blank line yet; read more (the size limit has not been reached).
         case incomplete
         /// A whole head of `length` bytes; bytes after it belong to the tunnel or the body.
@@ -44,18 +44,18 @@ struct ProxyRequestHead: Sendable, Equatable {
 
     /// Limits: a head larger than ``maximumBytes`` is refused with 431, more fields than
     /// ``maximumFields`` with 431, a method longer than ``maximumMethodBytes`` with 400.
-    static let maximumBytes = 16 * 1024
-    static let maximumFields = 100
-    static let maximumMethodBytes = 32
+    package static let maximumBytes = 16 * 1024
+    package static let maximumFields = 100
+    package static let maximumMethodBytes = 32
 
-    var method: String
-    var target: Target
+    package var method: String
+    package var target: Target
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
-    var minorVersion: Int
-    var fields: [Field]
+    package var minorVersion: Int
+    package var fields: [Field]
 
     /// The value of the first field named `name` (case-insensitive), if any.
-    func value(of name: String) -> String? {
+    package func value(of name: String) -> String? {
         fields.first { $0.name.lowercased() == name }?.value
     }
 
@@ -64,7 +64,7 @@ struct ProxyRequestHead: Sendable, Equatable {
     /// - Returns: `.incomplete` while no complete head is there and the limit is not reached.
     /// - Throws: ``ProxyHeadError`` for anything malformed or over a limit, as soon as it is seen
     ///   (a bare LF is refused at once, so a client using LF line ends gets an answer, not a wait).
-    static func parse(_ bytes: some Collection<UInt8>) throws(ProxyHeadError) -> Parse {
+    package static func parse(_ bytes: some Collection<UInt8>) throws(ProxyHeadError) -> Parse {
         let bytes = Array(bytes.prefix(maximumBytes + 1))
         var end: Int?
         var index = 0
@@ -206,7 +206,7 @@ struct ProxyRequestHead: Sendable, Equatable {
     }
 
     /// RFC 9110 §5.6.2 token characters.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
+    package static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
         case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
@@ -219,8 +219,8 @@ struct ProxyRequestHead: Sendable, Equatable {
 }
 
 /// Why the proxy refused a request head; ``status`` is the HTTP status it answers with.
-struct ProxyHeadError: Error, Sendable, Equatable, CustomStringConvertible {
-    enum Code: String, Sendable {
+package struct ProxyHeadError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Code: String, Sendable {
         case malformed
         case tooLarge
         case unsupportedVersion
@@ -228,8 +228,8 @@ struct ProxyHeadError: Error, Sendable, Equatable, CustomStringConvertible {
         case unsupportedTarget
     }
 
-    var code: Code
-    var detail: String
+    package var code: Code
+    package var detail: String
 
     init(_ code: Code, _ detail: String) {
         self.code = code
@@ -237,7 +237,7 @@ struct ProxyHeadError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// 400, 431 (RFC 6585), 505 or 501.
-    var status: Int {
+    package var status: Int {
         switch code {
         case .malformed, .badTarget: 400
         case .tooLarge: 431
@@ -246,5 +246,5 @@ struct ProxyHeadError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    var description: String { "\(code.rawValue): \(detail)" }
+    package var description: String { "\(code.rawValue): \(detail)" }
 }
