@@ -14,7 +14,7 @@ public struct HTTPDNSProviderRequest: Sendable, Hashable {
     public var body: [UInt8]?
     /// The hosts asked for, normalised (lower case, no trailing dot), in request order.
     public var hosts: [String]
-    /// The address family asked for.
+    /// The address family asked for (`.auto` is asked as `.both`).
     public var family: HTTPDNSAddressFamily
 
     public init(
@@ -30,7 +30,7 @@ public struct HTTPDNSProviderRequest: Sendable, Hashable {
         self.headers = headers
         self.body = body
         self.hosts = hosts
-        self.family = family
+        self.family = family == .auto ? .both : family
     }
 }
 
