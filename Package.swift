@@ -33,6 +33,9 @@ let package = Package(
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
 
+        // Linux rtnetlink headers, for the network-change watcher.
+        .systemLibrary(name: "CNetlink"),
+
         // Pure values: no sockets, no files, no clocks of their own.
         .target(name: "DNSWire"),
         .target(name: "HTTPDNSCore", dependencies: ["DNSWire", "CCrypto"]),
@@ -43,7 +46,13 @@ let package = Package(
         .target(name: "DNSSockets", dependencies: ["DNSWire", "HTTPDNSCore"]),
 
         // The resolution engine: cache, providers in order, LocalDNS fallback.
-        .target(name: "HTTPDNS", dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets"]),
+        .target(
+            name: "HTTPDNS",
+            dependencies: [
+                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets",
+                .target(name: "CNetlink", condition: .when(platforms: [.linux])),
+            ]
+        ),
 
         // IP direct connect for apps: the URLProtocol, the direct client API, connection failover.
         .target(name: "HTTPDNSURLProtocol", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),

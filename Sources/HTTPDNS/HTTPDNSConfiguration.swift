@@ -103,6 +103,9 @@ public struct HTTPDNSConfiguration: Sendable {
     public var monitor: any HTTPDNSEventMonitor = HTTPDNSNoEventMonitor()
     /// Time source; tests inject ``HTTPDNSManualClock``.
     public var clock: any HTTPDNSClock = HTTPDNSSystemClock()
+    /// Replaces the route probe behind ``HTTPDNSAddressFamily/auto`` (which families have a route);
+    /// for tests. Default nil: ask the kernel.
+    package var familyProbe: (@Sendable () -> (ipv4: Bool, ipv6: Bool))? = nil
 
     public init(providers: [any HTTPDNSResolver]) {
         self.providers = providers

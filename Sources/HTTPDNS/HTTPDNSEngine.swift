@@ -8,7 +8,8 @@ import Synchronization
 /// (skipping ones cooling down after failures) within a time budget, their answers cleaned of bogons
 /// and duplicates, and only then LocalDNS (unless the configuration is HTTPDNS-only). Concurrent
 /// lookups of one name share one upstream request. The cache refreshes in the background at 75 % of
-/// the TTL and serves a stale answer only when a refresh fails (RFC 8767).
+/// the TTL and serves a stale answer only when a refresh fails (RFC 8767), or at once in optimistic
+/// mode. ``networkDidChange()`` starts over on a new network.
 public final class HTTPDNSEngine: Sendable {
     struct State: Sendable {
         var cache: HTTPDNSCachePolicy
@@ -16,6 +17,18 @@ public final class HTTPDNSEngine: Sendable {
         var providerCooldown: [String: Double] = [:]
         var addressCooldown: [IPAddress: Double] = [:]
         var upstreamLookups = 0
+        /// Bumped by ``networkDidChange()``: work started on an earlier network stores nothing.
+        var networkEpoch: UInt64 = 0
+        /// Entries kept from the previous network (``HTTPDNSConfiguration/Network/keepsStaleAnswersOnChange``):
+        /// served only as a last resort, never optimistically; a key leaves when it is stored anew.
+        var previousNetwork: Set<HTTPDNSCacheKey> = []
+        /// The families the network has a route for, as last detected.
+        var families = HTTPDNSRouteProbe.Families(ipv4: true, ipv6: true)
+        /// The NAT64 prefix of an IPv6-only network, once discovered (``HTTPDNSAddressFamily/auto``).
+        var nat64Prefix: HTTPDNSNAT64Prefix?
+        /// The discovery running now; `.both` lookups wait for it so as not to cache IPv4 answers
+        /// that cannot be reached.
+        var nat64Discovery: Task<Void, Never>?
     }
 
     /// The configuration the engine was made with.
@@ -24,7 +37,15 @@ public final class HTTPDNSEngine: Sendable {
     let clock: any HTTPDNSClock
     let monitor: any HTTPDNSEventMonitor
     let defaultFamily: HTTPDNSAddressFamily
+    /// ``HTTPDNSConfiguration/Cache/optimisticMaximumStaleness`` in seconds.
+    let optimisticStaleness: Double?
+    /// What ``HTTPDNSAddressFamily/auto`` means on the current network (``FamilyCode``).
+    let autoFamily = Atomic<UInt8>(FamilyCode.both)
     let state: HTTPDNSLock<State>
+    /// The hosts requests go through the engine for; replaced by ``updatePolicy(_:)``.
+    let policy: HTTPDNSLock<HTTPDNSHostPolicy>
+    /// The rtnetlink watcher when ``HTTPDNSConfiguration/Network/watchesChanges`` is set.
+    let watcher = HTTPDNSLock<HTTPDNSNetworkWatcher?>(nil)
     let localResolver: (any HTTPDNSResolver)?
     let persistence: HTTPDNSCachePersistence?
     /// This engine's name in the per-thread hit memos (``HTTPDNSHitMemo``); never reused.
@@ -41,6 +62,7 @@ public final class HTTPDNSEngine: Sendable {
         self.clock = configuration.clock
         self.monitor = configuration.monitor
         self.defaultFamily = configuration.family
+        self.optimisticStaleness = configuration.cache.optimisticMaximumStaleness.map(HTTPDNSEngine.seconds)
         var cache = HTTPDNSCachePolicy(settings: configuration.cache.policy)
         if let path = configuration.cache.persistencePath {
             let persistence = HTTPDNSCachePersistence(
@@ -51,20 +73,43 @@ public final class HTTPDNSEngine: Sendable {
             self.persistence = nil
         }
         self.state = HTTPDNSLock(State(cache: cache))
+        self.policy = HTTPDNSLock(configuration.protectedHosts)
         self.serial = engineSerials.withLock { serial in
             serial += 1
             return serial
         }
         self.localResolver = HTTPDNSEngine.makeLocalResolver(configuration)
+        let discovery = detectNetwork()
         let names = configuration.cache.preResolve
         if !names.isEmpty {
-            Task { [self] in await self.preResolve(names) }
+            Task { [self] in
+                await discovery?.value
+                await self.preResolve(names)
+            }
         }
+        if configuration.network.watchesChanges { startWatching() }
     }
 
-    /// Whether requests to `host` go through the engine (IP literals never do).
+    deinit {
+        watcher.withLock { $0?.stop() }
+    }
+
+    /// Whether requests to `host` go through the engine (IP literals never do), by the current
+    /// policy: ``HTTPDNSConfiguration/protectedHosts`` or what ``updatePolicy(_:)`` set since.
     public func protects(_ host: String) -> Bool {
-        configuration.protectedHosts.protects(host)
+        policy.withLock { $0.protects(host) }
+    }
+
+    /// The hosts the engine protects now.
+    public var protectedHosts: HTTPDNSHostPolicy {
+        policy.withLock { $0 }
+    }
+
+    /// Replaces the protected hosts at run time (a remote configuration arrived, a user turned
+    /// HTTPDNS off for a domain); requests that start after the call see the new policy. Cached
+    /// answers stay: the policy decides which requests use the engine, not what it answers.
+    public func updatePolicy(_ newPolicy: HTTPDNSHostPolicy) {
+        policy.withLock { $0 = newPolicy }
     }
 
     /// How many lookups went upstream (to providers or LocalDNS) so far; for tests and benchmarks.
@@ -100,7 +145,7 @@ public final class HTTPDNSEngine: Sendable {
     /// Answers from the cache (reporting the hit, starting a refresh when due) or says what to ask.
     @usableFromInline
     func lookupCache(_ host: String, family: HTTPDNSAddressFamily?) -> CacheOutcome {
-        let family = family ?? defaultFamily
+        let family = concreteFamily(family)
         let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family)
         // IP literals and invalid names are never cached, so a hit needs no checks.
         switch cacheStep(key) {
@@ -119,7 +164,7 @@ public final class HTTPDNSEngine: Sendable {
 
     /// The cached answer for `host`, if a fresh one exists; never goes upstream and never waits.
     public func cachedAnswer(_ host: String, family: HTTPDNSAddressFamily? = nil) -> HTTPDNSAnswer? {
-        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family ?? defaultFamily)
+        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: concreteFamily(family))
         guard case .hit(let answer, _) = cacheStep(key, freshOnly: true) else { return nil }
         return answer
     }
@@ -143,20 +188,31 @@ public final class HTTPDNSEngine: Sendable {
         if let answer = HTTPDNSHitMemo.answer(memoKey, now: now, generation: generation.load(ordering: .acquiring)) {
             return .hit(answer, refresh: false)
         }
-        let (lookup, refresh, cooling, memoGeneration) = state.withLock {
-            state -> (HTTPDNSCachePolicy.Lookup, Bool, Bool, UInt64?) in
+        let optimistic = freshOnly ? nil : optimisticStaleness
+        let (lookup, refresh, cooling, memoGeneration, servesExpired) = state.withLock {
+            state -> (HTTPDNSCachePolicy.Lookup, Bool, Bool, UInt64?, Bool) in
             let lookup = state.cache.lookup(key, now: now)
             var refresh = false
             var memoGeneration: UInt64?
-            if case .fresh(let entry, _, let due) = lookup {
+            var servesExpired = false
+            switch lookup {
+            case .fresh(let entry, _, let due):
                 refresh = due && state.inFlight[key] == nil
                 // Memoised only while no address of it cools down: the order is then the cache's.
                 if !due, state.addressCooldown.isEmpty
                     || entry.addresses.allSatisfy({ (state.addressCooldown[$0] ?? 0) <= now }) {
                     memoGeneration = generation.load(ordering: .relaxed)
                 }
+            case .expired(let entry) where optimistic != nil:
+                // Optimistic mode: young enough, and from the current network.
+                if now - entry.expiresAt <= optimistic!, state.previousNetwork.isEmpty || !state.previousNetwork.contains(key) {
+                    servesExpired = true
+                    refresh = state.inFlight[key] == nil
+                }
+            default:
+                break
             }
-            return (lookup, refresh, !state.addressCooldown.isEmpty, memoGeneration)
+            return (lookup, refresh, !state.addressCooldown.isEmpty, memoGeneration, servesExpired)
         }
         var answer: HTTPDNSAnswer
         switch lookup {
@@ -167,6 +223,8 @@ public final class HTTPDNSEngine: Sendable {
             }
             answer = cachedAnswer(key, entry, ttl: remaining, stale: false)
         case .stale(let entry) where !freshOnly:
+            answer = cachedAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true)
+        case .expired(let entry) where servesExpired:
             answer = cachedAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true)
         case .expired, .stale:
             return .upstream(staleFallback: true)
@@ -185,6 +243,9 @@ public final class HTTPDNSEngine: Sendable {
         }
         guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
             throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
+        }
+        if key.family == .both, let discovery = state.withLock({ $0.nat64Discovery }) {
+            await discovery.value
         }
         // The cache is asked again under the same lock that registers the flight: a flight that
         // finished since the first look (it stores its answer and leaves in one locked step) must not
@@ -222,7 +283,7 @@ public final class HTTPDNSEngine: Sendable {
     /// Names are asked in batches where a provider has a batch form (one request for many names);
     /// what the batches do not answer is resolved one by one, with the usual failover.
     public func preResolve(_ hosts: [String], family: HTTPDNSAddressFamily? = nil) async {
-        let family = family ?? defaultFamily
+        let family = concreteFamily(family)
         var remaining: [String] = []
         for host in hosts {
             let name = HTTPDNSHostPolicy.normalize(host)
@@ -232,6 +293,7 @@ public final class HTTPDNSEngine: Sendable {
             remaining.append(name)
         }
         if remaining.count > 1 {
+            let epoch = state.withLock { $0.networkEpoch }
             for provider in orderedProviders() where !remaining.isEmpty {
                 let batch = remaining
                 let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget, context: provider.name) {
@@ -240,15 +302,20 @@ public final class HTTPDNSEngine: Sendable {
                 for set in sets where remaining.contains(set.host) {
                     let kept = configuration.hygiene.filter(set, family: family).kept
                     guard !kept.isEmpty else { continue }
-                    let answer = HTTPDNSAnswer(
+                    var answer = HTTPDNSAnswer(
                         host: set.host, addresses: kept, ttl: set.ttl ?? configuration.cache.policy.defaultTTL,
                         source: provider.name, origin: .httpdns)
+                    let ttl = cacheTTL(host: set.host, proposed: answer.ttl)
                     let now = clock.now()
-                    change { state in
-                        _ = state.cache.store(
-                            HTTPDNSCacheKey(host: set.host, family: family), addresses: kept, ttl: answer.ttl,
-                            source: provider.name, origin: .httpdns, now: now)
+                    let stored = change { state -> Bool in
+                        // A batch that was asked on the previous network is not stored.
+                        guard state.networkEpoch == epoch else { return false }
+                        answer.addresses = usableAddresses(answer.addresses, family: family, prefix: state.nat64Prefix)
+                        store(HTTPDNSCacheKey(host: set.host, family: family), answer, ttl: ttl, now: now, in: &state)
+                        return true
                     }
+                    guard stored else { continue }
+                    answer.ttl = ttl
                     monitor.lookupAnswered(answer)
                     remaining.removeAll { $0 == set.host }
                 }
