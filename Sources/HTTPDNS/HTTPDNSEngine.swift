@@ -131,7 +131,7 @@ public final class HTTPDNSEngine: Sendable {
         case .hit(let answer):
             return answer
         case .miss(let key, let staleFallback):
-            return try await resolveMiss(key, original: host, staleFallback: staleFallback)
+            return try await resolveMiss(key, original: host, family: family, staleFallback: staleFallback)
         }
     }
 
@@ -237,7 +237,9 @@ public final class HTTPDNSEngine: Sendable {
 
     /// A cache miss (or expired entry): one shared upstream lookup, stale answer if it fails.
     @usableFromInline
-    func resolveMiss(_ key: HTTPDNSCacheKey, original host: String, staleFallback: Bool) async throws -> HTTPDNSAnswer {
+    func resolveMiss(
+        _ key: HTTPDNSCacheKey, original host: String, family: HTTPDNSAddressFamily?, staleFallback: Bool
+    ) async throws -> HTTPDNSAnswer {
         if let literal = IPAddress(key.host) {
             return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
         }
@@ -246,6 +248,9 @@ public final class HTTPDNSEngine: Sendable {
         }
         if key.family == .both, let discovery = state.withLock({ $0.nat64Discovery }) {
             await discovery.value
+            // Without a NAT64 prefix `.auto` now means IPv6 only.
+            let decided = concreteFamily(family)
+            if decided != key.family { return try await resolve(host, family: decided) }
         }
         // The cache is asked again under the same lock that registers the flight: a flight that
         // finished since the first look (it stores its answer and leaves in one locked step) must not
