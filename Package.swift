@@ -79,6 +79,13 @@ let package = Package(
             ]
         ),
 
+        // Test support: a program the network-namespace tests run inside their namespaces
+        // (rtnetlink watcher, `.auto` family and NAT64). Not a product.
+        .executableTarget(
+            name: "HTTPDNSNetnsAgent",
+            dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSServer", "HTTPDNSURLProtocol", "HTTPDNSTestSupport"]
+        ),
+
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
         .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
 

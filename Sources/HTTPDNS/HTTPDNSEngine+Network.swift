@@ -142,6 +142,11 @@ extension HTTPDNSEngine {
         return result
     }
 
+    /// Whether the rtnetlink watcher runs (``HTTPDNSConfiguration/Network/watchesChanges``).
+    package var isWatchingNetwork: Bool {
+        watcher.withLock { $0 != nil }
+    }
+
     /// Starts the rtnetlink watcher that calls ``networkDidChange()``.
     func startWatching() {
         do {
