@@ -13,6 +13,8 @@ packages=(
   dnsmasq-base           # a real (and lying) DNS server in tests and the demo
   curl                   # interoperability tests: curl --doh-url against httpdns serve
   dnsutils               # dig, for captured fixtures and interoperability
+  iproute2               # ip: the network-namespace tests (network changes, NAT64) build their networks
+  unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module)
 )
 
 if ! command -v swift >/dev/null 2>&1; then
@@ -38,7 +40,11 @@ if [[ $(id -u) -eq 0 ]]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # nginx-light's package scripts may start a system nginx on port 80; the project never uses it.
-  if command -v systemctl >/dev/null 2>&1; then systemctl stop nginx >/dev/null 2>&1 || true; fi
+  # Likewise unbound's may start a system resolver on port 53; the tests start their own in namespaces.
+  if command -v systemctl >/dev/null 2>&1; then
+    systemctl stop nginx >/dev/null 2>&1 || true
+    systemctl stop unbound >/dev/null 2>&1 || true
+  fi
 else
   echo "Missing Debian packages. Install them with:" >&2
   echo "  sudo apt-get install -y ${missing[*]}" >&2
