@@ -4,7 +4,7 @@ extension HTTPDNSEngine {
     /// Resolves `host` through LocalDNS and through the HTTPDNS providers (bypassing the cache) and
     /// compares the answers: agreement, disagreement, bogon answers, or a name LocalDNS hides.
     public func checkHijack(_ host: String, family: HTTPDNSAddressFamily? = nil) async -> HTTPDNSHijackReport {
-        let family = family ?? configuration.family
+        let family = concreteFamily(family)
         let name = HTTPDNSHostPolicy.normalize(host)
         async let localSide = localEvidence(name, family: family)
         async let httpdnsSide = httpdnsEvidence(name, family: family)

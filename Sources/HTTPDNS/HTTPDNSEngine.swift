@@ -203,9 +203,10 @@ public final class HTTPDNSEngine: Sendable {
                     || entry.addresses.allSatisfy({ (state.addressCooldown[$0] ?? 0) <= now }) {
                     memoGeneration = generation.load(ordering: .relaxed)
                 }
-            case .expired(let entry) where optimistic != nil:
-                // Optimistic mode: young enough, and from the current network.
-                if now - entry.expiresAt <= optimistic!, state.previousNetwork.isEmpty || !state.previousNetwork.contains(key) {
+            case .expired(let entry):
+                // Optimistic mode: young enough, and learnt on the current network.
+                if let optimistic, now - entry.expiresAt <= optimistic,
+                   state.previousNetwork.isEmpty || !state.previousNetwork.contains(key) {
                     servesExpired = true
                     refresh = state.inFlight[key] == nil
                 }

@@ -62,6 +62,16 @@ public final class HTTPDNSNetworkWatcher: Sendable {
     public func stop() {
         shared.stop()
     }
+
+    /// Whether one datagram read from the rtnetlink socket reports a change that counts (an address
+    /// change, or a change of a default route); malformed messages end the walk.
+    package static func reportsChange(_ datagram: [UInt8]) -> Bool {
+        #if os(Linux) && canImport(CNetlink)
+        datagram.withUnsafeBytes { Shared.reportsChange($0) }
+        #else
+        false
+        #endif
+    }
 }
 
 #if os(Linux) && canImport(CNetlink)
@@ -124,9 +134,11 @@ extension HTTPDNSNetworkWatcher {
                 let ready = poll(&fds, 2, timeout)
                 if ready < 0, errno != EINTR { return }
                 if fds[1].revents != 0 { return }
-                if fds[0].revents & Int16(POLLIN) != 0, drain(&buffer) {
-                    deadline = Shared.now() + debounce
-                } else if fds[0].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                let events = fds[0].revents
+                // POLLERR too: an overflow (lost events) is reported as a socket error that recv returns.
+                if events & Int16(POLLIN | POLLERR) != 0 {
+                    if drain(&buffer) { deadline = Shared.now() + debounce }
+                } else if events & Int16(POLLHUP | POLLNVAL) != 0 {
                     return
                 }
                 if let due = deadline, Shared.now() >= due {
