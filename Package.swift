@@ -11,7 +11,7 @@ let package = Package(
     products: [
         .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
         .library(name: "DNSWire", targets: ["DNSWire"]),
-        .library(name: "HTTPDNSURLProtocol", targets: ["HTTPDNSURLProtocol"]),
+        .library(name: "HTTPDNSNetworking", targets: ["HTTPDNSNetworking"]),
         .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
         .executable(name: "httpdns-bench", targets: ["HTTPDNSBench"]),
     ],
@@ -55,7 +55,7 @@ let package = Package(
         ),
 
         // IP direct connect for apps: the URLProtocol, the direct client API, connection failover.
-        .target(name: "HTTPDNSURLProtocol", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The self-hostable HTTPDNS server (libmicrohttpd).
         .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
@@ -64,7 +64,7 @@ let package = Package(
         .executableTarget(
             name: "HTTPDNSTool",
             dependencies: [
-                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSURLProtocol", "HTTPDNSServer",
+                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer",
                 // The demo starts nginx, dnsmasq and a private CA with the launchers the tests use.
                 "HTTPDNSTestSupport",
             ]
@@ -74,7 +74,7 @@ let package = Package(
         .executableTarget(
             name: "HTTPDNSBench",
             dependencies: [
-                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSURLProtocol", "HTTPDNSServer",
+                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer",
                 "HTTPDNSTestSupport",
             ]
         ),
@@ -83,7 +83,7 @@ let package = Package(
         // (rtnetlink watcher, `.auto` family and NAT64). Not a product.
         .executableTarget(
             name: "HTTPDNSNetnsAgent",
-            dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSServer", "HTTPDNSURLProtocol", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking", "HTTPDNSTestSupport"]
         ),
 
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
@@ -99,11 +99,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSURLProtocolTests",
-            dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(
             name: "HTTPDNSAcceptanceTests",
-            dependencies: ["HTTPDNSURLProtocol", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),

@@ -4,11 +4,11 @@ import HTTPDNSCore
 /// Addresses for one name from a plain-DNS server.
 public struct DNSSocketLookup: Sendable, Hashable {
     /// IPv4 then IPv6 addresses, each in the server's order, without duplicates.
-    public var addresses: [IPAddress]
+    public var addresses: [HTTPDNSIPAddress]
     /// Smallest TTL over the records used (CNAMEs included); `nil` when nothing was used.
     public var ttl: UInt32?
 
-    public init(addresses: [IPAddress], ttl: UInt32?) {
+    public init(addresses: [HTTPDNSIPAddress], ttl: UInt32?) {
         self.addresses = addresses
         self.ttl = ttl
     }
@@ -23,7 +23,7 @@ extension DNSSocketClient {
     /// - Throws: `HTTPDNSError` `.nameNotFound` (NXDOMAIN), `.noAddress` (NODATA),
     ///   `.transport` (SERVFAIL, REFUSED…), and the errors of ``resolve(_:type:server:port:timeout:)``.
     public func lookupAddresses(
-        _ host: String, family: HTTPDNSAddressFamily, server: IPAddress, port: UInt16 = 53, timeout: Duration
+        _ host: String, family: HTTPDNSAddressFamily, server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration
     ) async throws -> DNSSocketLookup {
         switch family {
         case .ipv4:
@@ -53,7 +53,7 @@ extension DNSSocketClient {
     }
 
     private func lookup(
-        _ host: String, type: DNSRecordType, server: IPAddress, port: UInt16, timeout: Duration
+        _ host: String, type: DNSRecordType, server: HTTPDNSIPAddress, port: UInt16, timeout: Duration
     ) async throws -> DNSSocketLookup {
         let message = try await resolve(host, type: type, server: server, port: port, timeout: timeout)
         let source = "\(server.uriText):\(port)"
@@ -63,10 +63,10 @@ extension DNSSocketClient {
         default: throw HTTPDNSError(.transport, "server answered \(message.rcode)", host: host, source: source)
         }
         let answer = message.addresses(for: message.questions[0].name)
-        var addresses: [IPAddress] = []
+        var addresses: [HTTPDNSIPAddress] = []
         for bytes in answer.addresses {
             // Only the asked-for family: an A query answered with AAAA data is ignored.
-            guard bytes.count == (type == .A ? 4 : 16), let address = IPAddress(bytes: bytes),
+            guard bytes.count == (type == .A ? 4 : 16), let address = HTTPDNSIPAddress(bytes: bytes),
                   !addresses.contains(address) else { continue }
             addresses.append(address)
         }

@@ -38,7 +38,7 @@ public struct DNSSocketClient: Sendable {
     ///   - timeout: for the whole exchange, TCP retry included.
     /// - Throws: `HTTPDNSError` `.invalidHost`, `.timedOut`, `.transport`, `.malformedAnswer`, `.cancelled`.
     public func resolve(
-        _ name: String, type: DNSRecordType, server: IPAddress, port: UInt16 = 53, timeout: Duration
+        _ name: String, type: DNSRecordType, server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration
     ) async throws -> DNSMessage {
         let dnsName: DNSName
         do {
@@ -64,7 +64,7 @@ public struct DNSSocketClient: Sendable {
     ///
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` when `query` cannot be encoded, then as
     ///   ``resolve(_:type:server:port:timeout:)``.
-    public func exchange(_ query: DNSMessage, server: IPAddress, port: UInt16 = 53, timeout: Duration) async throws -> DNSMessage {
+    public func exchange(_ query: DNSMessage, server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration) async throws -> DNSMessage {
         let bytes: [UInt8]
         do {
             bytes = try query.encode()
@@ -83,7 +83,7 @@ public struct DNSSocketClient: Sendable {
     ///
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` when `query` does not decode, then as
     ///   ``resolve(_:type:server:port:timeout:)``.
-    public func exchange(_ query: [UInt8], server: IPAddress, port: UInt16 = 53, timeout: Duration) async throws -> [UInt8] {
+    public func exchange(_ query: [UInt8], server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration) async throws -> [UInt8] {
         let message: DNSMessage
         do {
             message = try DNSMessage(decoding: query)
@@ -94,7 +94,7 @@ public struct DNSSocketClient: Sendable {
     }
 
     private func exchangeBytes(
-        _ bytes: [UInt8], query: DNSMessage, server: IPAddress, port: UInt16, timeout: Duration
+        _ bytes: [UInt8], query: DNSMessage, server: HTTPDNSIPAddress, port: UInt16, timeout: Duration
     ) async throws -> [UInt8] {
         let exchange = DNSSocketExchange(
             query: bytes, queryMessage: query, server: SocketAddress(address: server, port: port),

@@ -9,7 +9,7 @@ import HTTPDNSCore
 
 /// An IP address and port in the `sockaddr` forms the socket calls take.
 struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
-    var address: IPAddress
+    var address: HTTPDNSIPAddress
     var port: UInt16
 
     var description: String { "\(address.uriText):\(port)" }
@@ -46,18 +46,18 @@ struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         let family = Int32(storage.load(as: sockaddr.self).sa_family)
         if family == AF_INET {
             let value = storage.loadUnaligned(as: sockaddr_in.self)
-            guard let address = withUnsafeBytes(of: value.sin_addr, { IPAddress(bytes: Array($0)) }) else { return nil }
+            guard let address = withUnsafeBytes(of: value.sin_addr, { HTTPDNSIPAddress(bytes: Array($0)) }) else { return nil }
             self.init(address: address, port: UInt16(bigEndian: value.sin_port))
         } else if family == AF_INET6 {
             let value = storage.loadUnaligned(as: sockaddr_in6.self)
-            guard let address = withUnsafeBytes(of: value.sin6_addr, { IPAddress(bytes: Array($0)) }) else { return nil }
+            guard let address = withUnsafeBytes(of: value.sin6_addr, { HTTPDNSIPAddress(bytes: Array($0)) }) else { return nil }
             self.init(address: address, port: UInt16(bigEndian: value.sin6_port))
         } else {
             return nil
         }
     }
 
-    init(address: IPAddress, port: UInt16) {
+    init(address: HTTPDNSIPAddress, port: UInt16) {
         self.address = address
         self.port = port
     }

@@ -7,19 +7,19 @@ public struct HTTPDNSConfiguration: Sendable {
         /// The system resolver (`getaddrinfo`), run off the cooperative pool. The default.
         case system
         /// Plain DNS over UDP (TCP on truncation) to a chosen server.
-        case server(IPAddress, port: UInt16)
+        case server(HTTPDNSIPAddress, port: UInt16)
         /// Any resolver, for tests or special set-ups.
         case custom(any HTTPDNSResolver)
     }
 
-    /// Time limits, in seconds.
+    /// Time limits.
     public struct Timeouts: Sendable, Hashable {
-        /// One provider's attempt. Default 1.5.
-        public var perAttempt: Double = 1.5
-        /// All HTTPDNS providers together before LocalDNS is asked (vendors use about 2 s). Default 2.
-        public var httpdnsBudget: Double = 2
-        /// The LocalDNS fallback. Default 5.
-        public var localDNS: Double = 5
+        /// One resolver's attempt. Default 1.5 s.
+        public var perAttempt: Duration = .milliseconds(1500)
+        /// All HTTPDNS providers together before LocalDNS is asked (vendors use about 2 s). Default 2 s.
+        public var httpdnsBudget: Duration = .seconds(2)
+        /// The LocalDNS fallback. Default 5 s.
+        public var localDNS: Duration = .seconds(5)
 
         public init() {}
     }
@@ -29,9 +29,9 @@ public struct HTTPDNSConfiguration: Sendable {
         /// Never fall back to LocalDNS: fail instead. Default false.
         public var httpdnsOnly: Bool = false
         /// How long a failing provider is skipped (unless every provider is cooling down). Default 30 s.
-        public var providerCooldown: Double = 30
+        public var providerCooldown: Duration = .seconds(30)
         /// How long an address that refused a connection is moved to the back of answers. Default 60 s.
-        public var addressCooldown: Double = 60
+        public var addressCooldown: Duration = .seconds(60)
 
         public init() {}
     }
@@ -42,8 +42,8 @@ public struct HTTPDNSConfiguration: Sendable {
         public var policy: HTTPDNSCachePolicy.Settings = .init()
         /// A file the cache is saved to and loaded from (atomic replace); nil keeps it in memory. Default nil.
         public var persistencePath: String? = nil
-        /// Changes are written at most this often (seconds; each write replaces the whole file). Default 2.
-        public var persistenceInterval: Double = 2
+        /// Changes are written at most this often (each write replaces the whole file). Default 2 s.
+        public var persistenceInterval: Duration = .seconds(2)
         /// Names resolved in the background when the engine starts. Default none.
         public var preResolve: [String] = []
         /// Optimistic mode (Alibaba's and Tencent's "expired IP enabled", RFC 8767 section 5): an
@@ -83,8 +83,9 @@ public struct HTTPDNSConfiguration: Sendable {
         public init() {}
     }
 
-    /// HTTPDNS providers, tried in order.
-    public var providers: [any HTTPDNSResolver]
+    /// The resolvers asked first, in order: usually HTTPDNS providers (``HTTPDNSProvider``), also any
+    /// other ``HTTPDNSResolver`` (a plain DNS server, static entries).
+    public var resolvers: [any HTTPDNSResolver]
     /// Hosts that go through HTTPDNS. Default: every name.
     public var protectedHosts: HTTPDNSHostPolicy = .all
     /// The fallback. Default `.system`.
@@ -107,7 +108,15 @@ public struct HTTPDNSConfiguration: Sendable {
     /// for tests. Default nil: ask the kernel.
     package var familyProbe: (@Sendable () -> (ipv4: Bool, ipv6: Bool))? = nil
 
-    public init(providers: [any HTTPDNSResolver]) {
-        self.providers = providers
+    public init(resolvers: [any HTTPDNSResolver]) {
+        self.resolvers = resolvers
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for the engine's clock arithmetic (``HTTPDNSClock`` counts seconds).
+    package var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -16,7 +16,7 @@ extension HTTPDNSEngine {
             return .init(source: "none", addresses: [], error: "no LocalDNS configured", errorCode: "invalidConfiguration")
         }
         do {
-            let records = try await resolveWithin(local, host, family: family, within: configuration.timeouts.localDNS)
+            let records = try await resolveWithin(local, host, family: family, within: configuration.timeouts.localDNS.inSeconds)
             return .init(source: local.name, addresses: records.addresses(for: family), ttl: records.ttl)
         } catch {
             let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: local.name)
@@ -29,7 +29,7 @@ extension HTTPDNSEngine {
         var lastCode = "allAttemptsFailed"
         for provider in orderedProviders() {
             do {
-                let records = try await resolveWithin(provider, host, family: family, within: configuration.timeouts.perAttempt)
+                let records = try await resolveWithin(provider, host, family: family, within: configuration.timeouts.perAttempt.inSeconds)
                 let kept = configuration.hygiene.filter(records, family: family).kept
                 if !kept.isEmpty {
                     return .init(source: provider.name, addresses: kept, ttl: records.ttl)

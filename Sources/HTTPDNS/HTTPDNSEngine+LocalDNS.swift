@@ -7,9 +7,9 @@ extension HTTPDNSEngine {
         case .custom(let resolver):
             return resolver
         case .system:
-            return SystemDNSResolver(timeout: .milliseconds(Int64(configuration.timeouts.localDNS * 1000)))
+            return HTTPDNSSystemResolver(timeout: configuration.timeouts.localDNS)
         case .server(let address, let port):
-            return DNSServerResolver(server: address, port: port, timeout: configuration.timeouts.localDNS)
+            return HTTPDNSUDPResolver(server: address, port: port, timeout: configuration.timeouts.localDNS)
         }
     }
 }
@@ -32,8 +32,8 @@ extension HTTPDNSEngine {
     /// One LocalDNS lookup as an answer. LocalDNS answers are what the system would have used
     /// anyway: only unusable and duplicate addresses are dropped, so that intranet names keep working.
     func askLocal(_ local: any HTTPDNSResolver, _ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSAnswer {
-        let records = try await resolveWithin(local, host, family: family, within: configuration.timeouts.localDNS)
-        var seen = Set<IPAddress>()
+        let records = try await resolveWithin(local, host, family: family, within: configuration.timeouts.localDNS.inSeconds)
+        var seen = Set<HTTPDNSIPAddress>()
         let addresses = records.addresses(for: family).filter { !$0.isUnspecified && seen.insert($0).inserted }
         guard !addresses.isEmpty else {
             throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: local.name)

@@ -113,7 +113,7 @@ extension HTTPDNSEngine {
         if let local = localResolver {
             do {
                 let records = try await resolveWithin(
-                    local, HTTPDNSNAT64Prefix.discoveryName, family: .ipv6, within: configuration.timeouts.localDNS)
+                    local, HTTPDNSNAT64Prefix.discoveryName, family: .ipv6, within: configuration.timeouts.localDNS.inSeconds)
                 prefix = HTTPDNSNAT64Prefix.discover(from: records.ipv6).first
                 if prefix == nil { monitor.warning("no NAT64 prefix in the answer for \(HTTPDNSNAT64Prefix.discoveryName)") }
             } catch {
@@ -132,7 +132,7 @@ extension HTTPDNSEngine {
 
     /// Addresses as this network can use them: with a NAT64 prefix, the IPv4 addresses of a `.both`
     /// answer become IPv6 (RFC 6052), after the native IPv6 ones.
-    func usableAddresses(_ addresses: [IPAddress], family: HTTPDNSAddressFamily, prefix: HTTPDNSNAT64Prefix?) -> [IPAddress] {
+    func usableAddresses(_ addresses: [HTTPDNSIPAddress], family: HTTPDNSAddressFamily, prefix: HTTPDNSNAT64Prefix?) -> [HTTPDNSIPAddress] {
         guard let prefix, family == .both, addresses.contains(where: { $0.family == .v4 }) else { return addresses }
         var result = addresses.filter { $0.family == .v6 }
         for address in addresses where address.family == .v4 {

@@ -23,11 +23,11 @@ extension HTTPDNSEngine {
     func launch(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) {
         let host = key.host, family = key.family
         monitor.lookupStarted(host: host, family: family)
-        let budget = configuration.timeouts.httpdnsBudget
+        let budget = configuration.timeouts.httpdnsBudget.inSeconds
         let deadline = ContinuousClock.now.advanced(by: .seconds(budget))
         let providers = orderedProviders()
         if let first = providers.first as? HTTPDNSProvider {
-            let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt, budget)) {
+            let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt.inSeconds, budget)) {
                 [self] result in
                 do {
                     land(key, flight, .success(try accept(result.get(), from: first, host: host, family: family)))
@@ -102,7 +102,7 @@ extension HTTPDNSEngine {
         let ceiling = max(settings.maximumTTL, settings.minimumTTL, 1)
         let clamped = min(max(proposed, settings.minimumTTL), ceiling)
         guard let hook = configuration.cache.ttlPolicy else { return clamped }
-        let chosen = HTTPDNSEngine.seconds(hook(host, .seconds(clamped))).rounded(.up)
+        let chosen = hook(host, .seconds(clamped)).inSeconds.rounded(.up)
         guard chosen.isFinite else { return clamped }
         return Int(min(max(chosen, 1), Double(ceiling)))
     }
@@ -112,11 +112,6 @@ extension HTTPDNSEngine {
         state.cache.insert(key, HTTPDNSCacheEntry(
             addresses: answer.addresses, source: answer.source, origin: answer.origin, storedAt: now, ttl: ttl))
         if !state.previousNetwork.isEmpty { state.previousNetwork.remove(key) }
-    }
-
-    /// A duration in seconds.
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// Refreshes `key` without anyone waiting; the answer lands in the cache.
@@ -163,7 +158,7 @@ extension HTTPDNSEngine {
                     error: HTTPDNSError(.timedOut, "HTTPDNS budget of \(timeouts.httpdnsBudget) s used up", host: host)))
                 break
             }
-            let seconds = min(timeouts.perAttempt, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
+            let seconds = min(timeouts.perAttempt.inSeconds, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
             do {
                 let records = try await resolveWithin(provider, host, family: family, within: seconds)
                 return try accept(records, from: provider, host: host, family: family)
@@ -227,14 +222,14 @@ extension HTTPDNSEngine {
     func orderedProviders() -> [any HTTPDNSResolver] {
         let now = configuration.clock.now()
         let cooling = state.withLock { $0.providerCooldown }
-        guard !cooling.isEmpty else { return configuration.providers }
-        let healthy = configuration.providers.filter { (cooling[$0.name] ?? 0) <= now }
-        let resting = configuration.providers.filter { (cooling[$0.name] ?? 0) > now }
+        guard !cooling.isEmpty else { return configuration.resolvers }
+        let healthy = configuration.resolvers.filter { (cooling[$0.name] ?? 0) <= now }
+        let resting = configuration.resolvers.filter { (cooling[$0.name] ?? 0) > now }
         return healthy + resting
     }
 
     func markProvider(_ name: String, failed: Bool) {
-        let until = configuration.clock.now() + configuration.failover.providerCooldown
+        let until = configuration.clock.now() + configuration.failover.providerCooldown.inSeconds
         state.withLock { state in
             if failed {
                 state.providerCooldown[name] = until

@@ -15,7 +15,7 @@ public final class HTTPDNSEngine: Sendable {
         var cache: HTTPDNSCachePolicy
         var inFlight: [HTTPDNSCacheKey: HTTPDNSFlight] = [:]
         var providerCooldown: [String: Double] = [:]
-        var addressCooldown: [IPAddress: Double] = [:]
+        var addressCooldown: [HTTPDNSIPAddress: Double] = [:]
         var upstreamLookups = 0
         /// Bumped by ``networkDidChange()``: work started on an earlier network stores nothing.
         var networkEpoch: UInt64 = 0
@@ -62,11 +62,11 @@ public final class HTTPDNSEngine: Sendable {
         self.clock = configuration.clock
         self.monitor = configuration.monitor
         self.defaultFamily = configuration.family
-        self.optimisticStaleness = configuration.cache.optimisticMaximumStaleness.map(HTTPDNSEngine.seconds)
+        self.optimisticStaleness = configuration.cache.optimisticMaximumStaleness?.inSeconds
         var cache = HTTPDNSCachePolicy(settings: configuration.cache.policy)
         if let path = configuration.cache.persistencePath {
             let persistence = HTTPDNSCachePersistence(
-                path: path, interval: configuration.cache.persistenceInterval, monitor: configuration.monitor)
+                path: path, interval: configuration.cache.persistenceInterval.inSeconds, monitor: configuration.monitor)
             persistence.load(into: &cache, now: configuration.clock.now())
             self.persistence = persistence
         } else {
@@ -241,7 +241,7 @@ public final class HTTPDNSEngine: Sendable {
     func resolveMiss(
         _ key: HTTPDNSCacheKey, original host: String, family: HTTPDNSAddressFamily?, staleFallback: Bool
     ) async throws -> HTTPDNSAnswer {
-        if let literal = IPAddress(key.host) {
+        if let literal = HTTPDNSIPAddress(key.host) {
             return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
         }
         guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
@@ -293,7 +293,7 @@ public final class HTTPDNSEngine: Sendable {
         var remaining: [String] = []
         for host in hosts {
             let name = HTTPDNSHostPolicy.normalize(host)
-            guard HTTPDNSHostPolicy.isValidHostName(name), !IPAddress.isLiteral(name), !remaining.contains(name),
+            guard HTTPDNSHostPolicy.isValidHostName(name), !HTTPDNSIPAddress.isLiteral(name), !remaining.contains(name),
                   cachedAnswer(name, family: family) == nil
             else { continue }
             remaining.append(name)
@@ -302,7 +302,7 @@ public final class HTTPDNSEngine: Sendable {
             let epoch = state.withLock { $0.networkEpoch }
             for provider in orderedProviders() where !remaining.isEmpty {
                 let batch = remaining
-                let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget, context: provider.name) {
+                let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget.inSeconds, context: provider.name) {
                     try await provider.resolve(batch: batch, family: family)
                 }) ?? []
                 for set in sets where remaining.contains(set.host) {
@@ -349,13 +349,13 @@ public final class HTTPDNSEngine: Sendable {
 
     /// Tells the engine that connecting to `address` failed: for ``HTTPDNSConfiguration/Failover/addressCooldown``
     /// seconds it is moved behind the other addresses of every answer.
-    public func reportUnreachable(_ address: IPAddress) {
-        let until = configuration.clock.now() + configuration.failover.addressCooldown
+    public func reportUnreachable(_ address: HTTPDNSIPAddress) {
+        let until = configuration.clock.now() + configuration.failover.addressCooldown.inSeconds
         change { $0.addressCooldown[address] = until }
     }
 
     /// Whether `address` is cooling down after a failed connection.
-    public func isCoolingDown(_ address: IPAddress) -> Bool {
+    public func isCoolingDown(_ address: HTTPDNSIPAddress) -> Bool {
         let now = configuration.clock.now()
         return state.withLock { ($0.addressCooldown[address] ?? 0) > now }
     }
@@ -386,7 +386,7 @@ public final class HTTPDNSEngine: Sendable {
             fromCache: true, isStale: stale)
     }
 
-    static func coolingLast(_ addresses: [IPAddress], cooldown: [IPAddress: Double], now: Double) -> [IPAddress] {
+    static func coolingLast(_ addresses: [HTTPDNSIPAddress], cooldown: [HTTPDNSIPAddress: Double], now: Double) -> [HTTPDNSIPAddress] {
         let cooling = addresses.filter { (cooldown[$0] ?? 0) > now }
         guard !cooling.isEmpty else { return addresses }
         return addresses.filter { (cooldown[$0] ?? 0) <= now } + cooling

@@ -37,7 +37,7 @@ enum HTTPDNSHitMemo {
         var host: String = ""
         var family: HTTPDNSAddressFamily = .ipv4
         var generation: UInt64 = 0
-        var addresses: [IPAddress] = []
+        var addresses: [HTTPDNSIPAddress] = []
         var source: String = ""
         var origin: HTTPDNSAnswer.Origin = .httpdns
         var expiresAt: Double = 0

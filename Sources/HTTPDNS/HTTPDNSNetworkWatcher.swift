@@ -43,7 +43,7 @@ public final class HTTPDNSNetworkWatcher: Sendable {
         #if os(Linux) && canImport(CNetlink)
         let shared = try Shared.open()
         self.shared = shared
-        let interval = HTTPDNSEngine.seconds(debounce)
+        let interval = debounce.inSeconds
         let thread = Thread {
             shared.run(debounce: interval, onChange: onChange)
         }

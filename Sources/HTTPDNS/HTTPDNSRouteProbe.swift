@@ -25,12 +25,12 @@ enum HTTPDNSRouteProbe {
     /// Asks the kernel now; a handful of system calls, none of them blocking.
     static func families() -> Families {
         Families(
-            ipv4: hasRoute(to: IPAddress(bytes: [198, 51, 100, 1])!),
-            ipv6: hasRoute(to: IPAddress(bytes: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [1])!))
+            ipv4: hasRoute(to: HTTPDNSIPAddress(bytes: [198, 51, 100, 1])!),
+            ipv6: hasRoute(to: HTTPDNSIPAddress(bytes: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [1])!))
     }
 
     /// Whether a UDP socket can be connected to `address` from a usable source address.
-    static func hasRoute(to address: IPAddress) -> Bool {
+    static func hasRoute(to address: HTTPDNSIPAddress) -> Bool {
         let isV6 = address.family == .v6
         #if canImport(Darwin)
         let fd = socket(isV6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0)
@@ -71,25 +71,25 @@ enum HTTPDNSRouteProbe {
     }
 
     /// Whether a source address reaches beyond the host and its link.
-    static func usable(_ address: IPAddress) -> Bool {
+    static func usable(_ address: HTTPDNSIPAddress) -> Bool {
         guard !address.isUnspecified, !address.isLoopback else { return false }
         let bytes = address.bytes
         if address.family == .v6 { return !(bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80) }
         return !(bytes[0] == 169 && bytes[1] == 254)
     }
 
-    private static func sourceAddress(_ storage: sockaddr_storage) -> IPAddress? {
+    private static func sourceAddress(_ storage: sockaddr_storage) -> HTTPDNSIPAddress? {
         var storage = storage
         switch Int32(storage.ss_family) {
         case AF_INET:
             return withUnsafeBytes(of: &storage) { raw in
                 let address = raw.load(as: sockaddr_in.self).sin_addr
-                return withUnsafeBytes(of: address) { IPAddress(bytes: Array($0)) }
+                return withUnsafeBytes(of: address) { HTTPDNSIPAddress(bytes: Array($0)) }
             }
         case AF_INET6:
             return withUnsafeBytes(of: &storage) { raw in
                 let address = raw.load(as: sockaddr_in6.self).sin6_addr
-                return withUnsafeBytes(of: address) { IPAddress(bytes: Array($0)) }
+                return withUnsafeBytes(of: address) { HTTPDNSIPAddress(bytes: Array($0)) }
             }
         default:
             return nil

@@ -9,7 +9,7 @@ import Synchronization
 enum BenchServers {
     /// The address every answer of the bench zone carries: a public-looking one, so the engine's
     /// default hygiene keeps it (rows that connect use their own loopback answers instead).
-    static let zoneAddress = IPAddress("93.184.216.34")!
+    static let zoneAddress = HTTPDNSIPAddress("93.184.216.34")!
 
     /// An ``HTTPDNSService`` answering every name under `*.bench.test` from its zone, behind a
     /// counting HTTP front so rows can check how many requests reached it.
@@ -54,7 +54,7 @@ enum BenchServers {
         init() throws {
             let certificates = try TestCertificates(commonName: "httpdns-bench CA")
             do {
-                let leaf = try certificates.issue(dnsNames: [Self.host], ipAddresses: [IPAddress("127.0.0.1")!])
+                let leaf = try certificates.issue(dnsNames: [Self.host], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
                 var configuration = Nginx.Configuration(virtualHosts: [
                     Nginx.VirtualHost([Self.host, "127.0.0.1"], tls: leaf, locations: [.text("/", Self.body)]),
                 ])

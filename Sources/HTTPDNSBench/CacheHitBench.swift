@@ -20,13 +20,13 @@ enum CacheHitBench {
     static let hostsFileName = "localhost"
 
     static func run(_ runner: BenchRunner) async throws -> [BenchRow] {
-        let address = IPAddress("93.184.216.34")!
+        let address = HTTPDNSIPAddress("93.184.216.34")!
         // 1,000 more names, asked in turn: more than a thread's hit memo holds, so these hits take
         // the shared cache (the figure for an app that talks to many hosts at once).
         let spread = (0..<1_000).map { "h\($0).spread.httpdns-bench.example" }
         var table = Dictionary(uniqueKeysWithValues: spread.map { ($0, [address]) })
         table[host] = [address]
-        var configuration = HTTPDNSConfiguration(providers: [StaticResolver(table, ttl: 86_400)])
+        var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(table, ttl: 86_400)])
         configuration.failover.httpdnsOnly = true
         configuration.localDNS = .custom(StaticResolver([:]))
         let engine = HTTPDNSEngine(configuration: configuration)

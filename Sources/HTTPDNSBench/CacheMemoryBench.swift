@@ -13,7 +13,7 @@ enum CacheMemoryBench {
     static let hosts = 100_000
 
     static func run(_ runner: BenchRunner) async throws -> [BenchRow] {
-        let address = IPAddress("93.184.216.34")!
+        let address = HTTPDNSIPAddress("93.184.216.34")!
         let names = (0..<hosts).map { "h\($0).memory.bench.test" }
         let resolver = StaticResolver(Dictionary(uniqueKeysWithValues: names.map { ($0, [address]) }), ttl: 86_400)
         var perHost: [Double] = []
@@ -22,7 +22,7 @@ enum CacheMemoryBench {
         let deadline = runner.deadline(seconds: 60)
         for round in 0..<rounds {
             if round > 0, ContinuousClock.now > deadline { break }
-            var configuration = HTTPDNSConfiguration(providers: [resolver])
+            var configuration = HTTPDNSConfiguration(resolvers: [resolver])
             configuration.failover.httpdnsOnly = true
             configuration.localDNS = .custom(StaticResolver([:]))
             configuration.cache.policy.capacity = 150_000
@@ -74,7 +74,7 @@ enum CacheMemoryBench {
     static func evictingEngine(_ names: [String], resolver: StaticResolver, rounds: Int) async throws -> [Double] {
         var results: [Double] = []
         for _ in 0..<rounds {
-            var configuration = HTTPDNSConfiguration(providers: [resolver])
+            var configuration = HTTPDNSConfiguration(resolvers: [resolver])
             configuration.failover.httpdnsOnly = true
             configuration.localDNS = .custom(StaticResolver([:]))
             configuration.cache.policy.capacity = 1
@@ -91,7 +91,7 @@ enum CacheMemoryBench {
 
     /// The same 100,000 entries stored straight into a cache policy value, on this thread: the
     /// cache's own storage cost, without lookup tasks or other threads' heaps.
-    static func policyOnly(_ names: [String], address: IPAddress, rounds: Int) -> [Double] {
+    static func policyOnly(_ names: [String], address: HTTPDNSIPAddress, rounds: Int) -> [Double] {
         var settings = HTTPDNSCachePolicy.Settings()
         settings.capacity = 150_000
         return (0..<rounds).map { _ in

@@ -23,7 +23,7 @@ enum CoalescingBench {
         let deadline = runner.deadline(seconds: 60)
         for round in 0..<(rounds + 1) {
             if round > 1, ContinuousClock.now > deadline { break }
-            var configuration = HTTPDNSConfiguration(providers: [provider])
+            var configuration = HTTPDNSConfiguration(resolvers: [provider])
             configuration.failover.httpdnsOnly = true
             configuration.localDNS = .custom(StaticResolver([:]))
             let engine = HTTPDNSEngine(configuration: configuration)

@@ -22,7 +22,7 @@ enum ColdResolveBench {
         var rows: [BenchRow] = []
         for (offset, kind) in kinds.enumerated() {
             let provider = try makeProvider(kind, base: server.base, transport: transport)
-            var configuration = HTTPDNSConfiguration(providers: [provider])
+            var configuration = HTTPDNSConfiguration(resolvers: [provider])
             configuration.failover.httpdnsOnly = true
             configuration.localDNS = .custom(StaticResolver([:]))
             configuration.cache.policy.capacity = 100_000
@@ -85,12 +85,12 @@ enum ColdResolveBench {
     /// The transport request ``HTTPDNSProvider`` sends for `request` (same headers, body, limits).
     static func transportRequest(_ request: HTTPDNSProviderRequest, provider: HTTPDNSProvider) -> HTTPTransportRequest {
         var transportRequest = HTTPTransportRequest(url: URL(string: request.url)!, method: request.method)
-        transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPHeader(name: $0.key, value: $0.value) }
+        transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         if let body = request.body { transportRequest.body = .data(Data(body)) }
-        transportRequest.pinnedAddresses = provider.options.bootstrapAddresses
-        transportRequest.trust = provider.options.trust
+        transportRequest.pinnedAddresses = provider.configuration.bootstrapAddresses
+        transportRequest.trust = provider.configuration.trust
         transportRequest.timeouts = .init(
-            connect: provider.options.connectTimeout, total: provider.options.totalTimeout, idle: provider.options.totalTimeout)
+            connect: provider.configuration.connectTimeout, total: provider.configuration.totalTimeout, idle: provider.configuration.totalTimeout)
         transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes
         return transportRequest
     }

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -2,7 +2,7 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -65,7 +65,7 @@ enum URLSessionBench {
     /// A client whose engine answers `bench.test` with 127.0.0.1 and that trusts the bench CA.
     static func protectedClient(_ origin: BenchServers.Origin) -> HTTPDNSClient {
         var configuration = HTTPDNSConfiguration(
-            providers: [StaticResolver([BenchServers.Origin.host: [IPAddress("127.0.0.1")!]], ttl: 86_400)])
+            resolvers: [StaticResolver([BenchServers.Origin.host: [HTTPDNSIPAddress("127.0.0.1")!]], ttl: 86_400)])
         configuration.hygiene.allowLoopback = true
         configuration.failover.httpdnsOnly = true
         configuration.localDNS = .custom(StaticResolver([:]))

@@ -3,7 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -29,7 +29,7 @@ enum UploadBench {
         defer { try? FileManager.default.removeItem(at: file) }
 
         let host = "upload.bench.test"
-        var configuration = HTTPDNSConfiguration(providers: [StaticResolver([host: [IPAddress("127.0.0.1")!]])])
+        var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver([host: [HTTPDNSIPAddress("127.0.0.1")!]])])
         configuration.hygiene.allowLoopback = true
         configuration.failover.httpdnsOnly = true
         configuration.localDNS = .custom(StaticResolver([:]))

@@ -13,7 +13,7 @@ public enum HTTPDNSAddressFamily: String, Sendable, Hashable, Codable, CaseItera
     case auto
 
     /// Whether answers of `family` belong to this lookup.
-    public func includes(_ family: IPAddress.Family) -> Bool {
+    public func includes(_ family: HTTPDNSIPAddress.Family) -> Bool {
         switch self {
         case .ipv4: family == .v4
         case .ipv6: family == .v6

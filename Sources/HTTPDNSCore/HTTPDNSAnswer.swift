@@ -13,7 +13,7 @@ public struct HTTPDNSAnswer: Sendable, Hashable {
     /// The name, lower-case, without a trailing dot.
     public var host: String
     /// Addresses after hygiene: validated, deduplicated, in the provider's order.
-    public var addresses: [IPAddress]
+    public var addresses: [HTTPDNSIPAddress]
     /// Seconds this answer may still be used (30 for a stale answer, RFC 8767).
     public var ttl: Int
     /// The resolver that produced the addresses (its ``HTTPDNSResolver/name``).
@@ -27,7 +27,7 @@ public struct HTTPDNSAnswer: Sendable, Hashable {
 
     public init(
         host: String,
-        addresses: [IPAddress],
+        addresses: [HTTPDNSIPAddress],
         ttl: Int,
         source: String,
         origin: Origin,

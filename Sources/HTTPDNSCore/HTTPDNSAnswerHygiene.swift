@@ -16,13 +16,13 @@ public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
     /// The result of filtering one answer.
     public struct Outcome: Sendable, Hashable {
         /// Usable addresses, deduplicated, in the original order.
-        public var kept: [IPAddress]
+        public var kept: [HTTPDNSIPAddress]
         /// Addresses dropped as bogons.
-        public var rejected: [IPAddress]
+        public var rejected: [HTTPDNSIPAddress]
     }
 
     /// Whether one address is acceptable.
-    public func accepts(_ address: IPAddress) -> Bool {
+    public func accepts(_ address: HTTPDNSIPAddress) -> Bool {
         let address = address.ipv4Mapped ?? address
         if address.isUnspecified { return false }
         if address.isLoopback { return allowLoopback }
@@ -36,12 +36,12 @@ public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
     }
 
     /// Filters a list of addresses: drops bogons and duplicates, keeps order.
-    public func filter(_ addresses: [IPAddress]) -> Outcome {
-        var kept: [IPAddress] = []
-        var rejected: [IPAddress] = []
+    public func filter(_ addresses: [HTTPDNSIPAddress]) -> Outcome {
+        var kept: [HTTPDNSIPAddress] = []
+        var rejected: [HTTPDNSIPAddress] = []
         // The usual answer holds a few addresses, compared directly; long lists go through a set.
         let short = addresses.count <= 16
-        var seen = Set<IPAddress>()
+        var seen = Set<HTTPDNSIPAddress>()
         for (index, address) in addresses.enumerated() {
             let repeated = short ? addresses[..<index].contains(address) : !seen.insert(address).inserted
             guard !repeated else { continue }

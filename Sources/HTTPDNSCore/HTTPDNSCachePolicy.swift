@@ -17,7 +17,7 @@ public struct HTTPDNSCacheKey: Hashable, Sendable, Codable {
 
 /// One cached answer.
 public struct HTTPDNSCacheEntry: Sendable, Hashable, Codable {
-    public var addresses: [IPAddress]
+    public var addresses: [HTTPDNSIPAddress]
     public var source: String
     public var origin: HTTPDNSAnswer.Origin
     /// When the answer was stored (seconds since 1970).
@@ -29,7 +29,7 @@ public struct HTTPDNSCacheEntry: Sendable, Hashable, Codable {
     /// No refresh is attempted before this time (set after a failed refresh, RFC 8767 retry interval).
     public var nextRefreshAt: Double?
 
-    public init(addresses: [IPAddress], source: String, origin: HTTPDNSAnswer.Origin, storedAt: Double, ttl: Int) {
+    public init(addresses: [HTTPDNSIPAddress], source: String, origin: HTTPDNSAnswer.Origin, storedAt: Double, ttl: Int) {
         self.addresses = addresses
         self.source = source
         self.origin = origin
@@ -133,7 +133,7 @@ public struct HTTPDNSCachePolicy: Sendable {
     @discardableResult
     public mutating func store(
         _ key: HTTPDNSCacheKey,
-        addresses: [IPAddress],
+        addresses: [HTTPDNSIPAddress],
         ttl: Int?,
         source: String,
         origin: HTTPDNSAnswer.Origin,

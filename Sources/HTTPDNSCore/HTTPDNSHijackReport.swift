@@ -22,7 +22,7 @@ public struct HTTPDNSHijackReport: Sendable, Hashable, Codable {
         /// The resolver that answered.
         public var source: String
         /// Its addresses (empty when it failed).
-        public var addresses: [IPAddress]
+        public var addresses: [HTTPDNSIPAddress]
         /// The TTL it gave, when it answered.
         public var ttl: Int?
         /// The error, when it failed (``HTTPDNSError`` description).
@@ -30,7 +30,7 @@ public struct HTTPDNSHijackReport: Sendable, Hashable, Codable {
         /// The error code, when it failed.
         public var errorCode: String?
 
-        public init(source: String, addresses: [IPAddress], ttl: Int? = nil, error: String? = nil, errorCode: String? = nil) {
+        public init(source: String, addresses: [HTTPDNSIPAddress], ttl: Int? = nil, error: String? = nil, errorCode: String? = nil) {
             self.source = source
             self.addresses = addresses
             self.ttl = ttl
@@ -44,7 +44,7 @@ public struct HTTPDNSHijackReport: Sendable, Hashable, Codable {
     public var httpdns: Side
     public var verdict: Verdict
     /// Local addresses that are bogons.
-    public var localBogons: [IPAddress]
+    public var localBogons: [HTTPDNSIPAddress]
     /// A sentence for people.
     public var summary: String
 

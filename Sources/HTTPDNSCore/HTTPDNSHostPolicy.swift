@@ -62,7 +62,7 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
     /// Whether requests to `host` go through HTTPDNS: an inclusion matches it and no exclusion does.
     public func protects(_ host: String) -> Bool {
         let name = HTTPDNSHostPolicy.normalize(host)
-        guard !name.isEmpty, !IPAddress.isLiteral(name) else { return false }
+        guard !name.isEmpty, !HTTPDNSIPAddress.isLiteral(name) else { return false }
         guard included.matches(name) else { return false }
         return excluded.isEmpty || !excluded.matches(name)
     }

@@ -13,23 +13,23 @@ public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     public static let discoveryName = "ipv4only.arpa"
 
     /// The well-known IPv4 addresses of `ipv4only.arpa` (RFC 7050 section 2.2): 192.0.0.170 and 192.0.0.171.
-    public static let wellKnownIPv4: [IPAddress] = [IPAddress(bytes: [192, 0, 0, 170])!, IPAddress(bytes: [192, 0, 0, 171])!]
+    public static let wellKnownIPv4: [HTTPDNSIPAddress] = [HTTPDNSIPAddress(bytes: [192, 0, 0, 170])!, HTTPDNSIPAddress(bytes: [192, 0, 0, 171])!]
 
     /// The Well-Known Prefix 64:ff9b::/96 (RFC 6052 section 2.1).
-    public static let wellKnown = HTTPDNSNAT64Prefix(IPAddress(bytes: [0, 0x64, 0xff, 0x9b] + [UInt8](repeating: 0, count: 12))!, length: 96)!
+    public static let wellKnown = HTTPDNSNAT64Prefix(HTTPDNSIPAddress(bytes: [0, 0x64, 0xff, 0x9b] + [UInt8](repeating: 0, count: 12))!, length: 96)!
 
     /// The prefix bits (the rest zero), as an IPv6 address.
-    public let address: IPAddress
+    public let address: HTTPDNSIPAddress
     /// The prefix length: 32, 40, 48, 56, 64 or 96.
     public let length: Int
 
     /// A prefix of `length` bits from `address` (the bits past the prefix are cleared); nil unless
     /// `address` is IPv6 and `length` one of ``lengths``.
-    public init?(_ address: IPAddress, length: Int) {
+    public init?(_ address: HTTPDNSIPAddress, length: Int) {
         guard address.family == .v6, HTTPDNSNAT64Prefix.lengths.contains(length) else { return nil }
         var bytes = address.bytes
         for index in (length / 8)..<16 { bytes[index] = 0 }
-        self.address = IPAddress(bytes: bytes)!
+        self.address = HTTPDNSIPAddress(bytes: bytes)!
         self.length = length
     }
 
@@ -48,30 +48,30 @@ public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     ///
     /// The suffix and the u octet are zero. Non-global IPv4 addresses are not synthesized with the
     /// Well-Known Prefix (RFC 6052 section 3.1): they come back unchanged too.
-    public func synthesize(_ ipv4: IPAddress) -> IPAddress {
+    public func synthesize(_ ipv4: HTTPDNSIPAddress) -> HTTPDNSIPAddress {
         guard ipv4.family == .v4 else { return ipv4 }
         if self == HTTPDNSNAT64Prefix.wellKnown, ipv4.isBogon { return ipv4 }
         var bytes = address.bytes
         for (byte, position) in zip(ipv4.bytes, HTTPDNSNAT64Prefix.ipv4Positions(length: length)) {
             bytes[position] = byte
         }
-        return IPAddress(bytes: bytes)!
+        return HTTPDNSIPAddress(bytes: bytes)!
     }
 
     /// The IPv4 address embedded in `ipv6` if it lies in this prefix, with a zero u octet; else nil.
-    public func extract(_ ipv6: IPAddress) -> IPAddress? {
+    public func extract(_ ipv6: HTTPDNSIPAddress) -> HTTPDNSIPAddress? {
         guard ipv6.family == .v6 else { return nil }
         let bytes = ipv6.bytes
         let prefixBytes = address.bytes
         guard bytes[..<(length / 8)] == prefixBytes[..<(length / 8)], length == 96 || bytes[8] == 0 else { return nil }
-        return IPAddress(bytes: HTTPDNSNAT64Prefix.ipv4Positions(length: length).map { bytes[$0] })
+        return HTTPDNSIPAddress(bytes: HTTPDNSNAT64Prefix.ipv4Positions(length: length).map { bytes[$0] })
     }
 
     /// The prefixes revealed by the AAAA records of `ipv4only.arpa` (RFC 7050 section 3): each
     /// address is searched for a well-known IPv4 address at every position RFC 6052 allows, the
     /// longest prefix first; addresses that hold none are ignored (a resolver without DNS64, or one
     /// that lies). Distinct prefixes, in answer order; empty means no NAT64 here.
-    public static func discover(from answers: [IPAddress]) -> [HTTPDNSNAT64Prefix] {
+    public static func discover(from answers: [HTTPDNSIPAddress]) -> [HTTPDNSNAT64Prefix] {
         var found: [HTTPDNSNAT64Prefix] = []
         for answer in answers where answer.family == .v6 {
             for length in lengths.reversed() {

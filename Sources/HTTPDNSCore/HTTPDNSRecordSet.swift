@@ -3,15 +3,15 @@ public struct HTTPDNSRecordSet: Sendable, Hashable {
     /// The name that was asked for, lower-cased, without a trailing dot.
     public var host: String
     /// IPv4 addresses in the order the provider gave them.
-    public var ipv4: [IPAddress]
+    public var ipv4: [HTTPDNSIPAddress]
     /// IPv6 addresses in the order the provider gave them.
-    public var ipv6: [IPAddress]
+    public var ipv6: [HTTPDNSIPAddress]
     /// Time to live in seconds; `nil` when the provider did not say.
     public var ttl: Int?
     /// The client address the provider saw, when it reports one (DNSPod `|clientip`, Alibaba `client_ip`).
     public var clientIP: String?
 
-    public init(host: String, ipv4: [IPAddress] = [], ipv6: [IPAddress] = [], ttl: Int? = nil, clientIP: String? = nil) {
+    public init(host: String, ipv4: [HTTPDNSIPAddress] = [], ipv6: [HTTPDNSIPAddress] = [], ttl: Int? = nil, clientIP: String? = nil) {
         self.host = host
         self.ipv4 = ipv4
         self.ipv6 = ipv6
@@ -20,7 +20,7 @@ public struct HTTPDNSRecordSet: Sendable, Hashable {
     }
 
     /// IPv4 then IPv6 addresses, filtered to `family`.
-    public func addresses(for family: HTTPDNSAddressFamily) -> [IPAddress] {
+    public func addresses(for family: HTTPDNSAddressFamily) -> [HTTPDNSIPAddress] {
         switch family {
         case .ipv4: ipv4
         case .ipv6: ipv6

@@ -19,7 +19,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 
 /// One line on stdout, unbuffered: the test reads the output file while the agent runs.
 func say(_ line: String) {
@@ -49,7 +49,7 @@ final class CountingResolver: HTTPDNSResolver {
             return count
         }
         report(count)
-        return HTTPDNSRecordSet(host: host, ipv4: [IPAddress("198.51.100.1")!], ipv6: [], ttl: 600)
+        return HTTPDNSRecordSet(host: host, ipv4: [HTTPDNSIPAddress("198.51.100.1")!], ipv6: [], ttl: 600)
     }
 }
 
@@ -65,7 +65,7 @@ case "watch":
         let family = engineBox.withLock { $0?.autoFamilyInUse.rawValue } ?? "?"
         say("change \(count - 1) family=\(family)")
     }
-    var configuration = HTTPDNSConfiguration(providers: [provider])
+    var configuration = HTTPDNSConfiguration(resolvers: [provider])
     configuration.cache.preResolve = ["pre.example"]
     configuration.network.watchesChanges = true
     configuration.network.changeDebounce = .milliseconds(milliseconds)
@@ -79,8 +79,8 @@ case "watch":
 
 case "auto":
     guard arguments.count == 2, let dnsPort = UInt16(arguments[1]) else { fail("usage: auto DNS_PORT") }
-    let loopback = IPAddress("::1")!
-    let origin = IPAddress("198.51.100.10")!
+    let loopback = HTTPDNSIPAddress("::1")!
+    let origin = HTTPDNSIPAddress("198.51.100.10")!
     var service = HTTPDNSService.Configuration(
         zone: try HTTPDNSZone(entries: ["origin.example": .init(ipv4: [origin], ttl: 600)]))
     service.address = loopback
@@ -88,7 +88,7 @@ case "auto":
     do { try provider.start() } catch { fail("provider: \(error)") }
     guard let providerPort = provider.port else { fail("provider has no port") }
 
-    var configuration = HTTPDNSConfiguration(providers: [
+    var configuration = HTTPDNSConfiguration(resolvers: [
         try HTTPDNSProviderSpec(kind: .dnspod, location: "http://[::1]:\(providerPort)").makeResolver()
     ])
     configuration.family = .auto

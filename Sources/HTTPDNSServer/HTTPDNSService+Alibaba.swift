@@ -27,7 +27,7 @@ extension HTTPDNSService {
             return Self.alibabaError("LimitExceeded", status: 400)
         }
         guard batch || names.count == 1,
-              names.allSatisfy({ HTTPDNSHostPolicy.isValidHostName($0) && !IPAddress.isLiteral($0) })
+              names.allSatisfy({ HTTPDNSHostPolicy.isValidHostName($0) && !HTTPDNSIPAddress.isLiteral($0) })
         else {
             return Self.alibabaError("InvalidHost", status: 400)
         }
@@ -45,7 +45,7 @@ extension HTTPDNSService {
         let clientIP = request.remoteAddress.map { HTTPDNSServiceJSON.string($0.description) } ?? "\"\""
         let answers = names.map { lookup($0, family: family) }
         if !batch, answers[0].status == .failed { return Self.alibabaError("UpstreamFailed", status: 502) }
-        func ips(_ list: [IPAddress]) -> String { HTTPDNSServiceJSON.array(list.map(\.description)) }
+        func ips(_ list: [HTTPDNSIPAddress]) -> String { HTTPDNSServiceJSON.array(list.map(\.description)) }
         if !batch {
             let answer = answers[0]
             let found = answer.status == .found

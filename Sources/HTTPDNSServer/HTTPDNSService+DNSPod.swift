@@ -58,7 +58,7 @@ extension HTTPDNSService {
         guard names.count <= max(1, configuration.limits.maxDNSPodBatch) else {
             return Self.badRequest("at most \(configuration.limits.maxDNSPodBatch) names")
         }
-        for name in names where !HTTPDNSHostPolicy.isValidHostName(name) || IPAddress.isLiteral(name) {
+        for name in names where !HTTPDNSHostPolicy.isValidHostName(name) || HTTPDNSIPAddress.isLiteral(name) {
             return Self.badRequest("not a host name in dn")
         }
         let batch = names.count > 1
@@ -83,7 +83,7 @@ extension HTTPDNSService {
     }
 
     /// `ip;ip[,ttl]`, or `0` for none.
-    static func dnspodPart(_ addresses: [IPAddress], family: HTTPDNSAddressFamily, ttl: Int, withTTL: Bool) -> String {
+    static func dnspodPart(_ addresses: [HTTPDNSIPAddress], family: HTTPDNSAddressFamily, ttl: Int, withTTL: Bool) -> String {
         guard !addresses.isEmpty else { return "0" }
         let list = addresses.map(\.description).joined(separator: ";")
         return withTTL ? "\(list),\(ttl)" : list

@@ -42,7 +42,7 @@ extension HTTPDNSService {
     static func jsonRecord(_ record: DNSRecord) -> String {
         let data: String
         switch record.data {
-        case .a(let bytes), .aaaa(let bytes): data = IPAddress(bytes: bytes)?.description ?? ""
+        case .a(let bytes), .aaaa(let bytes): data = HTTPDNSIPAddress(bytes: bytes)?.description ?? ""
         case .cname(let target): data = target.description
         case .soa(let soa):
             data = "\(soa.primaryServer) \(soa.responsible) \(soa.serial) \(soa.refresh) \(soa.retry) \(soa.expire) \(soa.minimum)"

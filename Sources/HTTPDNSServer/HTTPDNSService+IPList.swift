@@ -10,7 +10,7 @@ extension HTTPDNSService {
             return Self.badRequest("missing host")
         }
         let name = HTTPDNSHostPolicy.normalize(host)
-        guard name.utf8.count <= 253, HTTPDNSHostPolicy.isValidHostName(name), !IPAddress.isLiteral(name) else {
+        guard name.utf8.count <= 253, HTTPDNSHostPolicy.isValidHostName(name), !HTTPDNSIPAddress.isLiteral(name) else {
             return Self.badRequest("not a host name")
         }
         let answer = lookup(name, family: .both)

@@ -24,8 +24,8 @@ struct HTTPDNSServiceAnswer: Sendable {
     /// The name asked about, normalised.
     var host: String
     var aliases: [Alias] = []
-    var ipv4: [IPAddress] = []
-    var ipv6: [IPAddress] = []
+    var ipv4: [HTTPDNSIPAddress] = []
+    var ipv6: [HTTPDNSIPAddress] = []
     /// TTL of the answer as a whole: the smallest along the CNAME chain (what the text formats give).
     var ttl: Int
     /// TTL of the address records themselves (what DNS gives them, the chain links having their own).
@@ -36,7 +36,7 @@ struct HTTPDNSServiceAnswer: Sendable {
     var apex: String?
 
     /// The addresses of `family`, IPv4 first.
-    func addresses(_ family: HTTPDNSAddressFamily) -> [IPAddress] {
+    func addresses(_ family: HTTPDNSAddressFamily) -> [HTTPDNSIPAddress] {
         switch family {
         case .ipv4: ipv4
         case .ipv6: ipv6
@@ -71,7 +71,7 @@ extension HTTPDNSService {
                 if answer.ipv4.isEmpty, answer.ipv6.isEmpty { answer.apex = zone.apex(for: current) }
                 return answer
             }
-            if engine != nil, HTTPDNSHostPolicy.isValidHostName(current), !IPAddress.isLiteral(current) {
+            if engine != nil, HTTPDNSHostPolicy.isValidHostName(current), !HTTPDNSIPAddress.isLiteral(current) {
                 var upstream = upstreamLookup(current, family: family)
                 upstream.host = name
                 upstream.aliases = answer.aliases
@@ -94,7 +94,7 @@ extension HTTPDNSService {
         guard let engine else { return HTTPDNSServiceAnswer(status: .nameError, host: host, ttl: 0, authoritative: false) }
         let negativeTTL = configuration.limits.negativeTTL
         let failed = HTTPDNSServiceAnswer(status: .failed, host: host, ttl: 0, authoritative: false)
-        let limit = configuration.upstream.timeouts.httpdnsBudget + 5
+        let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 5
         return Self.waitFor(seconds: limit, fallback: failed) {
             do {
                 let found = try await engine.resolve(host, family: family)

@@ -86,7 +86,7 @@ public final class HTTPDNSService: Sendable {
         /// Upstream resolvers for other names. Default none.
         public var upstream: Upstream = .init()
         /// Address to listen on. Default 127.0.0.1.
-        public var address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!
+        public var address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!
         /// Port to listen on; 0 lets the system pick (read ``HTTPDNSService/port``). Default 0.
         public var port: Int = 0
         /// PEM certificate chain; with ``tlsKeyPEM`` the service speaks HTTPS only. Default nil.
@@ -118,7 +118,7 @@ public final class HTTPDNSService: Sendable {
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
-            var engineConfiguration = HTTPDNSConfiguration(providers: configuration.upstream.resolvers)
+            var engineConfiguration = HTTPDNSConfiguration(resolvers: configuration.upstream.resolvers)
             // The server must not leak names to the machine's resolver: upstreams only.
             engineConfiguration.failover.httpdnsOnly = true
             engineConfiguration.hygiene = configuration.upstream.hygiene

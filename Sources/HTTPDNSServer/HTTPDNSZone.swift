@@ -18,15 +18,15 @@ public struct HTTPDNSZone: Sendable, Hashable {
     /// What one name answers.
     public struct Entry: Sendable, Hashable {
         /// IPv4 addresses, in the order given.
-        public var ipv4: [IPAddress]
+        public var ipv4: [HTTPDNSIPAddress]
         /// IPv6 addresses, in the order given.
-        public var ipv6: [IPAddress]
+        public var ipv6: [HTTPDNSIPAddress]
         /// The name this one is an alias for (normalised); an alias has no addresses of its own.
         public var cname: String?
         /// Seconds the answer may be cached.
         public var ttl: Int
 
-        public init(ipv4: [IPAddress] = [], ipv6: [IPAddress] = [], cname: String? = nil, ttl: Int = 300) {
+        public init(ipv4: [HTTPDNSIPAddress] = [], ipv6: [HTTPDNSIPAddress] = [], cname: String? = nil, ttl: Int = 300) {
             self.ipv4 = ipv4
             self.ipv6 = ipv6
             self.cname = cname
@@ -158,7 +158,7 @@ public struct HTTPDNSZone: Sendable, Hashable {
     static func checkedName(_ raw: String) throws(HTTPDNSServiceError) -> String {
         let name = HTTPDNSHostPolicy.normalize(raw)
         let base = name.hasPrefix("*.") ? String(name.dropFirst(2)) : name
-        guard !IPAddress.isLiteral(base), HTTPDNSHostPolicy.isValidHostName(base), name.utf8.count <= 253 else {
+        guard !HTTPDNSIPAddress.isLiteral(base), HTTPDNSHostPolicy.isValidHostName(base), name.utf8.count <= 253 else {
             throw HTTPDNSServiceError(.invalidZone, "\(shown(raw)): not a valid host name")
         }
         return name
@@ -179,7 +179,7 @@ public struct HTTPDNSZone: Sendable, Hashable {
         }
         if let target = entry.cname {
             let normalised = HTTPDNSHostPolicy.normalize(target)
-            guard HTTPDNSHostPolicy.isValidHostName(normalised), !IPAddress.isLiteral(normalised) else {
+            guard HTTPDNSHostPolicy.isValidHostName(normalised), !HTTPDNSIPAddress.isLiteral(normalised) else {
                 throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME \(shown(target)) is not a host name")
             }
             // RFC 1034 §3.6.2: an alias has no other data.

@@ -51,15 +51,15 @@ struct HTTPDNSZoneFile: Decodable {
     }
 
     private static func addresses(
-        _ members: KeyedDecodingContainer<Key>, _ member: Key, name: String, family: IPAddress.Family
-    ) throws -> [IPAddress] {
+        _ members: KeyedDecodingContainer<Key>, _ member: Key, name: String, family: HTTPDNSIPAddress.Family
+    ) throws -> [HTTPDNSIPAddress] {
         let texts = try members.decode([String].self, forKey: member)
         guard texts.count <= HTTPDNSFormatLimits.maxAddressesPerName else {
             throw HTTPDNSServiceError(.invalidZone, "\(HTTPDNSZone.shown(name)): more than \(HTTPDNSFormatLimits.maxAddressesPerName) addresses")
         }
-        var out: [IPAddress] = []
+        var out: [HTTPDNSIPAddress] = []
         for text in texts {
-            guard text.utf8.count <= 64, let address = IPAddress(text), address.family == family else {
+            guard text.utf8.count <= 64, let address = HTTPDNSIPAddress(text), address.family == family else {
                 let kind = family == .v4 ? "an IPv4" : "an IPv6"
                 throw HTTPDNSServiceError(.invalidZone, "\(HTTPDNSZone.shown(name)): \(HTTPDNSZone.shown(text)) is not \(kind) address")
             }

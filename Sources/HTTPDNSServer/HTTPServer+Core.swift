@@ -126,20 +126,20 @@ final class HTTPServerCore: @unchecked Sendable {
         return result
     }
 
-    static func peer(_ address: UnsafePointer<sockaddr>?) -> (IPAddress?, Int) {
+    static func peer(_ address: UnsafePointer<sockaddr>?) -> (HTTPDNSIPAddress?, Int) {
         guard let address else { return (nil, 0) }
         switch Int32(address.pointee.sa_family) {
         case AF_INET:
             return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
                 var storage = pointer.pointee.sin_addr
                 let bytes = withUnsafeBytes(of: &storage) { Array($0) }
-                return (IPAddress(bytes: bytes), Int(UInt16(bigEndian: pointer.pointee.sin_port)))
+                return (HTTPDNSIPAddress(bytes: bytes), Int(UInt16(bigEndian: pointer.pointee.sin_port)))
             }
         case AF_INET6:
             return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
                 var storage = pointer.pointee.sin6_addr
                 let bytes = withUnsafeBytes(of: &storage) { Array($0) }
-                return (IPAddress(bytes: bytes), Int(UInt16(bigEndian: pointer.pointee.sin6_port)))
+                return (HTTPDNSIPAddress(bytes: bytes), Int(UInt16(bigEndian: pointer.pointee.sin6_port)))
             }
         default:
             return (nil, 0)

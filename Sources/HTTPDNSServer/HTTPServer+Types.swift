@@ -40,7 +40,7 @@ extension HTTPServer {
         /// The body; empty when a body sink took it.
         public var body: Data
         /// The client's address.
-        public var remoteAddress: IPAddress?
+        public var remoteAddress: HTTPDNSIPAddress?
         /// The client's port.
         public var remotePort: Int
         /// `HTTP/1.1` or `HTTP/1.0`.

@@ -11,7 +11,7 @@ public final class HTTPServer: Sendable {
     /// Where and how to listen.
     public struct Configuration: Sendable {
         /// The address to bind (IPv4 or IPv6). Default 127.0.0.1.
-        public var address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!
+        public var address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!
         /// The port; 0 lets the system pick one (read it back from ``HTTPServer/port``). Default 0.
         public var port: Int = 0
         /// PEM certificate chain; with ``tlsKeyPEM`` the server speaks HTTPS only. Default nil.
@@ -24,7 +24,7 @@ public final class HTTPServer: Sendable {
         /// Seconds an idle connection stays open; 0 keeps it forever. Default 30.
         public var connectionTimeoutSeconds: Int = 30
 
-        public init(address: IPAddress = IPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
+        public init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             self.address = address
             self.port = port
         }
@@ -125,7 +125,7 @@ public final class HTTPServer: Sendable {
     public var requestCount: Int { core.requests.load(ordering: .relaxed) }
 
     private static func withSocketAddress<T>(
-        _ address: IPAddress, port: Int, _ body: (UnsafePointer<sockaddr>) -> T
+        _ address: HTTPDNSIPAddress, port: Int, _ body: (UnsafePointer<sockaddr>) -> T
     ) -> T {
         if address.family == .v4 {
             var storage = sockaddr_in()

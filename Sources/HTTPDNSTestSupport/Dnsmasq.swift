@@ -18,7 +18,7 @@ public final class Dnsmasq: Sendable {
     /// What dnsmasq should serve; each field maps to one dnsmasq option.
     public struct Configuration: Sendable {
         /// Address to listen on; keep it loopback. Default 127.0.0.1.
-        public var listenAddress: IPAddress = IPAddress("127.0.0.1")!
+        public var listenAddress: HTTPDNSIPAddress = HTTPDNSIPAddress("127.0.0.1")!
         /// UDP and TCP port; `nil` (default) picks a free one.
         public var port: UInt16?
         /// TTL of local answers (`local-ttl`). Default 300 s.
@@ -27,9 +27,9 @@ public final class Dnsmasq: Sendable {
         /// instead of REFUSED. Default none.
         public var localDomains: [String] = []
         /// `address=/name/ip`: the name *and every subdomain* resolve to the address (the lying mode).
-        public var addresses: [(name: String, address: IPAddress)] = []
+        public var addresses: [(name: String, address: HTTPDNSIPAddress)] = []
         /// `host-record=name,ip…`: exact-name A/AAAA records (also answer PTR).
-        public var hostRecords: [(name: String, addresses: [IPAddress])] = []
+        public var hostRecords: [(name: String, addresses: [HTTPDNSIPAddress])] = []
         /// `cname=alias,target`: the target must be a name dnsmasq knows locally.
         public var cnames: [(alias: String, target: String)] = []
         /// `txt-record=name,"string"…` (each string ≤ 255 bytes; several strings make big answers).
@@ -50,7 +50,7 @@ public final class Dnsmasq: Sendable {
         public init() {}
 
         /// Makes `name` and its subdomains resolve to `address`.
-        public mutating func lie(_ name: String, to address: IPAddress) {
+        public mutating func lie(_ name: String, to address: HTTPDNSIPAddress) {
             addresses.append((name, address))
         }
     }
@@ -65,7 +65,7 @@ public final class Dnsmasq: Sendable {
     }
 
     /// The address dnsmasq listens on.
-    public let address: IPAddress
+    public let address: HTTPDNSIPAddress
     /// The UDP and TCP port dnsmasq listens on.
     public let port: UInt16
     /// The temporary directory with the config file and dnsmasq's log.
@@ -168,7 +168,7 @@ extension Dnsmasq {
     }
 
     /// Sends a query for `. SOA` over UDP and waits up to 200 ms for any reply (REFUSED counts).
-    static func answers(_ address: IPAddress, port: UInt16) -> Bool {
+    static func answers(_ address: HTTPDNSIPAddress, port: UInt16) -> Bool {
         let query: [UInt8] = [0xD5, 0x5A, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 1]
         let fd = socket(address.family == .v4 ? AF_INET : AF_INET6, socketType(datagram: true), 0)
         guard fd >= 0 else { return false }
@@ -187,7 +187,7 @@ extension Dnsmasq {
     }
 
     /// A port that is free for both UDP and TCP on `address` right now (bind to port 0, check TCP).
-    public static func freePort(on address: IPAddress) throws -> UInt16 {
+    public static func freePort(on address: HTTPDNSIPAddress) throws -> UInt16 {
         for _ in 0..<20 {
             let udp = socket(address.family == .v4 ? AF_INET : AF_INET6, socketType(datagram: true), 0)
             guard udp >= 0 else { break }
@@ -220,7 +220,7 @@ extension Dnsmasq {
         #endif
     }
 
-    static func withSockAddr<R>(_ address: IPAddress, _ port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    static func withSockAddr<R>(_ address: HTTPDNSIPAddress, _ port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         if address.family == .v4 {
             var storage = sockaddr_in()
             storage.sin_family = sa_family_t(AF_INET)

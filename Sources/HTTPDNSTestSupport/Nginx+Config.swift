@@ -11,7 +11,7 @@ extension Nginx {
     public struct Configuration: Sendable {
         /// The address virtual hosts listen on unless they say otherwise; keep it loopback.
         /// Default 127.0.0.1.
-        public var listenAddress: IPAddress = IPAddress("127.0.0.1")!
+        public var listenAddress: HTTPDNSIPAddress = HTTPDNSIPAddress("127.0.0.1")!
         /// The virtual hosts, in order. Default none (nginx then cannot start: at least one is needed).
         public var virtualHosts: [VirtualHost] = []
         /// The TLS port; nil (default) picks one free on every TLS listen address. Set it to bring
@@ -54,7 +54,7 @@ extension Nginx {
         /// TLS material; nil serves plain HTTP on ``Nginx/httpPort``. Default nil.
         public var tls: TLS?
         /// The listen address; nil uses ``Configuration/listenAddress``. Default nil.
-        public var address: IPAddress?
+        public var address: HTTPDNSIPAddress?
         /// The locations, in order. Default none (nginx then answers 404 from its empty root).
         public var locations: [Location] = []
         /// Headers added to every response of this host (`add_header … always` at server level;
@@ -65,7 +65,7 @@ extension Nginx {
         public var directives: [String] = []
 
         /// A host named `names`, served over TLS with `leaf` when given.
-        public init(_ names: [String], tls leaf: TestCertificates.Leaf? = nil, address: IPAddress? = nil, locations: [Location] = []) {
+        public init(_ names: [String], tls leaf: TestCertificates.Leaf? = nil, address: HTTPDNSIPAddress? = nil, locations: [Location] = []) {
             self.serverNames = names
             self.tls = leaf.map { TLS(certificatePath: $0.certificatePath, keyPath: $0.keyPath) }
             self.address = address
@@ -137,8 +137,8 @@ extension Nginx {
     }
 
     /// The listeners the configuration needs: address and TLS flag of each, in first-use order.
-    static func listeners(_ configuration: Configuration) -> [(address: IPAddress, tls: Bool)] {
-        var result: [(address: IPAddress, tls: Bool)] = []
+    static func listeners(_ configuration: Configuration) -> [(address: HTTPDNSIPAddress, tls: Bool)] {
+        var result: [(address: HTTPDNSIPAddress, tls: Bool)] = []
         for host in configuration.virtualHosts {
             let listener = (address: host.address ?? configuration.listenAddress, tls: host.tls != nil)
             if !result.contains(where: { $0.address == listener.address && $0.tls == listener.tls }) {

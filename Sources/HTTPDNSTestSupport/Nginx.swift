@@ -166,7 +166,7 @@ public final class Nginx: Sendable {
     }
 
     /// Polls until a TCP connection to every listener succeeds, nginx exits, or time runs out.
-    private static func waitUntilListening(_ endpoints: [(IPAddress, UInt16)], process: ChildProcess, timeout: Duration) -> Bool {
+    private static func waitUntilListening(_ endpoints: [(HTTPDNSIPAddress, UInt16)], process: ChildProcess, timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
         var waiting = endpoints
         while ContinuousClock.now < deadline, process.isRunning {
@@ -178,7 +178,7 @@ public final class Nginx: Sendable {
     }
 
     /// Whether a TCP connection to `address`:`port` is accepted right now.
-    public static func isListening(_ address: IPAddress, port: UInt16) -> Bool {
+    public static func isListening(_ address: HTTPDNSIPAddress, port: UInt16) -> Bool {
         let fd = socket(address.family == .v4 ? AF_INET : AF_INET6, Dnsmasq.socketType(datagram: false), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -186,14 +186,14 @@ public final class Nginx: Sendable {
     }
 
     /// `fixed`, or a free port on `addresses`; nil when there is no listener on that kind of port.
-    private static func port(_ fixed: UInt16?, on addresses: [IPAddress]) throws(Failure) -> UInt16? {
+    private static func port(_ fixed: UInt16?, on addresses: [HTTPDNSIPAddress]) throws(Failure) -> UInt16? {
         guard !addresses.isEmpty else { return nil }
         if let fixed { return fixed }
         return try freePort(on: addresses)
     }
 
     /// A TCP port that is free on every one of `addresses` right now; nil for no addresses.
-    static func freePort(on addresses: [IPAddress]) throws(Failure) -> UInt16? {
+    static func freePort(on addresses: [HTTPDNSIPAddress]) throws(Failure) -> UInt16? {
         guard let first = addresses.first else { return nil }
         for _ in 0..<20 {
             guard let candidate = try? Dnsmasq.freePort(on: first) else { continue }

@@ -60,7 +60,7 @@ public struct TestCertificates: Sendable {
     ///   - dnsNames: DNS names, wildcards allowed (`*.example.test`).
     ///   - ipAddresses: IP addresses for `IP:` entries.
     ///   - validDays: validity from now, at least 1.
-    public func issue(dnsNames: [String], ipAddresses: [IPAddress] = [], validDays: Int = 2) throws -> Leaf {
+    public func issue(dnsNames: [String], ipAddresses: [HTTPDNSIPAddress] = [], validDays: Int = 2) throws -> Leaf {
         let name = UUID().uuidString
         let key = directory.appendingPathComponent("\(name).key").path
         let request = directory.appendingPathComponent("\(name).csr").path

@@ -33,7 +33,7 @@ public final class TestHTTPServer: Sendable {
 
     /// Starts on `address` (`port` 0 picks one); with `tls` it serves HTTPS with that leaf.
     public init(address: String = "127.0.0.1", port: Int = 0, tls: TestCertificates.Leaf? = nil) throws {
-        guard let ip = IPAddress(address) else { throw HTTPServer.StartError("bad address \(address)") }
+        guard let ip = HTTPDNSIPAddress(address) else { throw HTTPServer.StartError("bad address \(address)") }
         var configuration = HTTPServer.Configuration(address: ip, port: port)
         configuration.tlsCertificatePEM = tls?.certificatePEM
         configuration.tlsKeyPEM = tls?.keyPEM
@@ -55,7 +55,7 @@ public final class TestHTTPServer: Sendable {
     /// Stops the server.
     public func stop() { server.stop() }
 
-    private static func route(_ request: HTTPServer.Request, address: IPAddress, state: State) -> HTTPServer.Response {
+    private static func route(_ request: HTTPServer.Request, address: HTTPDNSIPAddress, state: State) -> HTTPServer.Response {
         let number = { (name: String) in request.queryValue(name).flatMap(Int.init) ?? 0 }
         switch request.path {
         case "/bytes":

@@ -35,8 +35,8 @@ struct CheckProbe: Sendable {
     /// Both sides' outcomes for one host.
     struct Result: Sendable {
         var port: Int
-        var local: (address: IPAddress, outcome: Outcome)?
-        var httpdns: (address: IPAddress, outcome: Outcome)?
+        var local: (address: HTTPDNSIPAddress, outcome: Outcome)?
+        var httpdns: (address: HTTPDNSIPAddress, outcome: Outcome)?
 
         /// The hijack is confirmed: LocalDNS's address fails verification where HTTPDNS's passes.
         var confirmsHijack: Bool {
@@ -63,7 +63,7 @@ struct CheckProbe: Sendable {
         return Result(port: port, local: await local, httpdns: await httpdns)
     }
 
-    private func probe(_ host: String, _ address: IPAddress?) async -> (address: IPAddress, outcome: Outcome)? {
+    private func probe(_ host: String, _ address: HTTPDNSIPAddress?) async -> (address: HTTPDNSIPAddress, outcome: Outcome)? {
         guard let address, let url = URL(string: "https://\(host):\(port)/") else { return nil }
         var request = HTTPTransportRequest(url: url, method: "HEAD")
         request.pinnedAddresses = [address]

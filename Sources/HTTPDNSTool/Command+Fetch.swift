@@ -1,7 +1,7 @@
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 
 extension Command {
     static let fetchHelp = HelpText(
@@ -71,7 +71,7 @@ extension Command {
         configuration.monitor = monitor
         if !shared.resolveEntries.isEmpty {
             do {
-                configuration.providers.insert(try StaticResolver(curlStyle: shared.resolveEntries), at: 0)
+                configuration.resolvers.insert(try StaticResolver(curlStyle: shared.resolveEntries), at: 0)
             } catch {
                 throw UsageError("bad --resolve: \(SharedOptions.detail(error))", command: command)
             }

@@ -86,8 +86,8 @@ extension Command {
             }
         }
         if givenTimeout != nil {
-            configuration.upstream.timeouts.perAttempt = timeout
-            configuration.upstream.timeouts.httpdnsBudget = timeout * Double(max(1, upstreams.count))
+            configuration.upstream.timeouts.perAttempt = .seconds(timeout)
+            configuration.upstream.timeouts.httpdnsBudget = .seconds(timeout * Double(max(1, upstreams.count)))
         }
         for text in parsed.all("dnspod-key") {
             guard let (id, key) = splitPair(text), !key.isEmpty else { throw bad("bad --dnspod-key '\(text)': expected ID=KEY") }
@@ -141,14 +141,14 @@ extension Command {
     }
 
     /// `IP:PORT` or `[IPv6]:PORT`, port 0-65535 (0 picks a free one).
-    static func parseListen(_ text: String) -> (IPAddress, Int)? {
+    static func parseListen(_ text: String) -> (HTTPDNSIPAddress, Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
               (0...65_535).contains(port)
         else { return nil }
         var host = String(text[..<colon])
         let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
         if bracketed { host = String(host.dropFirst().dropLast()) }
-        guard let address = IPAddress(host), bracketed == (address.family == .v6) else { return nil }
+        guard let address = HTTPDNSIPAddress(host), bracketed == (address.family == .v6) else { return nil }
         return (address, port)
     }
 

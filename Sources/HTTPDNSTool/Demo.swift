@@ -10,7 +10,7 @@ import FoundationNetworking
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 
 /// The demonstration (`httpdns demo`, run by `make demo`): a hijacked lookup and the protected one,
 /// side by side, on loopback only.
@@ -68,15 +68,15 @@ struct DemoRun {
     let engine: HTTPDNSEngine
     let client: HTTPDNSClient
     let transport = HTTPTransport()
-    let localDNS: DNSServerResolver
+    let localDNS: HTTPDNSUDPResolver
 
     init(bed: DemoBed) {
         self.bed = bed
-        localDNS = DNSServerResolver(server: bed.dnsmasq.address, port: bed.dnsmasq.port, timeout: .seconds(2))
+        localDNS = HTTPDNSUDPResolver(server: bed.dnsmasq.address, port: bed.dnsmasq.port, timeout: .seconds(2))
         // The provider spec is what `--provider dnspod=URL` builds; LocalDNS is the lying dnsmasq.
         let provider = (try? HTTPDNSProviderSpec(parsing: "dnspod=\(bed.httpdnsURL)").makeResolver(transport: transport))
             ?? StaticResolver([:])
-        var configuration = HTTPDNSConfiguration(providers: [provider])
+        var configuration = HTTPDNSConfiguration(resolvers: [provider])
         configuration.localDNS = .server(bed.dnsmasq.address, port: bed.dnsmasq.port)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.demo.test"])
         // Loopback is where this demo's servers live; real deployments keep the default (dropped).
@@ -112,7 +112,7 @@ struct DemoRun {
     /// What an app without protection gets: LocalDNS's address, then a normal (verified) request.
     func unprotected(_ url: URL) async -> [String] {
         let host = url.host ?? "?"
-        let address: IPAddress
+        let address: HTTPDNSIPAddress
         do {
             guard let first = try await localDNS.resolve(host, family: .ipv4).ipv4.first else { return ["LocalDNS: no address"] }
             address = first

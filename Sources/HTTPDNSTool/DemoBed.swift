@@ -32,10 +32,10 @@ final class DemoCleanup: Sendable {
 /// HTTPDNS server with the true zone. Each part registers its stopper with the cleanup as soon as it
 /// runs.
 final class DemoBed: Sendable {
-    static let origin = IPAddress("127.0.0.2")!
-    static let hijacker = IPAddress("127.0.0.3")!
-    static let localDNSAddress = IPAddress("127.0.0.4")!
-    static let httpdnsAddress = IPAddress("127.0.0.5")!
+    static let origin = HTTPDNSIPAddress("127.0.0.2")!
+    static let hijacker = HTTPDNSIPAddress("127.0.0.3")!
+    static let localDNSAddress = HTTPDNSIPAddress("127.0.0.4")!
+    static let httpdnsAddress = HTTPDNSIPAddress("127.0.0.5")!
     static let secureHosts = ["www.demo.test", "pay.demo.test"]
     static let plainHost = "news.demo.test"
 

@@ -52,7 +52,7 @@ struct FetchOptions: Sendable {
 
     var url: URL
     var method: String
-    var headers: [HTTPHeader] = []
+    var headers: [HTTPTransportHeader] = []
     var body: Body?
     var outputPath: String?
     var include = false
@@ -83,11 +83,11 @@ struct FetchOptions: Sendable {
             guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
                 throw bad("bad -H '\(line)': line breaks are not allowed in values")
             }
-            headers.append(HTTPHeader(name: name, value: value))
+            headers.append(HTTPTransportHeader(name: name, value: value))
         }
         if let agent = parsed.last("user-agent") {
             headers.removeAll { $0.name.lowercased() == "user-agent" }
-            headers.append(HTTPHeader(name: "User-Agent", value: agent))
+            headers.append(HTTPTransportHeader(name: "User-Agent", value: agent))
         }
 
         let dataParts = parsed.all("data")

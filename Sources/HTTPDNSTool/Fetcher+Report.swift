@@ -1,6 +1,6 @@
 import Foundation
 import HTTPDNSCore
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -33,7 +33,7 @@ extension Fetcher {
         let port = effectivePort(url)
         if let answer = report.answer {
             verboseAnswer(answer)
-        } else if IPAddress(report.host) == nil {
+        } else if HTTPDNSIPAddress(report.host) == nil {
             Output.diagnostic("* \(report.host) is not under --protect: the system resolver chose the address")
         }
         for attempt in report.attempts {

@@ -5,7 +5,7 @@ import Darwin
 #endif
 import Foundation
 import HTTPDNSCore
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPDNSCore
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

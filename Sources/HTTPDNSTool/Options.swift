@@ -9,7 +9,7 @@ struct SharedOptions: Sendable {
     /// The LocalDNS choice, as written.
     enum LocalDNSChoice: Sendable, Equatable {
         case system
-        case server(IPAddress, port: UInt16)
+        case server(HTTPDNSIPAddress, port: UInt16)
     }
 
     /// Used when neither flags nor the config file name a provider: DNSPod's free public endpoint
@@ -119,7 +119,7 @@ struct SharedOptions: Sendable {
         guard lower.hasPrefix("udp=") else { throw bad("bad --local-dns '\(text)': expected system or udp=IP:PORT") }
         let location = String(text.dropFirst(4))
         if let (address, port) = HTTPDNSProviderSpec.parseHostPort(location) { return .server(address, port: port) }
-        if let address = IPAddress(location) { return .server(address, port: 53) }
+        if let address = HTTPDNSIPAddress(location) { return .server(address, port: 53) }
         throw bad("bad --local-dns '\(text)': expected udp=IP:PORT ([IPv6]:PORT for IPv6)")
     }
 
@@ -161,7 +161,7 @@ struct SharedOptions: Sendable {
                 throw UsageError("bad --provider '\(spec)': \(SharedOptions.detail(error))", command: command)
             }
         }
-        var configuration = HTTPDNSConfiguration(providers: resolvers)
+        var configuration = HTTPDNSConfiguration(resolvers: resolvers)
         switch localDNS {
         case .system: configuration.localDNS = .system
         case .server(let address, let port): configuration.localDNS = .server(address, port: port)
@@ -171,9 +171,9 @@ struct SharedOptions: Sendable {
         configuration.family = family
         if !protect.isEmpty { configuration.protectedHosts = HTTPDNSHostPolicy(protect) }
         if let timeout {
-            configuration.timeouts.perAttempt = timeout
-            configuration.timeouts.httpdnsBudget = timeout * Double(max(1, resolvers.count))
-            configuration.timeouts.localDNS = timeout
+            configuration.timeouts.perAttempt = .seconds(timeout)
+            configuration.timeouts.httpdnsBudget = .seconds(timeout * Double(max(1, resolvers.count)))
+            configuration.timeouts.localDNS = .seconds(timeout)
         }
         return HTTPDNSEngine(configuration: configuration)
     }
@@ -185,8 +185,8 @@ struct SharedOptions: Sendable {
         let local: any HTTPDNSResolver
         let seconds = timeout ?? 5
         switch localDNS {
-        case .system: local = SystemDNSResolver(timeout: .milliseconds(Int64(seconds * 1000)))
-        case .server(let address, let port): local = DNSServerResolver(server: address, port: port, timeout: seconds)
+        case .system: local = HTTPDNSSystemResolver(timeout: .milliseconds(Int64(seconds * 1000)))
+        case .server(let address, let port): local = HTTPDNSUDPResolver(server: address, port: port, timeout: .seconds(seconds))
         }
         return ToolResolver(engine: engine, staticEntries: entries, hasStaticEntries: !resolveEntries.isEmpty, localDNS: local, family: family)
     }

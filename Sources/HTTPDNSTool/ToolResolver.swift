@@ -17,7 +17,7 @@ struct ToolResolver: Sendable {
     /// Resolves `host`.
     /// - Throws: ``HTTPDNSError``.
     func resolve(_ host: String) async throws(HTTPDNSError) -> HTTPDNSAnswer {
-        if let literal = IPAddress(host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host) {
+        if let literal = HTTPDNSIPAddress(host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host) {
             return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
         }
         let name = HTTPDNSHostPolicy.normalize(host)

@@ -29,13 +29,13 @@ enum CurlPinning {
         /// The `CURLOPT_RESOLVE` entry.
         var resolve: String
         /// The addresses actually used (a prefix of the list given).
-        var addresses: [IPAddress]
+        var addresses: [HTTPDNSIPAddress]
     }
 
     /// The entries for `addresses` (in order) at `port`, or nil when `addresses` is empty.
-    static func entries(port: Int, addresses: [IPAddress]) -> Entries? {
+    static func entries(port: Int, addresses: [HTTPDNSIPAddress]) -> Entries? {
         var labels = [String]()
-        var used = [IPAddress]()
+        var used = [HTTPDNSIPAddress]()
         var length = suffix.utf8.count
         for address in addresses {
             // One label per address: 8 hex digits for IPv4, 32 for IPv6, so the encoding is injective.
@@ -56,7 +56,7 @@ enum CurlPinning {
 
     /// `message` with the synthetic connect-to name replaced by the real host and its addresses, so
     /// that errors name what the caller asked for (libcurl's messages name the host it connected to).
-    static func humanize(_ message: String, host: String, addresses: [IPAddress]) -> String {
+    static func humanize(_ message: String, host: String, addresses: [HTTPDNSIPAddress]) -> String {
         guard let end = message.range(of: "." + suffix) else { return message }
         var start = end.lowerBound
         while start > message.startIndex {

@@ -12,7 +12,7 @@ extension CurlTransfer {
         else {
             throw HTTPTransportError(.badURL, "only http and https URLs with a host are supported", host: url.host)
         }
-        guard !request.method.isEmpty, request.method.utf8.allSatisfy(HTTPHeader.isTokenByte) else {
+        guard !request.method.isEmpty, request.method.utf8.allSatisfy(HTTPTransportHeader.isTokenByte) else {
             throw HTTPTransportError(.invalidRequest, "malformed method", host: host)
         }
         for header in request.headers where !header.hasValidName || !header.hasValidValue {

@@ -25,10 +25,10 @@ final class CurlTransfer: @unchecked Sendable {
     var bodyOffset = 0
     let maxResponseBytes: Int?
     let maxHeaderBytes: Int
-    let pinned: [IPAddress]
+    let pinned: [HTTPDNSIPAddress]
 
     // Response state, loop thread only.
-    private var headers: [HTTPHeader] = []
+    private var headers: [HTTPTransportHeader] = []
     private var headerBytes = 0
     private var headDelivered = false
     private var bodyBytes: Int64 = 0
@@ -122,7 +122,7 @@ final class CurlTransfer: @unchecked Sendable {
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             let name = CurlTransfer.trimmed(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
             let value = CurlTransfer.trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
-            headers.append(HTTPHeader(name: name, value: value))
+            headers.append(HTTPTransportHeader(name: name, value: value))
         }
         return bytes.count
     }
@@ -220,11 +220,11 @@ final class CurlTransfer: @unchecked Sendable {
         return Int64(headerSize) + Int64(uploaded)
     }
 
-    var primaryAddress: IPAddress? {
+    var primaryAddress: HTTPDNSIPAddress? {
         guard let easy else { return nil }
         var text: UnsafeMutablePointer<CChar>?
         guard httpdns_easy_getinfo_string(easy, CURLINFO_PRIMARY_IP, &text) == CURLE_OK, let text else { return nil }
-        return IPAddress(String(cString: text))
+        return HTTPDNSIPAddress(String(cString: text))
     }
 
     var httpVersion: String {

@@ -66,7 +66,7 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     /// The URL host.
     public var host: String?
     /// The address a connection was attempted to, when known.
-    public var attemptedAddress: IPAddress?
+    public var attemptedAddress: HTTPDNSIPAddress?
     /// Request bytes (headers and body) written to the network before the failure. When 0 the
     /// server cannot have seen the request, so even a non-idempotent request may be retried.
     public var requestBytesSent: Int64
@@ -76,7 +76,7 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         _ detail: String,
         curlCode: Int? = nil,
         host: String? = nil,
-        attemptedAddress: IPAddress? = nil,
+        attemptedAddress: HTTPDNSIPAddress? = nil,
         requestBytesSent: Int64 = 0
     ) {
         self.code = code

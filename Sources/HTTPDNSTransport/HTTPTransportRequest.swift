@@ -29,14 +29,14 @@ public struct HTTPTransportRequest: Sendable {
     public var method: String = "GET"
     /// Header fields sent after libcurl's own (`Host`, and `Content-Length` for bodies).
     /// A field given here replaces libcurl's field of the same name.
-    public var headers: [HTTPHeader] = []
+    public var headers: [HTTPTransportHeader] = []
     /// The request body, or nil for none.
     public var body: HTTPTransportBody? = nil
     /// Connect only to these addresses, tried in order; empty lets libcurl resolve the URL host.
     ///
     /// The URL host is then never looked up. At most as many addresses as fit one synthetic host
     /// name are used (every IPv4 list of up to 27 addresses, IPv6 lists of up to 7).
-    public var pinnedAddresses: [IPAddress] = []
+    public var pinnedAddresses: [HTTPDNSIPAddress] = []
     /// Time limits. Defaults: connect 10 s, total 60 s, idle 30 s.
     public var timeouts: Timeouts = .init()
     /// Fail with ``HTTPTransportError/Code/responseTooLarge`` as soon as the body grows past this
@@ -48,9 +48,9 @@ public struct HTTPTransportRequest: Sendable {
     public init(
         url: URL,
         method: String = "GET",
-        headers: [HTTPHeader] = [],
+        headers: [HTTPTransportHeader] = [],
         body: HTTPTransportBody? = nil,
-        pinnedAddresses: [IPAddress] = [],
+        pinnedAddresses: [HTTPDNSIPAddress] = [],
         timeouts: Timeouts = .init(),
         maxResponseBytes: Int? = nil,
         trust: HTTPTransportTrust = .system

@@ -6,13 +6,13 @@ public struct HTTPTransportResponseHead: Sendable {
     /// The HTTP status code of the final (non-1xx) response.
     public var statusCode: Int
     /// The header fields in the order received.
-    public var headers: [HTTPHeader]
+    public var headers: [HTTPTransportHeader]
     /// The address the connection went to (`CURLINFO_PRIMARY_IP`).
-    public var connectedAddress: IPAddress?
+    public var connectedAddress: HTTPDNSIPAddress?
     /// The protocol version used: `"1.0"`, `"1.1"`, `"2"` or `"3"`.
     public var httpVersion: String
 
-    public init(statusCode: Int, headers: [HTTPHeader], connectedAddress: IPAddress?, httpVersion: String) {
+    public init(statusCode: Int, headers: [HTTPTransportHeader], connectedAddress: HTTPDNSIPAddress?, httpVersion: String) {
         self.statusCode = statusCode
         self.headers = headers
         self.connectedAddress = connectedAddress
@@ -44,11 +44,11 @@ public struct HTTPTransportResponse: Sendable {
     /// The HTTP status code.
     public var statusCode: Int
     /// The header fields in the order received.
-    public var headers: [HTTPHeader]
+    public var headers: [HTTPTransportHeader]
     /// The whole body.
     public var body: Data
     /// The address the connection went to (`CURLINFO_PRIMARY_IP`).
-    public var connectedAddress: IPAddress?
+    public var connectedAddress: HTTPDNSIPAddress?
     /// The protocol version used: `"1.0"`, `"1.1"`, `"2"` or `"3"`.
     public var httpVersion: String
     /// Connection and byte counts.

@@ -12,11 +12,11 @@ final class DNSSocketClientDnsmasqTests: XCTestCase {
     override func setUpWithError() throws {
         var configuration = Dnsmasq.Configuration()
         configuration.localDomains = ["example.test"]
-        configuration.hostRecords = [("www.example.test", [IPAddress("192.0.2.10")!, IPAddress("2001:db8::10")!])]
+        configuration.hostRecords = [("www.example.test", [HTTPDNSIPAddress("192.0.2.10")!, HTTPDNSIPAddress("2001:db8::10")!])]
         configuration.cnames = [("alias.example.test", "mid.example.test"), ("mid.example.test", "www.example.test")]
         // Three 250-byte strings: about 800 bytes, more than the 512 allowed without EDNS.
         configuration.txtRecords = [("big.example.test", ["a", "b", "c"].map { String(repeating: $0, count: 250) })]
-        configuration.lie("bank.example.test", to: IPAddress("127.0.0.99")!)
+        configuration.lie("bank.example.test", to: HTTPDNSIPAddress("127.0.0.99")!)
         dnsmasq = try Dnsmasq(configuration)
     }
 
@@ -64,14 +64,14 @@ final class DNSSocketClientDnsmasqTests: XCTestCase {
         let lookup = try await DNSSocketClient().lookupAddresses(
             "alias.example.test", family: .both, server: dnsmasq.address, port: dnsmasq.port, timeout: timeout
         )
-        XCTAssertEqual(lookup.addresses, [IPAddress("192.0.2.10")!, IPAddress("2001:db8::10")!])
+        XCTAssertEqual(lookup.addresses, [HTTPDNSIPAddress("192.0.2.10")!, HTTPDNSIPAddress("2001:db8::10")!])
         XCTAssertEqual(lookup.ttl, 300)
     }
 
     func testLyingServerPointsNameAndSubdomainsAtChosenAddress() async throws {
         for name in ["bank.example.test", "login.bank.example.test"] {
             let lookup = try await DNSSocketClient().lookupAddresses(name, family: .ipv4, server: dnsmasq.address, port: dnsmasq.port, timeout: timeout)
-            XCTAssertEqual(lookup.addresses, [IPAddress("127.0.0.99")!], name)
+            XCTAssertEqual(lookup.addresses, [HTTPDNSIPAddress("127.0.0.99")!], name)
         }
     }
 

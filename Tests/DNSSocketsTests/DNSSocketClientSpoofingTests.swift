@@ -5,7 +5,7 @@ import XCTest
 
 /// RFC 5452 reply matching, timeouts, cancellation and the TCP path, against a scripted server.
 final class DNSSocketClientSpoofingTests: XCTestCase {
-    private let loopback = IPAddress("127.0.0.1")!
+    private let loopback = HTTPDNSIPAddress("127.0.0.1")!
 
     func testSpoofedRepliesAreIgnored() async throws {
         let server = try FakeDNSServer(udp: { query in

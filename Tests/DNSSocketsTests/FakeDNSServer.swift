@@ -23,7 +23,7 @@ final class FakeDNSServer: Sendable {
     let queries = HTTPDNSLock<[DNSMessage]>([])
 
     init(udp udpScript: @escaping UDPScript, tcp tcpScript: TCPScript? = nil) throws {
-        let address = IPAddress("127.0.0.1")!
+        let address = HTTPDNSIPAddress("127.0.0.1")!
         let port = try Dnsmasq.freePort(on: address)
         self.port = port
         udp = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)

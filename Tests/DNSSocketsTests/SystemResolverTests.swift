@@ -7,29 +7,29 @@ import XCTest
 /// family /etc/hosts has), so no query leaves the machine; every other path uses an injected lookup.
 final class SystemResolverTests: XCTestCase {
     func testLocalhost() async throws {
-        let addresses = try await SystemResolver().resolve("localhost", family: .ipv4)
-        XCTAssertEqual(addresses, [IPAddress("127.0.0.1")!])
+        let addresses = try await DNSSystemResolver().resolve("localhost", family: .ipv4)
+        XCTAssertEqual(addresses, [HTTPDNSIPAddress("127.0.0.1")!])
     }
 
     func testNameFromEtcHosts() async throws {
         let hosts = try String(contentsOfFile: "/etc/hosts", encoding: .utf8)
-        var entry: (name: String, address: IPAddress)?
+        var entry: (name: String, address: HTTPDNSIPAddress)?
         for line in hosts.split(separator: "\n") {
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard fields.count >= 2, !fields[0].hasPrefix("#"), let address = IPAddress(String(fields[0])),
+            guard fields.count >= 2, !fields[0].hasPrefix("#"), let address = HTTPDNSIPAddress(String(fields[0])),
                   address.family == .v4, let name = fields.dropFirst().first(where: { $0 != "localhost" && !$0.contains("#") })
             else { continue }
             entry = (String(name), address)
             break
         }
         let (name, address) = try XCTUnwrap(entry, "/etc/hosts has no IPv4 name besides localhost to test with")
-        let addresses = try await SystemResolver().resolve(name, family: .ipv4)
+        let addresses = try await DNSSystemResolver().resolve(name, family: .ipv4)
         XCTAssertEqual(addresses.first, address)
     }
 
     func testInvalidNamesNeverReachTheLookup() async {
         let calls = HTTPDNSLock(0)
-        let resolver = SystemResolver { _, _ in
+        let resolver = DNSSystemResolver { _, _ in
             calls.withLock { $0 += 1 }
             return []
         }
@@ -47,40 +47,40 @@ final class SystemResolverTests: XCTestCase {
     }
 
     func testLiteralsAreReturnedWithoutLookup() async throws {
-        let resolver = SystemResolver { _, _ in throw HTTPDNSError(.transport, "must not be called") }
+        let resolver = DNSSystemResolver { _, _ in throw HTTPDNSError(.transport, "must not be called") }
         let v4 = try await resolver.resolve("192.0.2.7", family: .both)
-        XCTAssertEqual(v4, [IPAddress("192.0.2.7")!])
+        XCTAssertEqual(v4, [HTTPDNSIPAddress("192.0.2.7")!])
         let v6 = try await resolver.resolve("[2001:db8::1]", family: .ipv6)
-        XCTAssertEqual(v6, [IPAddress("2001:db8::1")!])
+        XCTAssertEqual(v6, [HTTPDNSIPAddress("2001:db8::1")!])
         await assertCode(.noAddress) { _ = try await resolver.resolve("192.0.2.7", family: .ipv6) }
     }
 
     func testResultsAreFilteredAndDeduplicatedInOrder() async throws {
-        let resolver = SystemResolver { host, family in
+        let resolver = DNSSystemResolver { host, family in
             XCTAssertEqual(host, "api.example.test")
             XCTAssertEqual(family, .ipv4)
-            return ["192.0.2.2", "192.0.2.1", "192.0.2.2", "2001:db8::1", "192.0.2.1"].map { IPAddress($0)! }
+            return ["192.0.2.2", "192.0.2.1", "192.0.2.2", "2001:db8::1", "192.0.2.1"].map { HTTPDNSIPAddress($0)! }
         }
         let addresses = try await resolver.resolve("api.example.test", family: .ipv4)
-        XCTAssertEqual(addresses, [IPAddress("192.0.2.2")!, IPAddress("192.0.2.1")!])
+        XCTAssertEqual(addresses, [HTTPDNSIPAddress("192.0.2.2")!, HTTPDNSIPAddress("192.0.2.1")!])
     }
 
     func testErrorsFromTheLookupKeepTheirCode() async {
         for code in [HTTPDNSError.Code.nameNotFound, .noAddress, .transport] {
-            let resolver = SystemResolver { _, _ in throw HTTPDNSError(code, "fake") }
+            let resolver = DNSSystemResolver { _, _ in throw HTTPDNSError(code, "fake") }
             await assertCode(code) { _ = try await resolver.resolve("api.example.test") }
         }
         struct Other: Error {}
-        await assertCode(.transport) { _ = try await SystemResolver { _, _ in throw Other() }.resolve("api.example.test") }
-        await assertCode(.noAddress) { _ = try await SystemResolver { _, _ in [] }.resolve("api.example.test") }
+        await assertCode(.transport) { _ = try await DNSSystemResolver { _, _ in throw Other() }.resolve("api.example.test") }
+        await assertCode(.noAddress) { _ = try await DNSSystemResolver { _, _ in [] }.resolve("api.example.test") }
     }
 
     func testBlockedLookupTimesOutWhileItKeepsRunning() async {
         let release = DispatchSemaphore(value: 0)
         defer { release.signal() }
-        let resolver = SystemResolver(timeout: .milliseconds(200)) { _, _ in
+        let resolver = DNSSystemResolver(timeout: .milliseconds(200)) { _, _ in
             _ = release.wait(timeout: .now() + 30)
-            return [IPAddress("192.0.2.1")!]
+            return [HTTPDNSIPAddress("192.0.2.1")!]
         }
         await assertCode(.timedOut) { _ = try await resolver.resolve("slow.example.test") }
     }
@@ -89,10 +89,10 @@ final class SystemResolverTests: XCTestCase {
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
         defer { release.signal() }
-        let resolver = SystemResolver(timeout: .seconds(60)) { _, _ in
+        let resolver = DNSSystemResolver(timeout: .seconds(60)) { _, _ in
             started.signal()
             _ = release.wait(timeout: .now() + 30)
-            return [IPAddress("192.0.2.1")!]
+            return [HTTPDNSIPAddress("192.0.2.1")!]
         }
         let task = Task { try await resolver.resolve("slow.example.test") }
         await withCheckedContinuation { continuation in
@@ -108,9 +108,9 @@ final class SystemResolverTests: XCTestCase {
     /// Many blocked lookups at once must not starve the cooperative pool (2 threads on this machine).
     func testBlockedLookupsDoNotBlockOtherTasks() async throws {
         let release = DispatchSemaphore(value: 0)
-        let resolver = SystemResolver(timeout: .seconds(60)) { _, _ in
+        let resolver = DNSSystemResolver(timeout: .seconds(60)) { _, _ in
             _ = release.wait(timeout: .now() + 30)
-            return [IPAddress("192.0.2.1")!]
+            return [HTTPDNSIPAddress("192.0.2.1")!]
         }
         let tasks = (0..<16).map { _ in Task { try await resolver.resolve("slow.example.test") } }
         // If the lookups ran on the pool, this sleep-and-return could not complete before release.
@@ -120,7 +120,7 @@ final class SystemResolverTests: XCTestCase {
         for _ in tasks { release.signal() }
         for task in tasks {
             let addresses = try await task.value
-            XCTAssertEqual(addresses, [IPAddress("192.0.2.1")!])
+            XCTAssertEqual(addresses, [HTTPDNSIPAddress("192.0.2.1")!])
         }
     }
 

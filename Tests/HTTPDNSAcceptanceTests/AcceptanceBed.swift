@@ -3,7 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -13,20 +13,20 @@ import FoundationNetworking
 /// the same addresses serve every test; other suites use 127.0.0.1–127.0.0.13.
 enum Bed {
     /// The true origin: nginx with the real virtual hosts.
-    static let origin = IPAddress("127.0.0.20")!
+    static let origin = HTTPDNSIPAddress("127.0.0.20")!
     /// Where the lying DNS sends protected names: an "ad page" server.
-    static let hijack = IPAddress("127.0.0.21")!
+    static let hijack = HTTPDNSIPAddress("127.0.0.21")!
     /// An address that once served a host and now serves another site (stale cache test).
-    static let reassigned = IPAddress("127.0.0.22")!
+    static let reassigned = HTTPDNSIPAddress("127.0.0.22")!
     /// A second origin address (a redirect target on another IP; a second good address).
-    static let second = IPAddress("127.0.0.24")!
+    static let second = HTTPDNSIPAddress("127.0.0.24")!
     /// Addresses with nothing listening: connections are refused.
-    static let dead = IPAddress("127.0.0.25")!
-    static let dead2 = IPAddress("127.0.0.26")!
+    static let dead = HTTPDNSIPAddress("127.0.0.25")!
+    static let dead2 = HTTPDNSIPAddress("127.0.0.26")!
     /// The lying dnsmasq (LocalDNS).
-    static let dns = IPAddress("127.0.0.30")!
+    static let dns = HTTPDNSIPAddress("127.0.0.30")!
     /// HTTPDNS services and backends.
-    static let services = IPAddress("127.0.0.1")!
+    static let services = HTTPDNSIPAddress("127.0.0.1")!
 
     /// A private CA made now; remove it with `remove()`.
     static func certificates() throws -> TestCertificates {
@@ -34,7 +34,7 @@ enum Bed {
     }
 
     /// An HTTPDNS service (the project's own server) on loopback, answering `zone` truthfully.
-    static func httpdnsService(_ zone: [String: [IPAddress]], ttl: Int = 300) throws -> HTTPDNSService {
+    static func httpdnsService(_ zone: [String: [HTTPDNSIPAddress]], ttl: Int = 300) throws -> HTTPDNSService {
         let entries = zone.mapValues { HTTPDNSZone.Entry(ipv4: $0, ttl: ttl) }
         var configuration = HTTPDNSService.Configuration(zone: try HTTPDNSZone(entries: entries))
         configuration.address = services
@@ -49,7 +49,7 @@ enum Bed {
     }
 
     /// A dnsmasq on ``dns`` that answers `lies` (name → address, subdomains included) and `truths`.
-    static func lyingDNS(_ lies: [String: IPAddress], truths: [String: IPAddress] = [:]) throws -> Dnsmasq {
+    static func lyingDNS(_ lies: [String: HTTPDNSIPAddress], truths: [String: HTTPDNSIPAddress] = [:]) throws -> Dnsmasq {
         var configuration = Dnsmasq.Configuration()
         configuration.listenAddress = dns
         for (name, address) in lies.sorted(by: { $0.key < $1.key }) { configuration.lie(name, to: address) }
@@ -75,7 +75,7 @@ enum Bed {
     static func engine(
         providers: [String], localDNS: Dnsmasq?, configure: (inout HTTPDNSConfiguration) -> Void = { _ in }
     ) throws -> HTTPDNSEngine {
-        var configuration = HTTPDNSConfiguration(providers: try providers.map { try HTTPDNSProviderSpec(parsing: $0).makeResolver() })
+        var configuration = HTTPDNSConfiguration(resolvers: try providers.map { try HTTPDNSProviderSpec(parsing: $0).makeResolver() })
         configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
         if let localDNS {

@@ -2,7 +2,7 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking

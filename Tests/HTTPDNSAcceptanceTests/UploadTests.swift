@@ -3,7 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -4,14 +4,14 @@ import XCTest
 final class IPAddressTests: XCTestCase {
     func testIPv4ParseAndPrint() {
         for text in ["1.2.3.4", "0.0.0.0", "255.255.255.255", "10.0.0.1", "192.168.1.100"] {
-            let address = IPAddress(text)
+            let address = HTTPDNSIPAddress(text)
             XCTAssertEqual(address?.description, text)
             XCTAssertEqual(address?.family, .v4)
             XCTAssertEqual(address?.bytes.count, 4)
         }
-        XCTAssertEqual(IPAddress("1.2.3.4")?.bytes, [1, 2, 3, 4])
-        XCTAssertEqual(IPAddress("1.2.3.4")?.uriText, "1.2.3.4")
-        XCTAssertEqual(IPAddress(bytes: [8, 8, 4, 4])?.description, "8.8.4.4")
+        XCTAssertEqual(HTTPDNSIPAddress("1.2.3.4")?.bytes, [1, 2, 3, 4])
+        XCTAssertEqual(HTTPDNSIPAddress("1.2.3.4")?.uriText, "1.2.3.4")
+        XCTAssertEqual(HTTPDNSIPAddress(bytes: [8, 8, 4, 4])?.description, "8.8.4.4")
     }
 
     func testIPv4Junk() {
@@ -21,11 +21,11 @@ final class IPAddressTests: XCTestCase {
             "4294967295", "1.2.3.4:80", "[1.2.3]", "1.2.3.4\u{0}",
         ]
         for text in junk {
-            XCTAssertNil(IPAddress(text), "accepted \(text.debugDescription)")
+            XCTAssertNil(HTTPDNSIPAddress(text), "accepted \(text.debugDescription)")
         }
-        XCTAssertNil(IPAddress(bytes: [1, 2, 3]))
-        XCTAssertNil(IPAddress(bytes: []))
-        XCTAssertNil(IPAddress(bytes: [UInt8](repeating: 0, count: 5)))
+        XCTAssertNil(HTTPDNSIPAddress(bytes: [1, 2, 3]))
+        XCTAssertNil(HTTPDNSIPAddress(bytes: []))
+        XCTAssertNil(HTTPDNSIPAddress(bytes: [UInt8](repeating: 0, count: 5)))
     }
 
     func testIPv6CanonicalFormsRFC5952() {
@@ -44,14 +44,14 @@ final class IPAddressTests: XCTestCase {
             ("::FFFF:0a00:0001", "::ffff:10.0.0.1"),
         ]
         for (input, canonical) in cases {
-            let address = IPAddress(input)
+            let address = HTTPDNSIPAddress(input)
             XCTAssertEqual(address?.description, canonical, input)
             XCTAssertEqual(address?.family, .v6, input)
-            XCTAssertEqual(address.flatMap { IPAddress($0.description) }, address, "round trip \(input)")
+            XCTAssertEqual(address.flatMap { HTTPDNSIPAddress($0.description) }, address, "round trip \(input)")
         }
-        XCTAssertEqual(IPAddress("[::1]")?.description, "::1")
-        XCTAssertEqual(IPAddress("::1")?.uriText, "[::1]")
-        XCTAssertEqual(IPAddress("2001:db8::1")?.bytes, [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [1])
+        XCTAssertEqual(HTTPDNSIPAddress("[::1]")?.description, "::1")
+        XCTAssertEqual(HTTPDNSIPAddress("::1")?.uriText, "[::1]")
+        XCTAssertEqual(HTTPDNSIPAddress("2001:db8::1")?.bytes, [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [1])
     }
 
     func testIPv6Junk() {
@@ -61,18 +61,18 @@ final class IPAddressTests: XCTestCase {
             String(repeating: "0", count: 60) + "::1", "::1\u{0}junk", "::1\u{0}",
         ]
         for text in junk {
-            XCTAssertNil(IPAddress(text), "accepted \(text.debugDescription)")
+            XCTAssertNil(HTTPDNSIPAddress(text), "accepted \(text.debugDescription)")
         }
     }
 
     func testMappedIPv4() {
-        let mapped = IPAddress("::ffff:10.0.0.1")
-        XCTAssertEqual(mapped?.ipv4Mapped, IPAddress("10.0.0.1"))
+        let mapped = HTTPDNSIPAddress("::ffff:10.0.0.1")
+        XCTAssertEqual(mapped?.ipv4Mapped, HTTPDNSIPAddress("10.0.0.1"))
         XCTAssertTrue(mapped?.isBogon == true)
-        XCTAssertFalse(IPAddress("::ffff:8.8.8.8")?.isBogon ?? true)
-        XCTAssertTrue(IPAddress("::ffff:127.0.0.1")?.isBogon == true)
-        XCTAssertNil(IPAddress("2001:db8::1")?.ipv4Mapped)
-        XCTAssertNil(IPAddress("1.2.3.4")?.ipv4Mapped)
+        XCTAssertFalse(HTTPDNSIPAddress("::ffff:8.8.8.8")?.isBogon ?? true)
+        XCTAssertTrue(HTTPDNSIPAddress("::ffff:127.0.0.1")?.isBogon == true)
+        XCTAssertNil(HTTPDNSIPAddress("2001:db8::1")?.ipv4Mapped)
+        XCTAssertNil(HTTPDNSIPAddress("1.2.3.4")?.ipv4Mapped)
     }
 
     /// Every range listed under "Hijack signals" in rfc-notes.md, checked at both edges and just outside.
@@ -116,15 +116,15 @@ final class IPAddressTests: XCTestCase {
         let addresses = [ip("1.2.3.4"), ip("2001:db8::1")]
         let data = try JSONEncoder().encode(addresses)
         XCTAssertEqual(String(decoding: data, as: UTF8.self), #"["1.2.3.4","2001:db8::1"]"#)
-        XCTAssertEqual(try JSONDecoder().decode([IPAddress].self, from: data), addresses)
-        XCTAssertThrowsError(try JSONDecoder().decode([IPAddress].self, from: Data(#"["1.2.3"]"#.utf8)))
+        XCTAssertEqual(try JSONDecoder().decode([HTTPDNSIPAddress].self, from: data), addresses)
+        XCTAssertThrowsError(try JSONDecoder().decode([HTTPDNSIPAddress].self, from: Data(#"["1.2.3"]"#.utf8)))
     }
 
     func testLiteralDetection() {
-        XCTAssertTrue(IPAddress.isLiteral("1.2.3.4"))
-        XCTAssertTrue(IPAddress.isLiteral("[::1]"))
-        XCTAssertFalse(IPAddress.isLiteral("example.com"))
-        XCTAssertFalse(IPAddress.isLiteral("1.2.3.4.example.com"))
+        XCTAssertTrue(HTTPDNSIPAddress.isLiteral("1.2.3.4"))
+        XCTAssertTrue(HTTPDNSIPAddress.isLiteral("[::1]"))
+        XCTAssertFalse(HTTPDNSIPAddress.isLiteral("example.com"))
+        XCTAssertFalse(HTTPDNSIPAddress.isLiteral("1.2.3.4.example.com"))
     }
 
     /// Seeded random addresses: bytes → text → parse gives the same address and the same bytes.
@@ -138,8 +138,8 @@ final class IPAddressTests: XCTestCase {
                     let start = Int.random(in: 0..<16, using: &generator)
                     for index in start..<min(16, start + Int.random(in: 1...12, using: &generator)) { bytes[index] = 0 }
                 }
-                let address = IPAddress(bytes: bytes)!
-                let parsed = IPAddress(address.description)
+                let address = HTTPDNSIPAddress(bytes: bytes)!
+                let parsed = HTTPDNSIPAddress(address.description)
                 XCTAssertEqual(parsed, address, address.description)
                 XCTAssertEqual(parsed?.bytes, bytes)
                 XCTAssertEqual(parsed?.family, count == 4 ? .v4 : .v6)

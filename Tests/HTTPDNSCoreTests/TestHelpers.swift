@@ -30,10 +30,10 @@ struct SeededGenerator: RandomNumberGenerator {
     }
 }
 
-func ip(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> IPAddress {
-    guard let address = IPAddress(text) else {
+func ip(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> HTTPDNSIPAddress {
+    guard let address = HTTPDNSIPAddress(text) else {
         XCTFail("bad test address \(text)", file: file, line: line)
-        return IPAddress(bytes: [0, 0, 0, 0])!
+        return HTTPDNSIPAddress(bytes: [0, 0, 0, 0])!
     }
     return address
 }

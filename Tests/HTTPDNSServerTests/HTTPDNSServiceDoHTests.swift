@@ -77,7 +77,7 @@ final class HTTPDNSServiceDoHTests: HTTPDNSServiceTestCase {
         XCTAssertEqual(wild.answers.first?.data, .a([192, 0, 2, 9]))
         XCTAssertNotNil(wild.edns)
         let (_, v6) = try await get(service, try query("www.example.test", .AAAA))
-        XCTAssertEqual(v6.answers.map(\.data), [.aaaa(IPAddress("2001:db8::1")!.bytes)])
+        XCTAssertEqual(v6.answers.map(\.data), [.aaaa(HTTPDNSIPAddress("2001:db8::1")!.bytes)])
         XCTAssertNil(v6.edns)
         var future = DNSEDNS()
         future.version = 1
@@ -170,7 +170,7 @@ final class HTTPDNSServiceDoHTests: HTTPDNSServiceTestCase {
         let encoded = String(repeating: "A", count: 90_000)
         let request = HTTPServer.Request(
             method: "GET", path: "/dns-query", rawQuery: "dns=" + encoded, queryItems: [HTTPServer.QueryItem(name: "dns", value: encoded)],
-            headers: [], body: Data(), remoteAddress: IPAddress("127.0.0.1"), remotePort: 1, httpVersion: "HTTP/1.1")
+            headers: [], body: Data(), remoteAddress: HTTPDNSIPAddress("127.0.0.1"), remotePort: 1, httpVersion: "HTTP/1.1")
         XCTAssertEqual(service.handle(request).status, 413)
     }
 
@@ -181,7 +181,7 @@ final class HTTPDNSServiceDoHTests: HTTPDNSServiceTestCase {
             let request = HTTPServer.Request(
                 method: "POST", path: "/dns-query", rawQuery: nil, queryItems: [],
                 headers: [HTTPServer.Header(name: "Content-Type", value: "application/dns-message")],
-                body: Data(body), remoteAddress: IPAddress("127.0.0.1"), remotePort: 1, httpVersion: "HTTP/1.1")
+                body: Data(body), remoteAddress: HTTPDNSIPAddress("127.0.0.1"), remotePort: 1, httpVersion: "HTTP/1.1")
             return service.handle(request).status
         }
         for length in 0..<bytes.count {

@@ -41,7 +41,7 @@ class HTTPDNSServiceInteropTestsBase: HTTPDNSServiceTestCase {
     /// An HTTPS service whose certificate (IP SAN 127.0.0.1) is issued by a fresh private CA.
     func startHTTPSService() throws -> (HTTPDNSService, TestCertificates) {
         let certificates = try TestCertificates()
-        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let service = try startService { configuration in
             configuration.tlsCertificatePEM = leaf.certificatePEM
             configuration.tlsKeyPEM = leaf.keyPEM
@@ -104,7 +104,7 @@ final class HTTPDNSServiceDigTests: HTTPDNSServiceInteropTestsBase {
         let service = try startService()
         let certificates = try TestCertificates()
         defer { certificates.remove() }
-        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let nginx = try NginxFront(backendPort: try XCTUnwrap(service.port), leaf: leaf)
         defer { nginx.stop() }
         let common = [
@@ -128,7 +128,7 @@ final class HTTPDNSServiceDigTests: HTTPDNSServiceInteropTestsBase {
     func testDigCannotSpeakToHTTP1DirectlyWhichIsWhyNginxIsInFront() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
-        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let service = try startService { configuration in
             configuration.tlsCertificatePEM = leaf.certificatePEM
             configuration.tlsKeyPEM = leaf.keyPEM

@@ -58,7 +58,7 @@ class HTTPDNSServiceTestCase: XCTestCase {
     ) async throws -> HTTPTransportResponse {
         let target = try XCTUnwrap(URL(string: url), "bad URL \(url)")
         var request = HTTPTransportRequest(url: target, method: method)
-        request.headers = headers.sorted { $0.key < $1.key }.map { HTTPHeader(name: $0.key, value: $0.value) }
+        request.headers = headers.sorted { $0.key < $1.key }.map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         if let body { request.body = .data(body) }
         request.trust = trust
         request.timeouts = .init(connect: .seconds(5), total: .seconds(20), idle: .seconds(20))
@@ -89,7 +89,7 @@ class HTTPDNSServiceTestCase: XCTestCase {
         }
     }
 
-    func ips(_ list: [String]) -> [IPAddress] { list.compactMap(IPAddress.init) }
+    func ips(_ list: [String]) -> [HTTPDNSIPAddress] { list.compactMap(HTTPDNSIPAddress.init) }
 }
 
 final class HTTPDNSServiceTests: HTTPDNSServiceTestCase {

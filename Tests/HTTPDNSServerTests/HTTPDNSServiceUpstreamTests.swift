@@ -73,7 +73,7 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
         dead.stop()
         let front = try startService { configuration in
             configuration.upstream.resolvers = [try! self.resolver("doh=\(deadURL)/dns-query")]
-            configuration.upstream.timeouts.perAttempt = 2
+            configuration.upstream.timeouts.perAttempt = .seconds(2)
         }
         let message = DNSMessage.query(name: try DNSName("elsewhere.test"), type: .A)
         let response = try await fetch(base(front) + "/dns-query?dns=" + DoHWireFormat.base64URL(message))

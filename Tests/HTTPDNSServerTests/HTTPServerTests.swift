@@ -68,7 +68,7 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(request.queryValue("e"), "A")
         XCTAssertTrue(request.queryItems.contains(HTTPServer.QueryItem(name: "flag", value: nil)))
         XCTAssertEqual(request.header("x-test"), "one two")
-        XCTAssertEqual(request.remoteAddress, IPAddress("127.0.0.1"))
+        XCTAssertEqual(request.remoteAddress, HTTPDNSIPAddress("127.0.0.1"))
         XCTAssertEqual(request.httpVersion, "HTTP/1.1")
     }
 
@@ -105,7 +105,7 @@ final class HTTPServerTests: XCTestCase {
 
     func testBindsOtherLoopbackAddressesAndIPv6() throws {
         for text in ["127.0.0.2", "127.0.0.3", "::1"] {
-            let address = try XCTUnwrap(IPAddress(text))
+            let address = try XCTUnwrap(HTTPDNSIPAddress(text))
             let server = try start(HTTPServer.Configuration(address: address)) { request in
                 .text(request.remoteAddress?.description ?? "?")
             }

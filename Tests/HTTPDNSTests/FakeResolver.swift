@@ -32,7 +32,7 @@ final class FakeResolver: HTTPDNSResolver {
         if delay > 0 { try await Task.sleep(for: .seconds(delay)) }
         switch behaviour {
         case .answer(let texts, let ttl):
-            let addresses = texts.compactMap(IPAddress.init)
+            let addresses = texts.compactMap(HTTPDNSIPAddress.init)
             return HTTPDNSRecordSet(
                 host: host, ipv4: addresses.filter { $0.family == .v4 }, ipv6: addresses.filter { $0.family == .v6 },
                 ttl: ttl)
@@ -71,7 +71,7 @@ func engine(
     monitor: RecordingMonitor = RecordingMonitor(),
     configure: (inout HTTPDNSConfiguration) -> Void = { _ in }
 ) -> HTTPDNSEngine {
-    var configuration = HTTPDNSConfiguration(providers: providers)
+    var configuration = HTTPDNSConfiguration(resolvers: providers)
     configuration.clock = clock
     configuration.monitor = monitor
     configuration.localDNS = .custom(local ?? FakeResolver("local", .fail(.nameNotFound)))

@@ -24,7 +24,7 @@ final class FamilyRecordingResolver: HTTPDNSResolver {
         }
         if fails { throw HTTPDNSError(.transport, "scripted failure", host: host, source: name) }
         guard !texts.isEmpty else { throw HTTPDNSError(.nameNotFound, "no such name", host: host, source: name) }
-        let addresses = texts.compactMap(IPAddress.init)
+        let addresses = texts.compactMap(HTTPDNSIPAddress.init)
         return HTTPDNSRecordSet(
             host: host, ipv4: addresses.filter { $0.family == .v4 }, ipv6: addresses.filter { $0.family == .v6 }, ttl: ttl)
     }

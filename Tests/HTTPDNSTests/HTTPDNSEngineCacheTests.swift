@@ -247,7 +247,7 @@ final class HTTPDNSEnginePersistenceScheduleTests: XCTestCase {
         let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
         let first = engine([provider]) {
             $0.cache.persistencePath = path
-            $0.cache.persistenceInterval = 0.05
+            $0.cache.persistenceInterval = .seconds(0.05)
         }
         _ = try await first.resolve("auto.example")
         try await waitUntil { FileManager.default.fileExists(atPath: path) }

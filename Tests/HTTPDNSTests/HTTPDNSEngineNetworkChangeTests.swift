@@ -9,7 +9,7 @@ final class HTTPDNSEngineNetworkChangeTests: XCTestCase {
         let provider = FakeResolver("p", .answer(["198.51.100.1", "198.51.100.2"], ttl: 600))
         let subject = engine([provider]) { $0.network.keepsStaleAnswersOnChange = false }
         _ = try await subject.resolve("n.example")
-        let first = try XCTUnwrap(IPAddress("198.51.100.1"))
+        let first = try XCTUnwrap(HTTPDNSIPAddress("198.51.100.1"))
         subject.reportUnreachable(first)
         XCTAssertTrue(subject.isCoolingDown(first))
         let reordered = try await subject.resolve("n.example")

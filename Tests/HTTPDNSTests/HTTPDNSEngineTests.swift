@@ -21,7 +21,7 @@ final class HTTPDNSEngineTests: XCTestCase {
         let provider = FakeResolver("p1", .answer(["93.184.216.34"], ttl: 120))
         let subject = engine([provider])
         let answer = try await subject.resolve("192.0.2.7")
-        XCTAssertEqual(answer.addresses, [IPAddress("192.0.2.7")!])
+        XCTAssertEqual(answer.addresses, [HTTPDNSIPAddress("192.0.2.7")!])
         XCTAssertEqual(provider.calls, 0)
         XCTAssertFalse(subject.protects("192.0.2.7"))
         XCTAssertFalse(subject.protects("[::1]"))
@@ -129,8 +129,8 @@ final class HTTPDNSEngineTests: XCTestCase {
         let hung = FakeResolver("hung", .hang)
         let good = FakeResolver("good", .answer(["198.51.100.2"], ttl: 60))
         let subject = engine([hung, good]) {
-            $0.timeouts.perAttempt = 0.2
-            $0.timeouts.httpdnsBudget = 2
+            $0.timeouts.perAttempt = .seconds(0.2)
+            $0.timeouts.httpdnsBudget = .seconds(2)
         }
         let answer = try await subject.resolve("h.example")
         XCTAssertEqual(answer.source, "good")
@@ -142,8 +142,8 @@ final class HTTPDNSEngineTests: XCTestCase {
         let never = FakeResolver("never", .answer(["198.51.100.3"], ttl: 60))
         let local = FakeResolver("system", .answer(["198.51.100.4"], ttl: nil))
         let subject = engine([hung1, hung2, never], local: local) {
-            $0.timeouts.perAttempt = 0.3
-            $0.timeouts.httpdnsBudget = 0.5
+            $0.timeouts.perAttempt = .seconds(0.3)
+            $0.timeouts.httpdnsBudget = .seconds(0.5)
         }
         let answer = try await subject.resolve("i.example")
         XCTAssertEqual(answer.source, "system")
@@ -170,7 +170,7 @@ final class HTTPDNSEngineTests: XCTestCase {
         let provider = FakeResolver("p", .answer(["198.51.100.10", "198.51.100.11"], ttl: 600))
         let subject = engine([provider], clock: clock)
         _ = try await subject.resolve("k.example")
-        subject.reportUnreachable(IPAddress("198.51.100.10")!)
+        subject.reportUnreachable(HTTPDNSIPAddress("198.51.100.10")!)
         let answer = try await subject.resolve("k.example")
         XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.11", "198.51.100.10"])
         clock.advance(by: 61)
@@ -211,7 +211,7 @@ final class HTTPDNSEngineTests: XCTestCase {
 final class HTTPDNSEngineCancellationTests: XCTestCase {
     func testCancelledWaiterLeavesAtOnceWhileTheSharedLookupGoesOn() async throws {
         let slow = FakeResolver("slow", .answer(["198.51.100.30"], ttl: 60), delay: 3)
-        let subject = engine([slow]) { $0.timeouts.perAttempt = 5; $0.timeouts.httpdnsBudget = 5 }
+        let subject = engine([slow]) { $0.timeouts.perAttempt = .seconds(5); $0.timeouts.httpdnsBudget = .seconds(5) }
         let lookupDone = HTTPDNSLock(false)
         let waiter = Task { try await subject.resolve("slow.example") }
         let survivor = Task {
@@ -236,7 +236,7 @@ final class HTTPDNSEngineCancellationTests: XCTestCase {
 
 final class HTTPDNSEngineStaticTests: XCTestCase {
     func testStaticEntriesAreTrustedAsGivenButServicesAreNot() async throws {
-        let pins = StaticResolver(["pinned.example": [IPAddress("127.0.0.9")!]], name: "resolve")
+        let pins = StaticResolver(["pinned.example": [HTTPDNSIPAddress("127.0.0.9")!]], name: "resolve")
         let service = FakeResolver("service", .answer(["127.0.0.9"], ttl: 60))
         let subject = engine([pins, service])
         let pinned = try await subject.resolve("pinned.example")

@@ -44,7 +44,7 @@ final class HTTPDNSHitMemoTests: XCTestCase {
         let provider = FakeResolver("p", .answer(["198.51.100.10", "198.51.100.11"], ttl: 600))
         let subject = engine([provider])
         try await primed(subject, "k.example")
-        subject.reportUnreachable(IPAddress("198.51.100.10")!)
+        subject.reportUnreachable(HTTPDNSIPAddress("198.51.100.10")!)
         XCTAssertEqual(subject.cachedAnswer("k.example")?.addresses.map(\.description), ["198.51.100.11", "198.51.100.10"])
         XCTAssertFalse(memoHolds(subject, "k.example"), "an answer with a cooling address is not memoised")
     }

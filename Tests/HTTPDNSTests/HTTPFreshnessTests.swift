@@ -7,7 +7,7 @@ import XCTest
 final class HTTPFreshnessTests: XCTestCase {
     private func lifetime(_ headers: [(String, String)]) -> Int? {
         let head = HTTPTransportResponseHead(
-            statusCode: 200, headers: headers.map { HTTPHeader(name: $0.0, value: $0.1) }, connectedAddress: nil,
+            statusCode: 200, headers: headers.map { HTTPTransportHeader(name: $0.0, value: $0.1) }, connectedAddress: nil,
             httpVersion: "1.1")
         return HTTPDNSProvider.freshnessLifetime(HTTPTransportResponse(head: head, body: Data(), metrics: .init()))
     }

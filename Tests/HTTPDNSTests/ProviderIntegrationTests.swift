@@ -137,7 +137,7 @@ final class ProviderIntegrationTests: XCTestCase {
         }
         defer { server.stop() }
         let hosts = (1...7).map { "pre\($0).example" }
-        var configuration = HTTPDNSConfiguration(providers: [try provider("dnspod=\(server.base)")])
+        var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(server.base)")])
         configuration.failover.httpdnsOnly = true
         configuration.cache.preResolve = hosts + ["PRE1.example.", "198.51.100.1"]
         let subject = HTTPDNSEngine(configuration: configuration)
@@ -196,9 +196,9 @@ final class ProviderIntegrationTests: XCTestCase {
         let server = try ProviderServer { _ in .text("93.184.216.34,60") }
         defer { server.stop() }
         server.set(mode)
-        var configuration = HTTPDNSConfiguration(providers: [try provider("\(kind)=\(server.base)\(path)")])
+        var configuration = HTTPDNSConfiguration(resolvers: [try provider("\(kind)=\(server.base)\(path)")])
         configuration.failover.httpdnsOnly = true
-        configuration.timeouts.perAttempt = 0.5
+        configuration.timeouts.perAttempt = .seconds(0.5)
         let subject = HTTPDNSEngine(configuration: configuration)
         do {
             let answer = try await subject.resolve("fail.example")
@@ -236,7 +236,7 @@ final class ProviderIntegrationTests: XCTestCase {
         let server = try ProviderServer { _ in .text("0") }
         let base = server.base
         server.stop()
-        var configuration = HTTPDNSConfiguration(providers: [try provider("dnspod=\(base)")])
+        var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(base)")])
         configuration.failover.httpdnsOnly = true
         let subject = HTTPDNSEngine(configuration: configuration)
         do {
@@ -256,10 +256,10 @@ final class ProviderIntegrationTests: XCTestCase {
             return .text("93.184.216.98,300")
         }
         defer { slow.stop() }
-        var configuration = HTTPDNSConfiguration(providers: [try provider("dnspod=\(slow.base)")])
+        var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(slow.base)")])
         configuration.failover.httpdnsOnly = true
-        configuration.timeouts.perAttempt = 5
-        configuration.timeouts.httpdnsBudget = 5
+        configuration.timeouts.perAttempt = .seconds(5)
+        configuration.timeouts.httpdnsBudget = .seconds(5)
         let subject = HTTPDNSEngine(configuration: configuration)
         let first = Task { try await subject.resolve("shared.example") }
         try await Task.sleep(for: .milliseconds(100))
@@ -287,7 +287,7 @@ final class ProviderIntegrationTests: XCTestCase {
             return .text("93.184.216.99,300")
         }
         defer { good.stop() }
-        var configuration = HTTPDNSConfiguration(providers: [try provider("dnspod=\(dead.base)"), try provider("dnspod=\(good.base)")])
+        var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(dead.base)"), try provider("dnspod=\(good.base)")])
         configuration.failover.httpdnsOnly = true
         let subject = HTTPDNSEngine(configuration: configuration)
         let answers = try await withThrowingTaskGroup(of: HTTPDNSAnswer.self) { group in

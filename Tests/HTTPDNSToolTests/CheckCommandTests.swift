@@ -17,7 +17,7 @@ final class CheckCommandTests: ToolTestCase {
     }
 
     func testLyingLocalDNSIsReportedAsHijackWithExitTwo() throws {
-        let liar = try dnsmasq { $0.lie("www.example.test", to: IPAddress("127.0.0.66")!) }
+        let liar = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!) }
         let provider = try dnspod(zone: zone)
         let result = try run(["check", "--local-dns", "udp=127.0.0.1:\(liar.port)"] + provider + ["www.example.test"])
         XCTAssertEqual(result.status, 2, "stdout: \(result.stdoutText) stderr: \(result.stderrText)")
@@ -28,7 +28,7 @@ final class CheckCommandTests: ToolTestCase {
     }
 
     func testJSONReportCarriesBothSidesAndTheConclusion() throws {
-        let liar = try dnsmasq { $0.lie("www.example.test", to: IPAddress("127.0.0.66")!) }
+        let liar = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!) }
         let provider = try dnspod(zone: zone)
         let result = try run(["check", "--json", "--local-dns", "udp=127.0.0.1:\(liar.port)"] + provider + ["www.example.test"])
         XCTAssertEqual(result.status, 2, result.stderrText)
@@ -43,7 +43,7 @@ final class CheckCommandTests: ToolTestCase {
     }
 
     func testAgreementExitsZero() throws {
-        let honest = try dnsmasq { $0.hostRecords = [("www.example.test", [IPAddress("127.0.0.1")!])] }
+        let honest = try dnsmasq { $0.hostRecords = [("www.example.test", [HTTPDNSIPAddress("127.0.0.1")!])] }
         let provider = try dnspod(zone: zone)
         let result = try run(["check", "--local-dns", "udp=127.0.0.1:\(honest.port)"] + provider + ["www.example.test"])
         XCTAssertEqual(result.status, 0, "stdout: \(result.stdoutText) stderr: \(result.stderrText)")
@@ -60,7 +60,7 @@ final class CheckCommandTests: ToolTestCase {
     }
 
     func testNoHTTPDNSAnswerIsInconclusiveAndFails() throws {
-        let honest = try dnsmasq { $0.hostRecords = [("www.example.test", [IPAddress("127.0.0.1")!])] }
+        let honest = try dnsmasq { $0.hostRecords = [("www.example.test", [HTTPDNSIPAddress("127.0.0.1")!])] }
         let port = try closedPort()
         let result = try run([
             "check", "--local-dns", "udp=127.0.0.1:\(honest.port)", "--provider", "dnspod=http://127.0.0.1:\(port)",
@@ -81,7 +81,7 @@ final class CheckCommandTests: ToolTestCase {
         let real = try certificates.issue(dnsNames: ["www.example.test"])
         let impostor = try certificates.issue(dnsNames: otherNames)
         func server(_ address: String, port: Int, _ leaf: TestCertificates.Leaf) throws -> HTTPServer {
-            var configuration = HTTPServer.Configuration(address: IPAddress(address)!, port: port)
+            var configuration = HTTPServer.Configuration(address: HTTPDNSIPAddress(address)!, port: port)
             configuration.tlsCertificatePEM = leaf.certificatePEM
             configuration.tlsKeyPEM = leaf.keyPEM
             let server = try HTTPServer(configuration: configuration) { _ in .text("ok") }
@@ -95,7 +95,7 @@ final class CheckCommandTests: ToolTestCase {
 
     func testProbeConfirmsAHijackByTheCertificate() throws {
         let (port, ca) = try tlsPair(other: "127.0.0.66", otherNames: ["ads.example.test"])
-        let liar = try dnsmasq { $0.lie("www.example.test", to: IPAddress("127.0.0.66")!) }
+        let liar = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!) }
         let provider = try dnspod(zone: zone)
         let result = try run(
             ["check", "--probe-port", "\(port)", "--cacert", ca, "--local-dns", "udp=127.0.0.1:\(liar.port)"] + provider
@@ -109,7 +109,7 @@ final class CheckCommandTests: ToolTestCase {
     func testProbeClearsAnotherValidEdge() throws {
         // LocalDNS points elsewhere, but that address proves it is www.example.test: a CDN edge.
         let (port, ca) = try tlsPair(other: "127.0.0.67", otherNames: ["www.example.test"])
-        let steering = try dnsmasq { $0.lie("www.example.test", to: IPAddress("127.0.0.67")!) }
+        let steering = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.67")!) }
         let provider = try dnspod(zone: zone)
         let result = try run(
             ["check", "--json", "--probe-port", "\(port)", "--cacert", ca, "--local-dns", "udp=127.0.0.1:\(steering.port)"]

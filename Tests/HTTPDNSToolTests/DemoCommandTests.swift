@@ -30,7 +30,7 @@ final class DemoCommandTests: ToolTestCase {
         let ports = Self.ports(in: output)
         XCTAssertFalse(ports.isEmpty, "no ports in the output")
         for (address, port) in ports {
-            XCTAssertFalse(Nginx.isListening(IPAddress(address)!, port: port), "\(address):\(port) still listening")
+            XCTAssertFalse(Nginx.isListening(HTTPDNSIPAddress(address)!, port: port), "\(address):\(port) still listening")
         }
     }
 

@@ -23,10 +23,10 @@ final class TransportFailureTests: TransportTestCase {
         let port = server.port
         server.stop()
         var request = HTTPTransportRequest(url: url("http://gone.test:\(port)/"))
-        request.pinnedAddresses = [IPAddress("127.0.0.3")!]
+        request.pinnedAddresses = [HTTPDNSIPAddress("127.0.0.3")!]
         let error = await transportError { _ = try await self.transport.send(request) }
         XCTAssertEqual(error?.code, .cannotConnectToHost)
-        XCTAssertEqual(error?.attemptedAddress, IPAddress("127.0.0.3"))
+        XCTAssertEqual(error?.attemptedAddress, HTTPDNSIPAddress("127.0.0.3"))
         XCTAssertEqual(error?.host, "gone.test")
     }
 
@@ -66,11 +66,11 @@ final class TransportFailureTests: TransportTestCase {
     func testMalformedRequestsAreRejectedBeforeSending() async throws {
         let server = try startServer()
         var injected = HTTPTransportRequest(url: url("http://127.0.0.1:\(server.port)/"))
-        injected.headers = [HTTPHeader(name: "X-A", value: "1\r\nX-Injected: 2")]
+        injected.headers = [HTTPTransportHeader(name: "X-A", value: "1\r\nX-Injected: 2")]
         let headerError = await transportError { _ = try await self.transport.send(injected) }
         XCTAssertEqual(headerError?.code, .invalidRequest)
         var badName = HTTPTransportRequest(url: url("http://127.0.0.1:\(server.port)/"))
-        badName.headers = [HTTPHeader(name: "Bad Name", value: "1")]
+        badName.headers = [HTTPTransportHeader(name: "Bad Name", value: "1")]
         let nameError = await transportError { _ = try await self.transport.send(badName) }
         XCTAssertEqual(nameError?.code, .invalidRequest)
         let method = await transportError {

@@ -7,10 +7,10 @@ final class TransportPinningTests: TransportTestCase {
     func testPinnedNameIsNeverResolvedAndHostHeaderIsKept() async throws {
         let server = try startServer("127.0.0.2")
         var request = HTTPTransportRequest(url: url("http://pinned.test:\(server.port)/echo"))
-        request.pinnedAddresses = [IPAddress("127.0.0.2")!]
+        request.pinnedAddresses = [HTTPDNSIPAddress("127.0.0.2")!]
         let response = try await transport.send(request)
         XCTAssertEqual(response.statusCode, 200)
-        XCTAssertEqual(response.connectedAddress, IPAddress("127.0.0.2"))
+        XCTAssertEqual(response.connectedAddress, HTTPDNSIPAddress("127.0.0.2"))
         XCTAssertEqual(server.requests.first?.header("Host"), "pinned.test:\(server.port)")
     }
 
@@ -21,10 +21,10 @@ final class TransportPinningTests: TransportTestCase {
         for round in 0..<4 {
             for (address, server) in [("127.0.0.2", two), ("127.0.0.3", three)] {
                 var request = HTTPTransportRequest(url: url("http://pinned.test:\(port)/echo?round=\(round)"))
-                request.pinnedAddresses = [IPAddress(address)!]
+                request.pinnedAddresses = [HTTPDNSIPAddress(address)!]
                 let response = try await transport.send(request)
                 XCTAssertEqual(response.header("X-Server-Address"), address, "round \(round)")
-                XCTAssertEqual(response.connectedAddress, IPAddress(address))
+                XCTAssertEqual(response.connectedAddress, HTTPDNSIPAddress(address))
                 XCTAssertEqual(server.requests.last?.rawQuery, "round=\(round)")
             }
         }
@@ -44,7 +44,7 @@ final class TransportPinningTests: TransportTestCase {
                 let address = index % 2 == 0 ? "127.0.0.2" : "127.0.0.3"
                 group.addTask {
                     var request = HTTPTransportRequest(url: URL(string: "http://pinned.test:\(port)/echo?\(index)")!)
-                    request.pinnedAddresses = [IPAddress(address)!]
+                    request.pinnedAddresses = [HTTPDNSIPAddress(address)!]
                     let response = try await transport.send(request)
                     XCTAssertEqual(response.header("X-Server-Address"), address)
                 }
@@ -58,7 +58,7 @@ final class TransportPinningTests: TransportTestCase {
     func testUnpinnedRequestDoesNotReusePinnedConnection() async throws {
         let (one, two) = try startServerPair("127.0.0.1", "127.0.0.2")
         var pinned = HTTPTransportRequest(url: url("http://localhost:\(one.port)/echo"))
-        pinned.pinnedAddresses = [IPAddress("127.0.0.2")!]
+        pinned.pinnedAddresses = [HTTPDNSIPAddress("127.0.0.2")!]
         let first = try await transport.send(pinned)
         XCTAssertEqual(first.header("X-Server-Address"), "127.0.0.2")
         // Plain libcurl resolution of 127.0.0.1 must not ride on the pinned connection.
@@ -72,7 +72,7 @@ final class TransportPinningTests: TransportTestCase {
         two.stop()
         // 127.0.0.2 refuses, 127.0.0.1 answers.
         var request = HTTPTransportRequest(url: url("http://multi.test:\(two.port)/echo"))
-        request.pinnedAddresses = [IPAddress("127.0.0.2")!, IPAddress("127.0.0.1")!]
+        request.pinnedAddresses = [HTTPDNSIPAddress("127.0.0.2")!, HTTPDNSIPAddress("127.0.0.1")!]
         let response = try await transport.send(request)
         XCTAssertEqual(response.header("X-Server-Address"), "127.0.0.1")
     }
@@ -80,9 +80,9 @@ final class TransportPinningTests: TransportTestCase {
     func testPinnedIPv6() async throws {
         let server = try startServer("::1")
         var request = HTTPTransportRequest(url: url("http://six.test:\(server.port)/echo"))
-        request.pinnedAddresses = [IPAddress("::1")!]
+        request.pinnedAddresses = [HTTPDNSIPAddress("::1")!]
         let response = try await transport.send(request)
-        XCTAssertEqual(response.connectedAddress, IPAddress("::1"))
+        XCTAssertEqual(response.connectedAddress, HTTPDNSIPAddress("::1"))
         XCTAssertEqual(server.requests.first?.header("Host"), "six.test:\(server.port)")
     }
 }

@@ -7,14 +7,14 @@ final class TransportRoundTripTests: TransportTestCase {
     func testGetReturnsStatusHeadersAndBody() async throws {
         let server = try startServer()
         var request = HTTPTransportRequest(url: url("http://127.0.0.1:\(server.port)/echo?a=1&b=x%20y"))
-        request.headers = [HTTPHeader(name: "X-Custom", value: "hello there")]
+        request.headers = [HTTPTransportHeader(name: "X-Custom", value: "hello there")]
         let response = try await transport.send(request)
         XCTAssertEqual(response.statusCode, 200)
         XCTAssertEqual(response.header("x-echo-method"), "GET")
         XCTAssertEqual(response.header("X-ECHO-QUERY"), "a=1&b=x%20y")
         XCTAssertEqual(response.header("X-Echo-X-Custom"), "hello there")
         XCTAssertEqual(response.httpVersion, "1.1")
-        XCTAssertEqual(response.connectedAddress, IPAddress("127.0.0.1"))
+        XCTAssertEqual(response.connectedAddress, HTTPDNSIPAddress("127.0.0.1"))
         XCTAssertEqual(response.body, Data())
         XCTAssertEqual(server.requests.first?.header("X-Custom"), "hello there")
         XCTAssertEqual(server.requests.first?.header("User-Agent"), "swift-httpdns")
@@ -24,7 +24,7 @@ final class TransportRoundTripTests: TransportTestCase {
         let server = try startServer()
         let body = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         var request = HTTPTransportRequest(url: url("http://127.0.0.1:\(server.port)/echo"), method: "POST")
-        request.headers = [HTTPHeader(name: "Content-Type", value: "application/dns-message")]
+        request.headers = [HTTPTransportHeader(name: "Content-Type", value: "application/dns-message")]
         request.body = .data(body)
         let response = try await transport.send(request)
         XCTAssertEqual(response.statusCode, 200)
@@ -73,7 +73,7 @@ final class TransportRoundTripTests: TransportTestCase {
         let server = try startServer("::1")
         let response = try await transport.send(HTTPTransportRequest(url: url("http://[::1]:\(server.port)/echo")))
         XCTAssertEqual(response.header("X-Server-Address"), "::1")
-        XCTAssertEqual(response.connectedAddress, IPAddress("::1"))
+        XCTAssertEqual(response.connectedAddress, HTTPDNSIPAddress("::1"))
     }
 
     func testChunkedAndLargeResponses() async throws {

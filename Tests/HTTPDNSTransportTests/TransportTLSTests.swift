@@ -19,7 +19,7 @@ final class TransportTLSTests: TransportTestCase {
 
     private func request(port: Int, host: String = "a.test", trust: HTTPTransportTrust) -> HTTPTransportRequest {
         var request = HTTPTransportRequest(url: url("https://\(host):\(port)/echo"))
-        request.pinnedAddresses = [IPAddress("127.0.0.1")!]
+        request.pinnedAddresses = [HTTPDNSIPAddress("127.0.0.1")!]
         request.trust = trust
         return request
     }
@@ -45,7 +45,7 @@ final class TransportTLSTests: TransportTestCase {
     }
 
     func testCertificateForAnotherNameIsRejected() async throws {
-        let leaf = try certificates.issue(dnsNames: ["b.test"], ipAddresses: [IPAddress("127.0.0.1")!])
+        let leaf = try certificates.issue(dnsNames: ["b.test"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let server = try startServer(tls: leaf)
         let trust = HTTPTransportTrust.caPEM(Data(certificates.caCertificatePEM.utf8))
         let error = await transportError { _ = try await self.transport.send(self.request(port: server.port, trust: trust)) }

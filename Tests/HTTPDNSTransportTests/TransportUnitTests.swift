@@ -6,9 +6,9 @@ import XCTest
 
 final class TransportUnitTests: XCTestCase {
     func testPinningEntriesEncodeTheExactList() throws {
-        let two = try XCTUnwrap(IPAddress("127.0.0.2"))
-        let three = try XCTUnwrap(IPAddress("127.0.0.3"))
-        let six = try XCTUnwrap(IPAddress("2001:db8::1"))
+        let two = try XCTUnwrap(HTTPDNSIPAddress("127.0.0.2"))
+        let three = try XCTUnwrap(HTTPDNSIPAddress("127.0.0.3"))
+        let six = try XCTUnwrap(HTTPDNSIPAddress("2001:db8::1"))
         let entries = try XCTUnwrap(CurlPinning.entries(port: 8443, addresses: [two, six]))
         XCTAssertEqual(entries.connectTo, "::7f000002.20010db8000000000000000000000001.pin.httpdns.invalid:8443")
         XCTAssertEqual(
@@ -22,7 +22,7 @@ final class TransportUnitTests: XCTestCase {
     }
 
     func testPinningNameStaysWithinLibcurlLimits() throws {
-        let many = (1...40).map { IPAddress(bytes: [32, 1, 13, 184] + Array(repeating: 0, count: 11) + [UInt8($0)])! }
+        let many = (1...40).map { HTTPDNSIPAddress(bytes: [32, 1, 13, 184] + Array(repeating: 0, count: 11) + [UInt8($0)])! }
         let entries = try XCTUnwrap(CurlPinning.entries(port: 443, addresses: many))
         let name = entries.resolve.split(separator: ":").first.map(String.init) ?? ""
         XCTAssertLessThanOrEqual(name.utf8.count, CurlPinning.maxNameLength)
@@ -62,7 +62,7 @@ final class TransportUnitTests: XCTestCase {
 
 final class CurlPinningMessageTests: XCTestCase {
     func testErrorMessagesNameTheRealHostNotTheSyntheticOne() throws {
-        let addresses = [IPAddress("127.0.0.2")!, IPAddress("::1")!]
+        let addresses = [HTTPDNSIPAddress("127.0.0.2")!, HTTPDNSIPAddress("::1")!]
         let entries = try XCTUnwrap(CurlPinning.entries(port: 443, addresses: addresses))
         let name = String(entries.resolve.prefix { $0 != ":" })
         let message = "Failed to connect to \(name) port 443 after 0 ms: Couldn't connect to server"

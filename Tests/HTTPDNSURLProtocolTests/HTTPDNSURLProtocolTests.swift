@@ -4,7 +4,7 @@ import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSTransport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -86,9 +86,9 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         let client = makeClient(["two.test": ["127.0.0.6", "127.0.0.1"]])
         let (_, response) = try await client.data(for: URLRequest(url: URL(string: "http://two.test:\(origin.port)/")!))
         XCTAssertEqual(response.statusCode, 200)
-        XCTAssertTrue(client.engine.isCoolingDown(IPAddress("127.0.0.6")!))
+        XCTAssertTrue(client.engine.isCoolingDown(HTTPDNSIPAddress("127.0.0.6")!))
         let again = try await client.engine.resolve("two.test")
-        XCTAssertEqual(again.addresses.first, IPAddress("127.0.0.1"), "the refusing address moved to the back")
+        XCTAssertEqual(again.addresses.first, HTTPDNSIPAddress("127.0.0.1"), "the refusing address moved to the back")
     }
 
     func testEveryHTTPDNSAddressDownFallsBackToLocalDNSAddresses() async throws {
@@ -313,7 +313,7 @@ final class HTTPDNSClientFailureTests: XCTestCase {
         } catch let error as URLError {
             XCTAssertEqual(error.code, .cannotConnectToHost)
             let report = try XCTUnwrap(error.httpdnsConnectionReport)
-            XCTAssertEqual(report.attempts.map(\.address), [IPAddress("127.0.0.14"), IPAddress("127.0.0.15")])
+            XCTAssertEqual(report.attempts.map(\.address), [HTTPDNSIPAddress("127.0.0.14"), HTTPDNSIPAddress("127.0.0.15")])
             XCTAssertTrue(report.attempts.allSatisfy { $0.failure != nil })
             XCTAssertEqual(report.answer?.source, "test-httpdns")
             XCTAssertTrue(error.httpdnsUnderlyingError is HTTPTransportError)

@@ -3,7 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
-import HTTPDNSURLProtocol
+import HTTPDNSNetworking
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -16,19 +16,19 @@ final class Origin: Sendable {
     }
 
     let server: HTTPServer
-    let address: IPAddress
+    let address: HTTPDNSIPAddress
     private let log = Log()
 
     init(
         address: String = "127.0.0.1", port: Int = 0, tls: TestCertificates.Leaf? = nil,
         respond: @escaping @Sendable (HTTPServer.Request) -> HTTPServer.Response = Origin.echo
     ) throws {
-        var configuration = HTTPServer.Configuration(address: IPAddress(address)!, port: port)
+        var configuration = HTTPServer.Configuration(address: HTTPDNSIPAddress(address)!, port: port)
         configuration.tlsCertificatePEM = tls?.certificatePEM
         configuration.tlsKeyPEM = tls?.keyPEM
         configuration.maxRequestBodyBytes = 8 << 20
         let log = self.log
-        self.address = IPAddress(address)!
+        self.address = HTTPDNSIPAddress(address)!
         server = try HTTPServer(configuration: configuration) { request in
             log.requests.withLock { $0.append(request) }
             return respond(request)
@@ -58,10 +58,10 @@ func makeClient(
     _ table: [String: [String]], local: [String: [String]] = [:], trust: HTTPTransportTrustChoice = .system,
     configure: (inout HTTPDNSConfiguration, inout HTTPDNSClient.Configuration) -> Void = { _, _ in }
 ) -> HTTPDNSClient {
-    let entries = table.mapValues { $0.compactMap(IPAddress.init) }
-    var configuration = HTTPDNSConfiguration(providers: [StaticResolver(entries, ttl: 600, name: "test-httpdns")])
+    let entries = table.mapValues { $0.compactMap(HTTPDNSIPAddress.init) }
+    var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(entries, ttl: 600, name: "test-httpdns")])
     configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
-    configuration.localDNS = .custom(StaticResolver(local.mapValues { $0.compactMap(IPAddress.init) }, name: "test-localdns"))
+    configuration.localDNS = .custom(StaticResolver(local.mapValues { $0.compactMap(HTTPDNSIPAddress.init) }, name: "test-localdns"))
     configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
     var clientConfiguration = HTTPDNSClient.Configuration()
     clientConfiguration.connectTimeout = .seconds(2)
@@ -84,7 +84,7 @@ func protectedSession(_ client: HTTPDNSClient) -> URLSession {
 
 /// A loopback port with nothing listening (bound once, then closed).
 func refusedPort(on address: String) throws -> Int {
-    let probe = try HTTPServer(configuration: .init(address: IPAddress(address)!, port: 0)) { _ in .text("") }
+    let probe = try HTTPServer(configuration: .init(address: HTTPDNSIPAddress(address)!, port: 0)) { _ in .text("") }
     let port = probe.port
     probe.stop()
     return port

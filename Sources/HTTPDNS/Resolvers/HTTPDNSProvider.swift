@@ -6,14 +6,14 @@ import HTTPDNSTransport
 /// ``AlibabaFormat``, ``DoHWireFormat``, ``DoHJSONFormat``, ``IPListFormat``) plus the libcurl
 /// transport.
 ///
-/// With ``Options/bootstrapAddresses`` the service is reached at those addresses (tried in order,
+/// With ``Configuration/bootstrapAddresses`` the service is reached at those addresses (tried in order,
 /// the next when one fails to connect) while TLS still verifies the URL's host, so finding the
 /// HTTPDNS service never needs the local resolver.
 public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     /// How the service is reached.
-    public struct Options: Sendable {
+    public struct Configuration: Sendable {
         /// Addresses of the service; empty lets libcurl resolve the URL's host (IP URLs need none).
-        public var bootstrapAddresses: [IPAddress] = []
+        public var bootstrapAddresses: [HTTPDNSIPAddress] = []
         /// Certificate authorities for HTTPS services. Default: the system's.
         public var trust: HTTPTransportTrust = .system
         /// Connection time limit. Default 2 s (the engine's per-attempt limit usually ends it first).
@@ -30,26 +30,26 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
     /// The wire format.
     public let format: any HTTPDNSProviderFormat
-    public let options: Options
+    public let configuration: Configuration
     let transport: HTTPTransport
     let clock: any HTTPDNSClock
 
     /// - Parameters:
     ///   - name: the label used in answers, events and errors.
     ///   - format: the wire format.
-    ///   - options: bootstrap addresses, trust, timeouts.
+    ///   - configuration: bootstrap addresses, trust, timeouts.
     ///   - transport: the libcurl transport; default the shared one.
     ///   - clock: time for signatures and expiry anchors.
     public init(
         name: String,
         format: any HTTPDNSProviderFormat,
-        options: Options = .init(),
+        configuration: Configuration = .init(),
         transport: HTTPTransport = .shared,
         clock: any HTTPDNSClock = HTTPDNSSystemClock()
     ) {
         self.name = name
         self.format = format
-        self.options = options
+        self.configuration = configuration
         self.transport = transport
         self.clock = clock
     }
@@ -175,19 +175,19 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
             return .failure(HTTPDNSError(.invalidConfiguration, "bad service URL", source: name))
         }
         var transportRequest = HTTPTransportRequest(url: url, method: request.method)
-        transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPHeader(name: $0.key, value: $0.value) }
+        transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         if let body = request.body { transportRequest.body = .data(Data(body)) }
-        transportRequest.pinnedAddresses = options.bootstrapAddresses
-        transportRequest.trust = options.trust
-        let total = limit.map { min($0, options.totalTimeout) } ?? options.totalTimeout
-        transportRequest.timeouts = .init(connect: min(options.connectTimeout, total), total: total, idle: total)
+        transportRequest.pinnedAddresses = configuration.bootstrapAddresses
+        transportRequest.trust = configuration.trust
+        let total = limit.map { min($0, configuration.totalTimeout) } ?? configuration.totalTimeout
+        transportRequest.timeouts = .init(connect: min(configuration.connectTimeout, total), total: total, idle: total)
         transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes
         return .success(transportRequest)
     }
 
     /// What the service's response says: checked content type, parsed records, HTTP freshness.
     private func records(from response: HTTPTransportResponse, for request: HTTPDNSProviderRequest) -> Result<[HTTPDNSRecordSet], HTTPDNSError> {
-        if let accepted = options.acceptedContentTypes, (200..<300).contains(response.statusCode) {
+        if let accepted = configuration.acceptedContentTypes, (200..<300).contains(response.statusCode) {
             let value = response.header("content-type") ?? ""
             guard accepted.contains(where: { HTTPDNSProvider.mediaType(value, is: $0) }) else {
                 let type = HTTPDNSProvider.mediaType(value)

@@ -71,22 +71,22 @@ public struct HTTPDNSProviderSpec: Sendable, Hashable, CustomStringConvertible {
     ) throws -> any HTTPDNSResolver {
         switch kind {
         case .system:
-            return SystemDNSResolver()
+            return HTTPDNSSystemResolver()
         case .udp:
             guard let (address, port) = HTTPDNSProviderSpec.parseHostPort(location) else {
                 throw HTTPDNSError(.invalidConfiguration, "udp provider needs IP:PORT, got \(location)")
             }
-            return DNSServerResolver(server: address, port: port, timeout: timeout)
+            return HTTPDNSUDPResolver(server: address, port: port, timeout: timeout)
         default:
             break
         }
         var (base, parameters) = try HTTPDNSProviderSpec.split(location)
-        var options = HTTPDNSProvider.Options()
-        options.trust = trust
-        options.totalTimeout = timeout
+        var configuration = HTTPDNSProvider.Configuration()
+        configuration.trust = trust
+        configuration.totalTimeout = timeout
         if let list = parameters.removeValue(forKey: "bootstrap") {
-            options.bootstrapAddresses = try list.split(separator: ",").map { text in
-                guard let address = IPAddress(String(text)) else {
+            configuration.bootstrapAddresses = try list.split(separator: ",").map { text in
+                guard let address = HTTPDNSIPAddress(String(text)) else {
                     throw HTTPDNSError(.invalidConfiguration, "bootstrap address \(text) is not an IP address")
                 }
                 return address
@@ -136,7 +136,7 @@ public struct HTTPDNSProviderSpec: Sendable, Hashable, CustomStringConvertible {
             format = AlibabaFormat(configuration: configuration)
         case .doh, .dohPost:
             format = DoHWireFormat(url: HTTPDNSProviderSpec.join(base, parameters), method: kind == .doh ? .get : .post)
-            options.acceptedContentTypes = [DoHWireFormat.contentType]
+            configuration.acceptedContentTypes = [DoHWireFormat.contentType]
             parameters = [:]
         case .dohJSON:
             format = DoHJSONFormat(configuration: .init(url: HTTPDNSProviderSpec.join(base, parameters)))
@@ -150,7 +150,7 @@ public struct HTTPDNSProviderSpec: Sendable, Hashable, CustomStringConvertible {
         if let unknown = parameters.keys.sorted().first {
             throw HTTPDNSError(.invalidConfiguration, "unknown parameter \(unknown) for \(kind.rawValue)")
         }
-        return HTTPDNSProvider(name: description, format: format, options: options, transport: transport)
+        return HTTPDNSProvider(name: description, format: format, configuration: configuration, transport: transport)
     }
 
     /// Splits `http://h/p?a=1&b=2` into the base and its query parameters.
@@ -175,9 +175,9 @@ public struct HTTPDNSProviderSpec: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `IP:PORT` or `[IPv6]:PORT`.
-    public static func parseHostPort(_ text: String) -> (IPAddress, UInt16)? {
+    public static func parseHostPort(_ text: String) -> (HTTPDNSIPAddress, UInt16)? {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0,
-              let address = IPAddress(String(text[..<colon]))
+              let address = HTTPDNSIPAddress(String(text[..<colon]))
         else { return nil }
         if address.family == .v6, !text.hasPrefix("[") { return nil }
         return (address, port)

@@ -3,14 +3,14 @@ import HTTPDNSCore
 /// Fixed answers, like curl's `--resolve`: for pinning, and for tests.
 public struct StaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
-    private let table: [String: [IPAddress]]
+    private let table: [String: [HTTPDNSIPAddress]]
     private let ttl: Int
 
     /// - Parameters:
     ///   - entries: host → addresses (hosts are normalised; `*` is not special).
     ///   - ttl: the TTL every answer carries. Default 3,600.
-    public init(_ entries: [String: [IPAddress]], ttl: Int = 3_600, name: String = "static") {
-        var table: [String: [IPAddress]] = [:]
+    public init(_ entries: [String: [HTTPDNSIPAddress]], ttl: Int = 3_600, name: String = "static") {
+        var table: [String: [HTTPDNSIPAddress]] = [:]
         for (host, addresses) in entries {
             table[HTTPDNSHostPolicy.normalize(host), default: []].append(contentsOf: addresses)
         }
@@ -22,15 +22,15 @@ public struct StaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     /// Parses curl-style entries `HOST:PORT:ADDR[,ADDR…]` (the port is accepted and ignored here;
     /// IPv6 addresses may be bracketed).
     public init(curlStyle entries: [String], ttl: Int = 3_600) throws {
-        var table: [String: [IPAddress]] = [:]
+        var table: [String: [HTTPDNSIPAddress]] = [:]
         for entry in entries {
             let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3, !parts[0].isEmpty, UInt16(parts[1]) != nil else {
                 throw HTTPDNSError(.invalidConfiguration, "expected HOST:PORT:ADDRESS, got \(entry)")
             }
-            var addresses: [IPAddress] = []
+            var addresses: [HTTPDNSIPAddress] = []
             for text in parts[2].split(separator: ",") {
-                guard let address = IPAddress(String(text)) else {
+                guard let address = HTTPDNSIPAddress(String(text)) else {
                     throw HTTPDNSError(.invalidConfiguration, "not an IP address: \(text)")
                 }
                 addresses.append(address)

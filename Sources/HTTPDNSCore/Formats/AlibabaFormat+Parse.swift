@@ -55,7 +55,7 @@ extension AlibabaFormat {
         guard json.isObject else { throw HTTPDNSError.malformed("entry is not an object", source: Self.source) }
         let host = try answeredHost(json["host"], request: request, required: batch)
         var set = HTTPDNSRecordSet(host: host)
-        var ipsFamily = IPAddress.Family.v4
+        var ipsFamily = HTTPDNSIPAddress.Family.v4
         if batch, let type = json["type"] {
             switch type.intValue {
             case 1: ipsFamily = .v4
@@ -103,7 +103,7 @@ extension AlibabaFormat {
             guard answer.isObject else { throw HTTPDNSError.malformed("answer is not an object", source: Self.source) }
             let host = try answeredHost(answer["dn"], request: request, required: true)
             var set = HTTPDNSRecordSet(host: host)
-            for (field, family) in [("v4", IPAddress.Family.v4), ("v6", .v6)] {
+            for (field, family) in [("v4", HTTPDNSIPAddress.Family.v4), ("v6", .v6)] {
                 guard let part = answer[field], part != .null else { continue }
                 guard part.isObject else { throw HTTPDNSError(.malformedAnswer, "\(field) is not an object", host: host, source: Self.source) }
                 let ips = try Self.addresses(part["ips"], family: family, host: host)
@@ -132,12 +132,12 @@ extension AlibabaFormat {
         return host
     }
 
-    static func addresses(_ value: HTTPDNSJSON?, family: IPAddress.Family, host: String) throws(HTTPDNSError) -> [IPAddress] {
+    static func addresses(_ value: HTTPDNSJSON?, family: HTTPDNSIPAddress.Family, host: String) throws(HTTPDNSError) -> [HTTPDNSIPAddress] {
         guard let value, value != .null else { return [] }
         guard let items = value.arrayValue, items.count <= HTTPDNSFormatLimits.maxAddressesPerName else {
             throw HTTPDNSError(.malformedAnswer, "address list is not a short array", host: host, source: source)
         }
-        var out: [IPAddress] = []
+        var out: [HTTPDNSIPAddress] = []
         for item in items {
             guard let text = item.stringValue else { throw HTTPDNSError(.malformedAnswer, "address is not a string", host: host, source: source) }
             let address = try HTTPDNSFormatLimits.parseAddress(Substring(text), source: source)
@@ -157,7 +157,7 @@ extension AlibabaFormat {
 
     static func clientIP(_ value: HTTPDNSJSON?) throws(HTTPDNSError) -> String? {
         guard let value, value != .null else { return nil }
-        guard let text = value.stringValue, text.utf8.count <= 64, IPAddress(text) != nil else {
+        guard let text = value.stringValue, text.utf8.count <= 64, HTTPDNSIPAddress(text) != nil else {
             throw HTTPDNSError.malformed("client_ip is not an address", source: source)
         }
         return text

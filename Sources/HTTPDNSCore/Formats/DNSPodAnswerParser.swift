@@ -70,7 +70,7 @@ struct DNSPodAnswerParser {
         var set = HTTPDNSRecordSet(host: host)
         if let bar = answer.firstIndex(of: UInt8(ascii: "|")) {
             let client = answer[(bar + 1)...]
-            guard IPAddress(utf8: client.prefix(64)) != nil else {
+            guard HTTPDNSIPAddress(utf8: client.prefix(64)) != nil else {
                 throw HTTPDNSError(.malformedAnswer, "client IP is not an address", host: host, source: source)
             }
             set.clientIP = String(decoding: client, as: UTF8.self)
@@ -100,7 +100,7 @@ struct DNSPodAnswerParser {
     }
 
     /// `0` → no addresses; otherwise `ip;ip[,ttl]`, every address of `family`.
-    private func parsePart(_ part: Bytes, family: IPAddress.Family, host: String) throws(HTTPDNSError) -> ([IPAddress], Int?) {
+    private func parsePart(_ part: Bytes, family: HTTPDNSIPAddress.Family, host: String) throws(HTTPDNSError) -> ([HTTPDNSIPAddress], Int?) {
         let part = HTTPDNSFormatLimits.trimmingSpaces(part)
         if part.isEmpty || part.elementsEqual(CollectionOfOne(UInt8(ascii: "0"))) { return ([], nil) }
         var list = part
@@ -113,10 +113,10 @@ struct DNSPodAnswerParser {
         guard items.count <= HTTPDNSFormatLimits.maxAddressesPerName else {
             throw HTTPDNSError(.malformedAnswer, "too many addresses", host: host, source: source)
         }
-        var addresses: [IPAddress] = []
+        var addresses: [HTTPDNSIPAddress] = []
         addresses.reserveCapacity(items.count)
         for item in items {
-            guard item.count <= 64, let address = IPAddress(utf8: item) else {
+            guard item.count <= 64, let address = HTTPDNSIPAddress(utf8: item) else {
                 throw HTTPDNSError.malformed("not an IP address in answer", source: source)
             }
             guard address.family == family else {

@@ -137,7 +137,7 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
         let found = message.addresses(for: question.name)
         var set = HTTPDNSRecordSet(host: host)
         for bytes in found.addresses.prefix(HTTPDNSFormatLimits.maxAddressesPerName) {
-            guard let address = IPAddress(bytes: bytes) else { continue }
+            guard let address = HTTPDNSIPAddress(bytes: bytes) else { continue }
             if address.family == .v4, type == .A { set.ipv4.append(address) }
             if address.family == .v6, type == .AAAA { set.ipv6.append(address) }
         }

@@ -43,8 +43,8 @@ public enum HTTPDNSFormatLimits {
     }
 
     /// Parses one address literal from an answer; junk is a malformed answer, never skipped.
-    static func parseAddress(_ text: Substring, source: String) throws(HTTPDNSError) -> IPAddress {
-        guard text.utf8.count <= 64, let address = IPAddress(String(text)) else {
+    static func parseAddress(_ text: Substring, source: String) throws(HTTPDNSError) -> HTTPDNSIPAddress {
+        guard text.utf8.count <= 64, let address = HTTPDNSIPAddress(String(text)) else {
             throw HTTPDNSError.malformed("not an IP address in answer", source: source)
         }
         return address
@@ -58,7 +58,7 @@ public enum HTTPDNSFormatLimits {
         }
         var out: [String] = []
         for host in hosts {
-            guard host.utf8.count <= 254, HTTPDNSHostPolicy.isValidHostName(host), !IPAddress.isLiteral(host) else {
+            guard host.utf8.count <= 254, HTTPDNSHostPolicy.isValidHostName(host), !HTTPDNSIPAddress.isLiteral(host) else {
                 throw HTTPDNSError(.invalidHost, "not a valid host name", host: String(host.prefix(64)), source: source)
             }
             out.append(HTTPDNSHostPolicy.normalize(host))

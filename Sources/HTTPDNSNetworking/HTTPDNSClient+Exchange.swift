@@ -99,7 +99,7 @@ extension HTTPDNSClient {
     /// Picks the next address: the answer's, then LocalDNS's, then the block-redirect endpoint's.
     private func nextAddress(
         _ plan: inout AddressPlan, host: String, lastError: HTTPTransportError?, report: inout HTTPDNSConnectionReport
-    ) async -> IPAddress?? {
+    ) async -> HTTPDNSIPAddress?? {
         if plan.unpinned {
             guard !plan.unpinnedUsed else { return nil }
             plan.unpinnedUsed = true
@@ -126,10 +126,10 @@ extension HTTPDNSClient {
         return nil
     }
 
-    func makeTransportRequest(_ request: URLRequest, url: URL, pinned: IPAddress?, body: RequestBody) -> HTTPTransportRequest {
+    func makeTransportRequest(_ request: URLRequest, url: URL, pinned: HTTPDNSIPAddress?, body: RequestBody) -> HTTPTransportRequest {
         var transportRequest = HTTPTransportRequest(url: url, method: request.httpMethod ?? "GET")
         transportRequest.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
-            .map { HTTPHeader(name: $0.key, value: $0.value) }
+            .map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         transportRequest.body = body.transportBody()
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
         transportRequest.trust = configuration.trust
@@ -180,8 +180,8 @@ extension HTTPDNSClient {
 
 /// The addresses still to try for one request, in order, without repeats.
 struct AddressPlan {
-    private var queue: [IPAddress] = []
-    private var tried = Set<IPAddress>()
+    private var queue: [HTTPDNSIPAddress] = []
+    private var tried = Set<HTTPDNSIPAddress>()
     var unpinned = false
     var unpinnedUsed = false
     var localTried = false
@@ -189,11 +189,11 @@ struct AddressPlan {
     var resolutionError: (any Error)?
 
     /// Adds addresses, alternating IPv6 and IPv4 when both are present (RFC 8305's interleaving).
-    mutating func add(_ addresses: [IPAddress]) {
+    mutating func add(_ addresses: [HTTPDNSIPAddress]) {
         let fresh = addresses.filter { !tried.contains($0) && !queue.contains($0) }
         let v6 = fresh.filter { $0.family == .v6 }
         let v4 = fresh.filter { $0.family == .v4 }
-        var merged: [IPAddress] = []
+        var merged: [HTTPDNSIPAddress] = []
         let first = fresh.first?.family == .v6 ? v6 : v4
         let second = fresh.first?.family == .v6 ? v4 : v6
         for index in 0..<max(first.count, second.count) {
@@ -203,7 +203,7 @@ struct AddressPlan {
         queue += merged
     }
 
-    mutating func next() -> IPAddress? {
+    mutating func next() -> HTTPDNSIPAddress? {
         guard !queue.isEmpty else { return nil }
         let address = queue.removeFirst()
         tried.insert(address)

@@ -5,13 +5,13 @@ import HTTPDNSCore
 ///
 /// The blocking call runs on a dedicated thread, never on the cooperative pool; it gives no TTL, so
 /// the engine applies its floor.
-public struct SystemDNSResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
+public struct HTTPDNSSystemResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name = "system"
-    private let resolver: SystemResolver
+    private let resolver: DNSSystemResolver
 
     /// - Parameter timeout: how long to wait for `getaddrinfo`. Default 5 s.
     public init(timeout: Duration = .seconds(5)) {
-        resolver = SystemResolver(timeout: timeout)
+        resolver = DNSSystemResolver(timeout: timeout)
     }
 
     public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
@@ -24,7 +24,7 @@ public struct SystemDNSResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         return try await resolve(host, family: family, using: limited)
     }
 
-    private func resolve(_ host: String, family: HTTPDNSAddressFamily, using resolver: SystemResolver) async throws -> HTTPDNSRecordSet {
+    private func resolve(_ host: String, family: HTTPDNSAddressFamily, using resolver: DNSSystemResolver) async throws -> HTTPDNSRecordSet {
         let addresses = try await resolver.resolve(host, family: family)
         return HTTPDNSRecordSet(
             host: host, ipv4: addresses.filter { $0.family == .v4 }, ipv6: addresses.filter { $0.family == .v6 })
@@ -35,9 +35,9 @@ public struct SystemDNSResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
 ///
 /// Spoofing resistance per RFC 5452 lives in ``DNSSocketClient``: random ID and source port, and a
 /// reply is accepted only when ID, question, server address and port match.
-public struct DNSServerResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
+public struct HTTPDNSUDPResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
-    public let server: IPAddress
+    public let server: HTTPDNSIPAddress
     public let port: UInt16
     private let timeout: Duration
     private let client = DNSSocketClient()
@@ -46,16 +46,11 @@ public struct DNSServerResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     ///   - server: the DNS server's address.
     ///   - port: its port. Default 53.
     ///   - timeout: time limit of one query. Default 5 s.
-    public init(server: IPAddress, port: UInt16 = 53, timeout: Duration = .seconds(5)) {
+    public init(server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration = .seconds(5)) {
         self.server = server
         self.port = port
         self.timeout = timeout
         self.name = "udp \(server.uriText):\(port)"
-    }
-
-    /// Same, with the timeout in seconds (as the engine configuration holds it).
-    public init(server: IPAddress, port: UInt16 = 53, timeout seconds: Double) {
-        self.init(server: server, port: port, timeout: .milliseconds(Int64(seconds * 1000)))
     }
 
     public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {

@@ -10,7 +10,7 @@ import Darwin
 ///
 /// Parsing accepts dotted-quad IPv4 (exactly four decimal parts, no leading zeros beyond one digit)
 /// and RFC 4291 IPv6 text without a zone index. Printing is canonical (RFC 5952 for IPv6).
-public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
+public struct HTTPDNSIPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
     /// The address family.
     public enum Family: String, Sendable, Hashable, Codable {
         case v4
@@ -147,7 +147,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
-        guard let address = IPAddress(text) else {
+        guard let address = HTTPDNSIPAddress(text) else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an IP address: \(text)")
         }
         self = address
@@ -159,7 +159,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible, Codable {
     }
 }
 
-extension IPAddress {
+extension HTTPDNSIPAddress {
     /// True for 127.0.0.0/8 and ::1.
     public var isLoopback: Bool {
         if !isV6 { return firstByte == 127 }
@@ -200,9 +200,9 @@ extension IPAddress {
     }
 
     /// The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
-    public var ipv4Mapped: IPAddress? {
+    public var ipv4Mapped: HTTPDNSIPAddress? {
         guard isV6, high == 0, low >> 32 == 0xffff else { return nil }
-        return IPAddress(high: (low & 0xffff_ffff) << 32, low: 0, isV6: false)
+        return HTTPDNSIPAddress(high: (low & 0xffff_ffff) << 32, low: 0, isV6: false)
     }
 
     /// The first byte in network order.
@@ -210,6 +210,6 @@ extension IPAddress {
 
     /// True when `text` is an IP literal (with or without IPv6 brackets); such hosts are never resolved.
     public static func isLiteral(_ text: String) -> Bool {
-        IPAddress(text) != nil
+        HTTPDNSIPAddress(text) != nil
     }
 }

@@ -14,12 +14,12 @@ import HTTPDNSCore
 ///
 /// `getaddrinfo` blocks and cannot be interrupted, so it runs on a thread of its own; the caller
 /// gets `.timedOut` or `.cancelled` on time while the lookup finishes in the background.
-public struct SystemResolver: Sendable {
+public struct DNSSystemResolver: Sendable {
     /// A blocking lookup: host name and family in, addresses in resolver order out.
     ///
     /// Throw `HTTPDNSError` (`.nameNotFound`, `.noAddress`, `.transport`); other errors are
     /// reported as `.transport`.
-    public typealias Lookup = @Sendable (_ host: String, _ family: HTTPDNSAddressFamily) throws -> [IPAddress]
+    public typealias Lookup = @Sendable (_ host: String, _ family: HTTPDNSAddressFamily) throws -> [HTTPDNSIPAddress]
 
     /// Time allowed for one lookup. Default 5 s, glibc's default per-query timeout.
     public var timeout: Duration
@@ -29,7 +29,7 @@ public struct SystemResolver: Sendable {
     ///   - timeout: time allowed for one lookup (default 5 s).
     ///   - lookup: the blocking call; default ``getaddrinfoLookup``. Tests inject fakes so that no
     ///     query leaves the machine.
-    public init(timeout: Duration = .seconds(5), lookup: @escaping Lookup = SystemResolver.getaddrinfoLookup) {
+    public init(timeout: Duration = .seconds(5), lookup: @escaping Lookup = DNSSystemResolver.getaddrinfoLookup) {
         self.timeout = timeout
         self.lookup = lookup
     }
@@ -41,8 +41,8 @@ public struct SystemResolver: Sendable {
     ///
     /// - Throws: `HTTPDNSError` `.invalidHost`, `.nameNotFound`, `.noAddress`, `.timedOut`,
     ///   `.cancelled`, `.transport`.
-    public func resolve(_ host: String, family: HTTPDNSAddressFamily = .both) async throws -> [IPAddress] {
-        if let literal = IPAddress(host) {
+    public func resolve(_ host: String, family: HTTPDNSAddressFamily = .both) async throws -> [HTTPDNSIPAddress] {
+        if let literal = HTTPDNSIPAddress(host) {
             guard family.includes(literal.family) else {
                 throw HTTPDNSError(.noAddress, "literal of the other family", host: host, source: "system")
             }
@@ -55,9 +55,9 @@ public struct SystemResolver: Sendable {
         }
         let lookup = self.lookup
         do {
-            return try await BlockingCall<[IPAddress]>.run(timeout: timeout, timeoutDetail: "getaddrinfo took too long") { _ in
+            return try await BlockingCall<[HTTPDNSIPAddress]>.run(timeout: timeout, timeoutDetail: "getaddrinfo took too long") { _ in
                 do {
-                    var seen = Set<IPAddress>()
+                    var seen = Set<HTTPDNSIPAddress>()
                     let addresses = try lookup(host, family).filter { family.includes($0.family) && seen.insert($0).inserted }
                     if addresses.isEmpty { return .failure(HTTPDNSError(.noAddress, "no address of the wanted family")) }
                     return .success(addresses)
@@ -89,7 +89,7 @@ public struct SystemResolver: Sendable {
         let status = getaddrinfo(host, nil, &hints, &list)
         defer { if let list { freeaddrinfo(list) } }
         guard status == 0 else { throw error(status: status) }
-        var addresses: [IPAddress] = []
+        var addresses: [HTTPDNSIPAddress] = []
         var node = list
         while let current = node {
             if let address = current.pointee.ai_addr, let parsed = SocketAddress(storage: UnsafeRawPointer(address)) {

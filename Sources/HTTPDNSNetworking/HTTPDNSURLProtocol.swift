@@ -70,7 +70,7 @@ open class HTTPDNSURLProtocol: URLProtocol {
     open override class func canInit(with request: URLRequest) -> Bool {
         guard property(forKey: handledKey, in: request) == nil,
               let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty, !IPAddress.isLiteral(host),
+              let host = url.host, !host.isEmpty, !HTTPDNSIPAddress.isLiteral(host),
               let client = installation.withLock({ $0?.client })
         else { return false }
         return client.engine.protects(host)

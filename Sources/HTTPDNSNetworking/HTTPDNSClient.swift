@@ -152,7 +152,7 @@ public struct HTTPDNSConnectionReport: Sendable {
     /// One connection attempt.
     public struct Attempt: Sendable, Hashable {
         /// The address tried; nil when the host was not pinned (not protected).
-        public var address: IPAddress?
+        public var address: HTTPDNSIPAddress?
         /// Why it failed; nil for the attempt that succeeded.
         public var failure: String?
     }
@@ -160,7 +160,7 @@ public struct HTTPDNSConnectionReport: Sendable {
     /// Every address tried, in order (the last one succeeded).
     public var attempts: [Attempt]
     /// The address connected to.
-    public var connectedAddress: IPAddress?
+    public var connectedAddress: HTTPDNSIPAddress?
     /// True when the URL is HTTPS: the certificate was verified for ``host`` (verification cannot be disabled).
     public var certificateVerified: Bool
     /// True when the address came from the domain-block redirect endpoint.
@@ -169,7 +169,7 @@ public struct HTTPDNSConnectionReport: Sendable {
     public var httpVersion: String
     /// The response's header fields in the order received, repeats kept (`HTTPURLResponse` merges
     /// them); for `curl -i`-style output.
-    public var responseHeaders: [HTTPHeader] = []
+    public var responseHeaders: [HTTPTransportHeader] = []
 }
 
 /// A running request; cancel it with ``cancel()``.

@@ -1,7 +1,7 @@
 /// One HTTP header field, in the order it was sent or received.
 ///
 /// Names keep the case they were given; compare them case-insensitively (RFC 9110 §5.1).
-public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
+public struct HTTPTransportHeader: Sendable, Hashable, CustomStringConvertible {
     /// The field name, for example `Content-Type`.
     public var name: String
     /// The field value, without surrounding whitespace.
@@ -16,7 +16,7 @@ public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
 
     /// True when `name` is an RFC 9110 token (the only characters a field name may hold).
     var hasValidName: Bool {
-        !name.isEmpty && name.utf8.allSatisfy(HTTPHeader.isTokenByte)
+        !name.isEmpty && name.utf8.allSatisfy(HTTPTransportHeader.isTokenByte)
     }
 
     /// True when the value has no CR, LF or NUL, which would let a caller inject extra headers.
@@ -36,7 +36,7 @@ public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-extension Array where Element == HTTPHeader {
+extension Array where Element == HTTPTransportHeader {
     /// The value of the first field named `name` (case-insensitive), or nil.
     func httpdnsFirstValue(_ name: String) -> String? {
         first { $0.name.caseInsensitiveEquals(name) }?.value
