@@ -10,7 +10,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
-        .library(name: "DNSWire", targets: ["DNSWire"]),
         .library(name: "HTTPDNSNetworking", targets: ["HTTPDNSNetworking"]),
         .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
         .executable(name: "httpdns-bench", targets: ["HTTPDNSBench"]),
@@ -105,7 +104,7 @@ let package = Package(
             name: "HTTPDNSAcceptanceTests",
             dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
-        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNSCore", "HTTPDNSServer"]),
+        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -2,13 +2,13 @@ import DNSWire
 import HTTPDNSCore
 
 /// Addresses for one name from a plain-DNS server.
-public struct DNSSocketLookup: Sendable, Hashable {
+package struct DNSSocketLookup: Sendable, Hashable {
     /// IPv4 then IPv6 addresses, each in the server's order, without duplicates.
-    public var addresses: [HTTPDNSIPAddress]
+    package var addresses: [HTTPDNSIPAddress]
     /// Smallest TTL over the records used (CNAMEs included); `nil` when nothing was used.
-    public var ttl: UInt32?
+    package var ttl: UInt32?
 
-    public init(addresses: [HTTPDNSIPAddress], ttl: UInt32?) {
+    package init(addresses: [HTTPDNSIPAddress], ttl: UInt32?) {
         self.addresses = addresses
         self.ttl = ttl
     }
@@ -22,7 +22,7 @@ extension DNSSocketClient {
     ///
     /// - Throws: `HTTPDNSError` `.nameNotFound` (NXDOMAIN), `.noAddress` (NODATA),
     ///   `.transport` (SERVFAIL, REFUSED…), and the errors of ``resolve(_:type:server:port:timeout:)``.
-    public func lookupAddresses(
+    package func lookupAddresses(
         _ host: String, family: HTTPDNSAddressFamily, server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration
     ) async throws -> DNSSocketLookup {
         switch family {

@@ -8,23 +8,23 @@ import HTTPDNSCore
 /// reply is accepted only from the server's address and port with the query's ID and question;
 /// anything else is ignored until the timeout. Blocking socket work runs on a dedicated thread, never
 /// on the cooperative pool, and task cancellation ends the wait at once.
-public struct DNSSocketClient: Sendable {
+package struct DNSSocketClient: Sendable {
     /// How queries are built and sent.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Retry over TCP when the UDP answer has TC=1 (RFC 7766 §5). Default true.
-        public var tcpFallback: Bool = true
+        package var tcpFallback: Bool = true
         /// EDNS(0) to advertise; default `DNSEDNS()` (UDP payload 1232, the DNS Flag Day 2020 size).
         /// `nil` sends classic queries, whose UDP answers are capped at 512 bytes.
-        public var edns: DNSEDNS? = DNSEDNS()
+        package var edns: DNSEDNS? = DNSEDNS()
         /// Set RD in queries. Default true (the server is a recursive resolver).
-        public var recursionDesired: Bool = true
+        package var recursionDesired: Bool = true
 
-        public init() {}
+        package init() {}
     }
 
-    public var configuration: Configuration
+    package var configuration: Configuration
 
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
@@ -37,7 +37,7 @@ public struct DNSSocketClient: Sendable {
     ///   - name: any DNS name in presentation format (`www.example.com`, trailing dot optional).
     ///   - timeout: for the whole exchange, TCP retry included.
     /// - Throws: `HTTPDNSError` `.invalidHost`, `.timedOut`, `.transport`, `.malformedAnswer`, `.cancelled`.
-    public func resolve(
+    package func resolve(
         _ name: String, type: DNSRecordType, server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration
     ) async throws -> DNSMessage {
         let dnsName: DNSName
@@ -64,7 +64,7 @@ public struct DNSSocketClient: Sendable {
     ///
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` when `query` cannot be encoded, then as
     ///   ``resolve(_:type:server:port:timeout:)``.
-    public func exchange(_ query: DNSMessage, server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration) async throws -> DNSMessage {
+    package func exchange(_ query: DNSMessage, server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration) async throws -> DNSMessage {
         let bytes: [UInt8]
         do {
             bytes = try query.encode()
@@ -83,7 +83,7 @@ public struct DNSSocketClient: Sendable {
     ///
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` when `query` does not decode, then as
     ///   ``resolve(_:type:server:port:timeout:)``.
-    public func exchange(_ query: [UInt8], server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration) async throws -> [UInt8] {
+    package func exchange(_ query: [UInt8], server: HTTPDNSIPAddress, port: UInt16 = 53, timeout: Duration) async throws -> [UInt8] {
         let message: DNSMessage
         do {
             message = try DNSMessage(decoding: query)
@@ -106,7 +106,7 @@ public struct DNSSocketClient: Sendable {
     }
 
     /// A query ID from the system CSPRNG (`getrandom` on Linux), as RFC 5452 §9.2 requires.
-    public static func randomID() -> UInt16 {
+    package static func randomID() -> UInt16 {
         var generator = SystemRandomNumberGenerator()
         return UInt16.random(in: 0...UInt16.max, using: &generator)
     }

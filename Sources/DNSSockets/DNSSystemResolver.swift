@@ -14,22 +14,22 @@ import HTTPDNSCore
 ///
 /// `getaddrinfo` blocks and cannot be interrupted, so it runs on a thread of its own; the caller
 /// gets `.timedOut` or `.cancelled` on time while the lookup finishes in the background.
-public struct DNSSystemResolver: Sendable {
+package struct DNSSystemResolver: Sendable {
     /// A blocking lookup: host name and family in, addresses in resolver order out.
     ///
     /// Throw `HTTPDNSError` (`.nameNotFound`, `.noAddress`, `.transport`); other errors are
     /// reported as `.transport`.
-    public typealias Lookup = @Sendable (_ host: String, _ family: HTTPDNSAddressFamily) throws -> [HTTPDNSIPAddress]
+    package typealias Lookup = @Sendable (_ host: String, _ family: HTTPDNSAddressFamily) throws -> [HTTPDNSIPAddress]
 
     /// Time allowed for one lookup. Default 5 s, glibc's default per-query timeout.
-    public var timeout: Duration
+    package var timeout: Duration
     private let lookup: Lookup
 
     /// - Parameters:
     ///   - timeout: time allowed for one lookup (default 5 s).
     ///   - lookup: the blocking call; default ``getaddrinfoLookup``. Tests inject fakes so that no
     ///     query leaves the machine.
-    public init(timeout: Duration = .seconds(5), lookup: @escaping Lookup = DNSSystemResolver.getaddrinfoLookup) {
+    package init(timeout: Duration = .seconds(5), lookup: @escaping Lookup = DNSSystemResolver.getaddrinfoLookup) {
         self.timeout = timeout
         self.lookup = lookup
     }
@@ -41,7 +41,7 @@ public struct DNSSystemResolver: Sendable {
     ///
     /// - Throws: `HTTPDNSError` `.invalidHost`, `.nameNotFound`, `.noAddress`, `.timedOut`,
     ///   `.cancelled`, `.transport`.
-    public func resolve(_ host: String, family: HTTPDNSAddressFamily = .both) async throws -> [HTTPDNSIPAddress] {
+    package func resolve(_ host: String, family: HTTPDNSAddressFamily = .both) async throws -> [HTTPDNSIPAddress] {
         if let literal = HTTPDNSIPAddress(host) {
             guard family.includes(literal.family) else {
                 throw HTTPDNSError(.noAddress, "literal of the other family", host: host, source: "system")
@@ -77,7 +77,7 @@ public struct DNSSystemResolver: Sendable {
     /// The real lookup: `getaddrinfo` with `AF_INET`, `AF_INET6` or `AF_UNSPEC`.
     ///
     /// `AI_ADDRCONFIG` is not used, so `localhost` resolves on hosts with only loopback interfaces.
-    public static let getaddrinfoLookup: Lookup = { host, family in
+    package static let getaddrinfoLookup: Lookup = { host, family in
         var hints = addrinfo()
         switch family {
         case .ipv4: hints.ai_family = AF_INET

@@ -1,15 +1,15 @@
 /// The addresses a response gives for a name, after following CNAMEs.
-public struct DNSAddressAnswer: Sendable, Hashable {
+package struct DNSAddressAnswer: Sendable, Hashable {
     /// The name the addresses belong to: the end of the CNAME chain (the question name if none).
-    public var canonicalName: DNSName
+    package var canonicalName: DNSName
     /// The CNAME targets followed, in order (empty without aliases).
-    public var aliases: [DNSName]
+    package var aliases: [DNSName]
     /// A and AAAA RDATA (4 or 16 bytes each) in the order of the answer section.
-    public var addresses: [[UInt8]]
+    package var addresses: [[UInt8]]
     /// The smallest TTL of the records used (CNAMEs and addresses); `nil` if none was used.
-    public var ttl: UInt32?
+    package var ttl: UInt32?
 
-    public init(canonicalName: DNSName, aliases: [DNSName] = [], addresses: [[UInt8]] = [], ttl: UInt32? = nil) {
+    package init(canonicalName: DNSName, aliases: [DNSName] = [], addresses: [[UInt8]] = [], ttl: UInt32? = nil) {
         self.canonicalName = canonicalName
         self.aliases = aliases
         self.addresses = addresses
@@ -19,7 +19,7 @@ public struct DNSAddressAnswer: Sendable, Hashable {
 
 extension DNSMessage {
     /// Most CNAME links followed before giving up; real chains are a handful long.
-    public static let maxCNAMEChain = 16
+    package static let maxCNAMEChain = 16
 
     /// The A and AAAA records for `name` in the answer section, following CNAMEs.
     ///
@@ -31,7 +31,7 @@ extension DNSMessage {
     /// - Parameters:
     ///   - name: the name asked about (usually the question name).
     ///   - followingCNAMEs: follow aliases (default true); false returns only records owned by `name`.
-    public func addresses(for name: DNSName, followingCNAMEs: Bool = true) -> DNSAddressAnswer {
+    package func addresses(for name: DNSName, followingCNAMEs: Bool = true) -> DNSAddressAnswer {
         var result = DNSAddressAnswer(canonicalName: name)
         var current = name
         // Filled at the first alias: most answers have none, and an empty set costs nothing.
@@ -67,7 +67,7 @@ extension DNSMessage {
     /// How long a negative answer (NXDOMAIN or NODATA) may be cached: `min(SOA TTL, SOA MINIMUM)`
     /// of the first SOA in the authority section (RFC 2308 §5); `nil` without an SOA, in which case
     /// the answer should not be cached (RFC 2308 §5).
-    public var negativeTTL: UInt32? {
+    package var negativeTTL: UInt32? {
         for record in authorities {
             if case .soa(let soa) = record.data { return min(record.ttl, soa.minimum) }
         }
@@ -75,7 +75,7 @@ extension DNSMessage {
     }
 
     /// True when `other` asks the same questions (names compared without case, RFC 5452 §9.1).
-    public func hasSameQuestions(as other: DNSMessage) -> Bool {
+    package func hasSameQuestions(as other: DNSMessage) -> Bool {
         questions == other.questions
     }
 }

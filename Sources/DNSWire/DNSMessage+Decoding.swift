@@ -7,7 +7,7 @@ extension DNSMessage {
     /// announced record are an error, as a DoH body or TCP frame holds exactly one message.
     ///
     /// - Throws: ``DNSWireError`` with the offset, section, record index and field.
-    public init(decoding bytes: [UInt8]) throws {
+    package init(decoding bytes: [UInt8]) throws {
         var reader = DNSWireReader(bytes)
         reader.field = "header"
         let id = try reader.readUInt16()

@@ -8,7 +8,7 @@ extension DNSMessage {
     /// - Throws: ``DNSWireError`` `.invalidRecord` for an A/AAAA value of the wrong size or a TXT
     ///   string over 255 bytes, `.messageTooLong` for more than 65,535 entries in a section, an RDATA
     ///   over 65,535 bytes or a message over 65,535 bytes (the TCP and DoH limit).
-    public func encode() throws -> [UInt8] {
+    package func encode() throws -> [UInt8] {
         var writer = DNSWireWriter()
         writer.write(id)
         writer.write(flags)

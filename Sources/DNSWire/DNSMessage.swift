@@ -4,18 +4,18 @@
 /// re-encodes unchanged; the computed properties read and write its bits. Decode with
 /// ``init(decoding:)``, encode with ``encode()``, build a query with
 /// ``query(name:type:id:recursionDesired:edns:)``.
-public struct DNSMessage: Sendable, Hashable {
+package struct DNSMessage: Sendable, Hashable {
     /// The ID that matches a reply to its query. RFC 8484 clients use 0; plain DNS clients must pick
     /// it at random (RFC 5452).
-    public var id: UInt16
+    package var id: UInt16
     /// The header's second 16-bit word: QR, OPCODE, AA, TC, RD, RA, Z, AD, CD, RCODE.
-    public var flags: UInt16
-    public var questions: [DNSQuestion]
-    public var answers: [DNSRecord]
-    public var authorities: [DNSRecord]
-    public var additionals: [DNSRecord]
+    package var flags: UInt16
+    package var questions: [DNSQuestion]
+    package var answers: [DNSRecord]
+    package var authorities: [DNSRecord]
+    package var additionals: [DNSRecord]
 
-    public init(
+    package init(
         id: UInt16 = 0, flags: UInt16 = 0, questions: [DNSQuestion] = [], answers: [DNSRecord] = [],
         authorities: [DNSRecord] = [], additionals: [DNSRecord] = []
     ) {
@@ -28,61 +28,61 @@ public struct DNSMessage: Sendable, Hashable {
     }
 
     /// QR: true for a response.
-    public var isResponse: Bool {
+    package var isResponse: Bool {
         get { bit(15) }
         set { setBit(15, newValue) }
     }
 
     /// OPCODE (4 bits); 0 is a standard query.
-    public var opcode: UInt8 {
+    package var opcode: UInt8 {
         get { UInt8((flags >> 11) & 0x0F) }
         set { flags = (flags & ~0x7800) | (UInt16(newValue & 0x0F) << 11) }
     }
 
     /// AA: the answer comes from an authoritative server.
-    public var isAuthoritative: Bool {
+    package var isAuthoritative: Bool {
         get { bit(10) }
         set { setBit(10, newValue) }
     }
 
     /// TC: the message was truncated to fit UDP; ask again over TCP (RFC 7766).
-    public var isTruncated: Bool {
+    package var isTruncated: Bool {
         get { bit(9) }
         set { setBit(9, newValue) }
     }
 
     /// RD: the client asks the server to recurse.
-    public var recursionDesired: Bool {
+    package var recursionDesired: Bool {
         get { bit(8) }
         set { setBit(8, newValue) }
     }
 
     /// RA: the server offers recursion.
-    public var recursionAvailable: Bool {
+    package var recursionAvailable: Bool {
         get { bit(7) }
         set { setBit(7, newValue) }
     }
 
     /// AD: the server validated the data with DNSSEC (RFC 4035).
-    public var authenticData: Bool {
+    package var authenticData: Bool {
         get { bit(5) }
         set { setBit(5, newValue) }
     }
 
     /// CD: the client asks the server not to validate (RFC 4035).
-    public var checkingDisabled: Bool {
+    package var checkingDisabled: Bool {
         get { bit(4) }
         set { setBit(4, newValue) }
     }
 
     /// RCODE: the low 4 bits of the response code (the OPT record may extend it).
-    public var rcode: DNSResponseCode {
+    package var rcode: DNSResponseCode {
         get { DNSResponseCode(UInt8(flags & 0x000F)) }
         set { flags = (flags & ~0x000F) | UInt16(newValue.rawValue & 0x0F) }
     }
 
     /// The EDNS(0) data of the first OPT record in the additional section, if any.
-    public var edns: DNSEDNS? {
+    package var edns: DNSEDNS? {
         for record in additionals {
             if case .opt(let edns) = record.data { return edns }
         }
@@ -97,7 +97,7 @@ public struct DNSMessage: Sendable, Hashable {
     ///   - id: 0 for DNS over HTTPS (RFC 8484 §4.1), a CSPRNG value for UDP/TCP (RFC 5452).
     ///   - recursionDesired: set RD; default true, as stub resolvers do.
     ///   - edns: add an OPT record (RFC 6891); `nil` (the default) sends none.
-    public static func makeQuery(
+    package static func makeQuery(
         name: DNSName, type: DNSRecordType, id: UInt16 = 0, recursionDesired: Bool = true, edns: DNSEDNS? = nil
     ) -> DNSMessage {
         var message = DNSMessage(id: id, questions: [DNSQuestion(name: name, type: type)])
@@ -109,7 +109,7 @@ public struct DNSMessage: Sendable, Hashable {
     /// The wire form of ``makeQuery(name:type:id:recursionDesired:edns:)``.
     ///
     /// `www.example.com` A with ID 0 and RD gives the 33-byte query of RFC 8484's examples.
-    public static func query(
+    package static func query(
         name: DNSName, type: DNSRecordType, id: UInt16 = 0, recursionDesired: Bool = true, edns: DNSEDNS? = nil
     ) -> [UInt8] {
         let message = makeQuery(name: name, type: type, id: id, recursionDesired: recursionDesired, edns: edns)
@@ -122,7 +122,7 @@ public struct DNSMessage: Sendable, Hashable {
     /// - Parameters:
     ///   - rcode: the response code (default NOERROR).
     ///   - recursionAvailable: whether the responder offers recursion (default true).
-    public static func response(
+    package static func response(
         to query: DNSMessage, rcode: DNSResponseCode = .noError, recursionAvailable: Bool = true
     ) -> DNSMessage {
         var message = DNSMessage(id: query.id, questions: query.questions)

@@ -5,7 +5,7 @@ extension DNSName {
     /// The name is always taken as absolute; `"www.example.com"` and `"www.example.com."` are equal.
     ///
     /// - Throws: ``DNSWireError`` `.invalidName` (empty label, bad escape), `.labelTooLong`, `.nameTooLong`.
-    public init(_ text: String) throws {
+    package init(_ text: String) throws {
         let bytes = Array(text.utf8)
         if bytes == [UInt8(ascii: ".")] {
             self = .root
@@ -61,7 +61,7 @@ extension DNSName {
     /// should test for literals first).
     ///
     /// - Throws: ``DNSWireError`` `.invalidName`, `.labelTooLong`, `.nameTooLong`.
-    public init(hostName text: String) throws {
+    package init(hostName text: String) throws {
         var body = Substring(text)
         if body.hasSuffix(".") { body = body.dropLast() }
         guard !body.isEmpty else { throw DNSWireError(.invalidName, offset: 0, section: .text, field: "empty host") }
@@ -82,12 +82,12 @@ extension DNSName {
     }
 
     /// Presentation text with a trailing dot (`www.example.com.`); the root is `.`.
-    public var description: String { text(trailingDot: true) }
+    package var description: String { text(trailingDot: true) }
 
     /// Presentation text; odd bytes are escaped so that the text parses back to the same name.
     ///
     /// - Parameter trailingDot: end with `.` as dig prints names (the root is always `.`).
-    public func text(trailingDot: Bool = false) -> String {
+    package func text(trailingDot: Bool = false) -> String {
         if labels.isEmpty { return "." }
         var out: [UInt8] = []
         for (position, label) in labels.enumerated() {

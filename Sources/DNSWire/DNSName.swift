@@ -4,22 +4,22 @@
 /// round trip. Equality and hashing ignore ASCII case, as DNS does (RFC 4343); the original case is
 /// kept for printing and encoding. Every initializer enforces labels ≤ 63 octets and a wire length
 /// ≤ 255 octets, so a `DNSName` value is always encodable.
-public struct DNSName: Sendable, Hashable, CustomStringConvertible {
+package struct DNSName: Sendable, Hashable, CustomStringConvertible {
     /// Longest label in octets (RFC 1035 §2.3.4).
-    public static let maxLabelLength = 63
+    package static let maxLabelLength = 63
     /// Longest name in wire octets, length bytes and root included (RFC 1035 §2.3.4).
-    public static let maxWireLength = 255
+    package static let maxWireLength = 255
 
     /// The root name `.`.
-    public static let root = DNSName(uncheckedLabels: [])
+    package static let root = DNSName(uncheckedLabels: [])
 
     /// The labels from the leftmost to the rightmost, without the empty root label.
-    public let labels: [[UInt8]]
+    package let labels: [[UInt8]]
 
     /// Builds a name from labels.
     ///
     /// - Throws: ``DNSWireError`` `.invalidName` for an empty label, `.labelTooLong`, `.nameTooLong`.
-    public init(labels: [[UInt8]]) throws {
+    package init(labels: [[UInt8]]) throws {
         for label in labels {
             if label.isEmpty { throw DNSWireError(.invalidName, offset: 0, section: .text, field: "empty label") }
             if label.count > Self.maxLabelLength {
@@ -37,30 +37,30 @@ public struct DNSName: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Length of the uncompressed wire form: one length byte per label, the label, the root byte.
-    public var wireLength: Int { labels.reduce(1) { $0 + 1 + $1.count } }
+    package var wireLength: Int { labels.reduce(1) { $0 + 1 + $1.count } }
 
     /// True for the root name.
-    public var isRoot: Bool { labels.isEmpty }
+    package var isRoot: Bool { labels.isEmpty }
 
     /// The labels folded to ASCII lower case; the key for comparison and compression.
-    public var lowercasedLabels: [[UInt8]] { labels.map(Self.lowercased) }
+    package var lowercasedLabels: [[UInt8]] { labels.map(Self.lowercased) }
 
     /// The name without its leftmost label; the root's parent is the root.
-    public var parent: DNSName {
+    package var parent: DNSName {
         labels.isEmpty ? self : DNSName(uncheckedLabels: Array(labels.dropFirst()))
     }
 
     /// True when `self` equals `other` or lies below it (`www.example.com` is a subdomain of `com`).
-    public func isSubdomain(of other: DNSName) -> Bool {
+    package func isSubdomain(of other: DNSName) -> Bool {
         guard labels.count >= other.labels.count else { return false }
         return zip(labels.suffix(other.labels.count), other.labels).allSatisfy { Self.equalFolded($0, $1) }
     }
 
-    public static func == (lhs: DNSName, rhs: DNSName) -> Bool {
+    package static func == (lhs: DNSName, rhs: DNSName) -> Bool {
         lhs.labels.count == rhs.labels.count && zip(lhs.labels, rhs.labels).allSatisfy { equalFolded($0, $1) }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(labels.count)
         for label in labels {
             hasher.combine(label.count)

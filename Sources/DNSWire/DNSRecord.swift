@@ -2,17 +2,17 @@
 ///
 /// ``type`` always equals `data.type`; the initializers keep them in step. For OPT records
 /// ``recordClass`` and ``ttl`` mirror the ``DNSEDNS`` value, as on the wire.
-public struct DNSRecord: Sendable, Hashable, CustomStringConvertible {
-    public var name: DNSName
-    public var recordClass: DNSRecordClass
+package struct DNSRecord: Sendable, Hashable, CustomStringConvertible {
+    package var name: DNSName
+    package var recordClass: DNSRecordClass
     /// Seconds the record may be cached.
-    public var ttl: UInt32
-    public var data: DNSRecordData
+    package var ttl: UInt32
+    package var data: DNSRecordData
 
     /// The record type, taken from ``data``.
-    public var type: DNSRecordType { data.type }
+    package var type: DNSRecordType { data.type }
 
-    public init(name: DNSName, recordClass: DNSRecordClass = .IN, ttl: UInt32, data: DNSRecordData) {
+    package init(name: DNSName, recordClass: DNSRecordClass = .IN, ttl: UInt32, data: DNSRecordData) {
         self.name = name
         self.recordClass = recordClass
         self.ttl = ttl
@@ -24,12 +24,12 @@ public struct DNSRecord: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// An OPT pseudo-record for the additional section (owner is the root, RFC 6891 §6.1.2).
-    public static func opt(_ edns: DNSEDNS = DNSEDNS()) -> DNSRecord {
+    package static func opt(_ edns: DNSEDNS = DNSEDNS()) -> DNSRecord {
         DNSRecord(name: .root, ttl: 0, data: .opt(edns))
     }
 
     /// `name ttl class type data`, close to dig's layout.
-    public var description: String {
+    package var description: String {
         let rdata: String
         switch data {
         case .a(let bytes), .aaaa(let bytes): rdata = Self.addressText(bytes)

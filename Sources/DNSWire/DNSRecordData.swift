@@ -3,7 +3,7 @@
 /// Types whose RDATA may hold compressed names (RFC 1035's NS, CNAME, SOA, PTR, MX) are decoded so
 /// that the names survive re-encoding in another message; everything else stays as raw bytes in
 /// ``opaque(_:_:)`` (RFC 3597), which is also how unknown types round-trip.
-public enum DNSRecordData: Sendable, Hashable {
+package enum DNSRecordData: Sendable, Hashable {
     /// IPv4 address, exactly 4 bytes in network order (RFC 1035 §3.4.1).
     case a([UInt8])
     /// IPv6 address, exactly 16 bytes in network order (RFC 3596 §2.2).
@@ -26,7 +26,7 @@ public enum DNSRecordData: Sendable, Hashable {
     case opaque(DNSRecordType, [UInt8])
 
     /// The record type this data belongs to.
-    public var type: DNSRecordType {
+    package var type: DNSRecordType {
         switch self {
         case .a: .A
         case .aaaa: .AAAA
@@ -42,7 +42,7 @@ public enum DNSRecordData: Sendable, Hashable {
     }
 
     /// The address bytes for A and AAAA data, `nil` for every other type.
-    public var addressBytes: [UInt8]? {
+    package var addressBytes: [UInt8]? {
         switch self {
         case .a(let bytes), .aaaa(let bytes): bytes
         default: nil

@@ -1,18 +1,18 @@
 /// A response code (RFC 1035 §4.1.1, RFC 6895): the 4 header bits.
-public struct DNSResponseCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-    public var rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
+package struct DNSResponseCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    package var rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
+    package init(_ rawValue: UInt8) { self.rawValue = rawValue }
 
-    public static let noError = DNSResponseCode(0)
-    public static let formatError = DNSResponseCode(1)
-    public static let serverFailure = DNSResponseCode(2)
+    package static let noError = DNSResponseCode(0)
+    package static let formatError = DNSResponseCode(1)
+    package static let serverFailure = DNSResponseCode(2)
     /// The name does not exist (NXDOMAIN).
-    public static let nameError = DNSResponseCode(3)
-    public static let notImplemented = DNSResponseCode(4)
-    public static let refused = DNSResponseCode(5)
+    package static let nameError = DNSResponseCode(3)
+    package static let notImplemented = DNSResponseCode(4)
+    package static let refused = DNSResponseCode(5)
 
-    public var description: String {
+    package var description: String {
         switch rawValue {
         case 0: "NOERROR"
         case 1: "FORMERR"

@@ -3,9 +3,9 @@
 /// Compare errors by ``code``; ``offset``, ``section``, ``index`` and ``field`` locate the problem
 /// for people ("truncated at offset 41 in answer 2 rdata"). Hostile input always ends in one of these
 /// errors, never in a crash or a hang.
-public struct DNSWireError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct DNSWireError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable error code.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case truncated
             case labelTooLong
@@ -24,34 +24,34 @@ public struct DNSWireError: Error, Sendable, Hashable, CustomStringConvertible {
         private init(_ base: Base) { self.base = base }
 
         /// The message ends before the field being read.
-        public static let truncated = Code(.truncated)
+        package static let truncated = Code(.truncated)
         /// A label is longer than 63 octets (RFC 1035 §2.3.4).
-        public static let labelTooLong = Code(.labelTooLong)
+        package static let labelTooLong = Code(.labelTooLong)
         /// A name is longer than 255 octets in wire form (RFC 1035 §2.3.4).
-        public static let nameTooLong = Code(.nameTooLong)
+        package static let nameTooLong = Code(.nameTooLong)
         /// A label starts with the reserved bits `01` or `10` (RFC 1035 §4.1.4, RFC 6891 §5).
-        public static let badLabelType = Code(.badLabelType)
+        package static let badLabelType = Code(.badLabelType)
         /// A compression pointer does not point strictly backwards (forward pointer or loop).
-        public static let badPointer = Code(.badPointer)
+        package static let badPointer = Code(.badPointer)
         /// A name uses more compression pointers than it has room for labels.
-        public static let tooManyPointers = Code(.tooManyPointers)
+        package static let tooManyPointers = Code(.tooManyPointers)
         /// RDLENGTH does not match the record's data (an A record that is not 4 bytes, a name that
         /// runs past its RDATA).
-        public static let badRdataLength = Code(.badRdataLength)
+        package static let badRdataLength = Code(.badRdataLength)
         /// Bytes follow the last record the header announced.
-        public static let trailingData = Code(.trailingData)
+        package static let trailingData = Code(.trailingData)
         /// Text that is not a valid DNS name (empty label, bad escape, bad host-name character).
-        public static let invalidName = Code(.invalidName)
+        package static let invalidName = Code(.invalidName)
         /// A record cannot be encoded (address of the wrong size, character-string over 255 bytes).
-        public static let invalidRecord = Code(.invalidRecord)
+        package static let invalidRecord = Code(.invalidRecord)
         /// The encoded message, a section or an RDATA exceeds 65,535 bytes or entries.
-        public static let messageTooLong = Code(.messageTooLong)
+        package static let messageTooLong = Code(.messageTooLong)
 
-        public var description: String { base.rawValue }
+        package var description: String { base.rawValue }
     }
 
     /// The part of a message being read or written.
-    public enum Section: String, Sendable, Hashable {
+    package enum Section: String, Sendable, Hashable {
         case header
         case question
         case answer
@@ -62,17 +62,17 @@ public struct DNSWireError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The stable code.
-    public var code: Code
+    package var code: Code
     /// Byte offset into the message where the problem was found.
-    public var offset: Int
+    package var offset: Int
     /// The section being read or written.
-    public var section: Section
+    package var section: Section
     /// 1-based index of the question or record inside ``section``, when there is one.
-    public var index: Int?
+    package var index: Int?
     /// The field inside the record (`name`, `type`, `rdata`…), when known.
-    public var field: String?
+    package var field: String?
 
-    public init(_ code: Code, offset: Int, section: Section, index: Int? = nil, field: String? = nil) {
+    package init(_ code: Code, offset: Int, section: Section, index: Int? = nil, field: String? = nil) {
         self.code = code
         self.offset = offset
         self.section = section
@@ -81,7 +81,7 @@ public struct DNSWireError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// For example `truncated at offset 41 in answer 2 rdata`.
-    public var description: String {
+    package var description: String {
         var text = "\(code) at offset \(offset) in \(section.rawValue)"
         if let index { text += " \(index)" }
         if let field { text += " \(field)" }

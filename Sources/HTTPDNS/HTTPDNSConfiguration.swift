@@ -39,7 +39,7 @@ public struct HTTPDNSConfiguration: Sendable {
     /// Cache settings.
     public struct Cache: Sendable {
         /// TTL floor and ceiling, refresh point, serve-stale limits, capacity.
-        public var policy: HTTPDNSCachePolicy.Settings = .init()
+        public var policy: HTTPDNSCacheSettings = .init()
         /// A file the cache is saved to and loaded from (atomic replace); nil keeps it in memory. Default nil.
         public var persistencePath: String? = nil
         /// Changes are written at most this often (each write replaces the whole file). Default 2 s.
@@ -53,7 +53,7 @@ public struct HTTPDNSConfiguration: Sendable {
         /// stale only if the refresh fails. Default `nil`.
         public var optimisticMaximumStaleness: Duration? = nil
         /// Chooses the TTL of a host's answers (Alibaba's `HttpdnsTTLDelegate`): called with the host
-        /// and the TTL the engine would use (the provider's, within ``HTTPDNSCachePolicy/Settings``'
+        /// and the TTL the engine would use (the provider's, within ``HTTPDNSCacheSettings``'
         /// floor and ceiling); the answer is cached for the returned TTL, kept within 1 s and the
         /// ceiling. Called on the thread that stores the answer: keep it quick. Default `nil` (the
         /// engine's TTL).
@@ -67,7 +67,7 @@ public struct HTTPDNSConfiguration: Sendable {
         /// On ``HTTPDNSEngine/networkDidChange()``, keep the cached answers as a last resort: they are
         /// marked expired, so every lookup asks upstream again, but an answer is still served stale if
         /// HTTPDNS and LocalDNS both fail on the new network (within
-        /// ``HTTPDNSCachePolicy/Settings/maximumStaleAge``). With false they are dropped. Default true.
+        /// ``HTTPDNSCacheSettings/maximumStaleAge``). With false they are dropped. Default true.
         public var keepsStaleAnswersOnChange: Bool = true
         /// On a network change, resolve ``Cache/preResolve`` again (Alibaba's
         /// `setPreResolveAfterNetworkChanged`). Default true.
@@ -86,6 +86,9 @@ public struct HTTPDNSConfiguration: Sendable {
     /// The resolvers asked first, in order: usually HTTPDNS providers (``HTTPDNSProvider``), also any
     /// other ``HTTPDNSResolver`` (a plain DNS server, static entries).
     public var resolvers: [any HTTPDNSResolver]
+    /// Certificate authorities trusted for HTTPS, to HTTPDNS providers and to origins alike (a
+    /// provider built by hand may carry its own). Default: the system's.
+    public var trust: HTTPDNSTrust = .system
     /// Hosts that go through HTTPDNS. Default: every name.
     public var protectedHosts: HTTPDNSHostPolicy = .all
     /// The fallback. Default `.system`.

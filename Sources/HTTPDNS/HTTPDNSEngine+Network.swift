@@ -88,17 +88,11 @@ extension HTTPDNSEngine {
         }
         autoFamily.store(FamilyCode.code(family), ordering: .relaxed)
         guard discovers else {
-            state.withLock { state in
-                state.families = families
-                state.nat64Discovery = nil
-            }
+            state.withLock { $0.nat64Discovery = nil }
             return nil
         }
         let discovery = Task { await self.discoverNAT64() }
-        state.withLock { state in
-            state.families = families
-            state.nat64Discovery = discovery
-        }
+        state.withLock { $0.nat64Discovery = discovery }
         return discovery
     }
 

@@ -193,7 +193,7 @@ extension HTTPDNSEngine {
         // Static entries are the user's own pins (curl's --resolve): trusted as given, loopback
         // and private space included; everything from a service goes through the hygiene rules.
         let isStatic = provider is StaticResolver
-        let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true) : configuration.hygiene
+        let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowPrivate: true) : configuration.hygiene
         let outcome = hygiene.filter(records, family: family)
         guard !outcome.kept.isEmpty else {
             if outcome.rejected.isEmpty {

@@ -22,8 +22,6 @@ public final class HTTPDNSEngine: Sendable {
         /// Entries kept from the previous network (``HTTPDNSConfiguration/Network/keepsStaleAnswersOnChange``):
         /// served only as a last resort, never optimistically; a key leaves when it is stored anew.
         var previousNetwork: Set<HTTPDNSCacheKey> = []
-        /// The families the network has a route for, as last detected.
-        var families = HTTPDNSRouteProbe.Families(ipv4: true, ipv6: true)
         /// The NAT64 prefix of an IPv6-only network, once discovered (``HTTPDNSAddressFamily/auto``).
         var nat64Prefix: HTTPDNSNAT64Prefix?
         /// The discovery running now; `.both` lookups wait for it so as not to cache IPv4 answers
@@ -58,6 +56,11 @@ public final class HTTPDNSEngine: Sendable {
     /// The persisted cache (at most a few MB) is read here, synchronously, so that the very first
     /// lookups can use it; create engines at start-up rather than inside hot async paths.
     public init(configuration: HTTPDNSConfiguration) {
+        var configuration = configuration
+        configuration.resolvers = configuration.resolvers.map { HTTPDNSEngine.trusting(configuration.trust, $0) }
+        if case .custom(let resolver) = configuration.localDNS {
+            configuration.localDNS = .custom(HTTPDNSEngine.trusting(configuration.trust, resolver))
+        }
         self.configuration = configuration
         self.clock = configuration.clock
         self.monitor = configuration.monitor
@@ -92,6 +95,11 @@ public final class HTTPDNSEngine: Sendable {
 
     deinit {
         watcher.withLock { $0?.stop() }
+    }
+
+    /// `resolver` with the engine's trust where it is an HTTPDNS provider without one of its own.
+    package static func trusting(_ trust: HTTPDNSTrust, _ resolver: any HTTPDNSResolver) -> any HTTPDNSResolver {
+        (resolver as? HTTPDNSProvider)?.trusting(trust) ?? resolver
     }
 
     /// Whether requests to `host` go through the engine (IP literals never do), by the current

@@ -92,7 +92,7 @@ enum CacheMemoryBench {
     /// The same 100,000 entries stored straight into a cache policy value, on this thread: the
     /// cache's own storage cost, without lookup tasks or other threads' heaps.
     static func policyOnly(_ names: [String], address: HTTPDNSIPAddress, rounds: Int) -> [Double] {
-        var settings = HTTPDNSCachePolicy.Settings()
+        var settings = HTTPDNSCacheSettings()
         settings.capacity = 150_000
         return (0..<rounds).map { _ in
             BenchSystem.trimHeap()

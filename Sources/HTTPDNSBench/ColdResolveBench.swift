@@ -88,7 +88,7 @@ enum ColdResolveBench {
         transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         if let body = request.body { transportRequest.body = .data(Data(body)) }
         transportRequest.pinnedAddresses = provider.configuration.bootstrapAddresses
-        transportRequest.trust = provider.configuration.trust
+        transportRequest.trust = provider.configuration.trust ?? .system
         transportRequest.timeouts = .init(
             connect: provider.configuration.connectTimeout, total: provider.configuration.totalTimeout, idle: provider.configuration.totalTimeout)
         transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes

@@ -66,16 +66,14 @@ enum URLSessionBench {
     static func protectedClient(_ origin: BenchServers.Origin) -> HTTPDNSClient {
         var configuration = HTTPDNSConfiguration(
             resolvers: [StaticResolver([BenchServers.Origin.host: [HTTPDNSIPAddress("127.0.0.1")!]], ttl: 86_400)])
-        configuration.hygiene.allowLoopback = true
+        configuration.hygiene.allowPrivate = true
         configuration.failover.httpdnsOnly = true
         configuration.localDNS = .custom(StaticResolver([:]))
+        configuration.trust = .caFile(origin.certificates.caCertificatePath)
         var transportConfiguration = HTTPTransport.Configuration()
         transportConfiguration.maxConnectionsPerHost = inFlight
-        var clientConfiguration = HTTPDNSClient.Configuration()
-        clientConfiguration.trust = .caFile(origin.certificates.caCertificatePath)
         return HTTPDNSClient(
-            engine: HTTPDNSEngine(configuration: configuration), transport: HTTPTransport(configuration: transportConfiguration),
-            configuration: clientConfiguration)
+            engine: HTTPDNSEngine(configuration: configuration), transport: HTTPTransport(configuration: transportConfiguration))
     }
 
     /// Runs `count` requests keeping ``inFlight`` of them running; returns requests per second.

@@ -30,7 +30,7 @@ enum UploadBench {
 
         let host = "upload.bench.test"
         var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver([host: [HTTPDNSIPAddress("127.0.0.1")!]])])
-        configuration.hygiene.allowLoopback = true
+        configuration.hygiene.allowPrivate = true
         configuration.failover.httpdnsOnly = true
         configuration.localDNS = .custom(StaticResolver([:]))
         let client = HTTPDNSClient(engine: HTTPDNSEngine(configuration: configuration), transport: HTTPTransport())

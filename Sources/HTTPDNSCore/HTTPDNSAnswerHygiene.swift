@@ -1,15 +1,18 @@
 /// Which addresses from an HTTPDNS answer may be used.
 ///
 /// A hijacking or broken service can hand out 0.0.0.0, 127.0.0.1 or private space; by default those
-/// are dropped. Loopback and private space can be allowed explicitly (test beds on 127.0.0.0/8).
+/// are dropped. They can be allowed explicitly, for an intranet or a test bed on 127.0.0.0/8: one
+/// switch, meaning what the command line's `--allow-private` means.
 public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
-    /// Accept 127.0.0.0/8 and ::1. Default false.
-    public var allowLoopback: Bool = false
-    /// Accept private and reserved space (10/8, 172.16/12, 192.168/16, fc00::/7, …). Default false.
+    /// Accept loopback (127.0.0.0/8, ::1), private and reserved space (10/8, 172.16/12, 192.168/16,
+    /// fc00::/7, …). Unspecified addresses (0.0.0.0, ::) are never accepted. Default false.
+    ///
+    /// With private answers allowed, a hijack check loses its bogon test, so ``HTTPDNSEngine``
+    /// counts any disagreement with HTTPDNS as hijacking (see ``HTTPDNSHijackReport``).
     public var allowPrivate: Bool = false
 
-    public init(allowLoopback: Bool = false, allowPrivate: Bool = false) {
-        self.allowLoopback = allowLoopback
+    /// - Parameter allowPrivate: accept loopback, private and reserved addresses. Default false.
+    public init(allowPrivate: Bool = false) {
         self.allowPrivate = allowPrivate
     }
 
@@ -25,8 +28,7 @@ public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
     public func accepts(_ address: HTTPDNSIPAddress) -> Bool {
         let address = address.ipv4Mapped ?? address
         if address.isUnspecified { return false }
-        if address.isLoopback { return allowLoopback }
-        if address.isPrivateOrReserved { return allowPrivate }
+        if address.isLoopback || address.isPrivateOrReserved { return allowPrivate }
         return true
     }
 

@@ -1,35 +1,37 @@
 /// The cache key: one entry per host and address family.
-public struct HTTPDNSCacheKey: Hashable, Sendable, Codable {
-    public var host: String
-    public var family: HTTPDNSAddressFamily
+@usableFromInline
+package struct HTTPDNSCacheKey: Hashable, Sendable, Codable {
+    package var host: String
+    package var family: HTTPDNSAddressFamily
 
-    public init(host: String, family: HTTPDNSAddressFamily) {
+    package init(host: String, family: HTTPDNSAddressFamily) {
         self.host = host
         self.family = family
     }
 
     // Hand-written: only the host is hashed (the family, at most three values per host, is left to
     // equality), which keeps a cache hit to one string hash.
-    public func hash(into hasher: inout Hasher) {
+    @usableFromInline
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(host)
     }
 }
 
 /// One cached answer.
-public struct HTTPDNSCacheEntry: Sendable, Hashable, Codable {
-    public var addresses: [HTTPDNSIPAddress]
-    public var source: String
-    public var origin: HTTPDNSAnswer.Origin
+package struct HTTPDNSCacheEntry: Sendable, Hashable, Codable {
+    package var addresses: [HTTPDNSIPAddress]
+    package var source: String
+    package var origin: HTTPDNSAnswer.Origin
     /// When the answer was stored (seconds since 1970).
-    public var storedAt: Double
+    package var storedAt: Double
     /// The TTL after the floor and ceiling were applied.
-    public var ttl: Int
+    package var ttl: Int
     /// Until when an expired entry is served stale without asking upstream again (after a failed refresh).
-    public var staleUntil: Double?
+    package var staleUntil: Double?
     /// No refresh is attempted before this time (set after a failed refresh, RFC 8767 retry interval).
-    public var nextRefreshAt: Double?
+    package var nextRefreshAt: Double?
 
-    public init(addresses: [HTTPDNSIPAddress], source: String, origin: HTTPDNSAnswer.Origin, storedAt: Double, ttl: Int) {
+    package init(addresses: [HTTPDNSIPAddress], source: String, origin: HTTPDNSAnswer.Origin, storedAt: Double, ttl: Int) {
         self.addresses = addresses
         self.source = source
         self.origin = origin
@@ -38,34 +40,17 @@ public struct HTTPDNSCacheEntry: Sendable, Hashable, Codable {
     }
 
     /// When the entry stops being fresh.
-    public var expiresAt: Double { storedAt + Double(ttl) }
+    package var expiresAt: Double { storedAt + Double(ttl) }
 }
 
 /// Cache rules as a plain value: TTL floor and ceiling, refresh at 75 %, serve-stale (RFC 8767) and an
 /// LRU size bound. Every method takes `now` explicitly; the engine wraps one of these in a lock.
-public struct HTTPDNSCachePolicy: Sendable {
-    /// Tunables, with the numbers vendors and RFC 8767 use.
-    public struct Settings: Sendable, Hashable {
-        /// Answers live at least this long (seconds), whatever the provider said. Default 60.
-        public var minimumTTL: Int = 60
-        /// Answers live at most this long (seconds). Default 86,400 (one day).
-        public var maximumTTL: Int = 86_400
-        /// TTL used when a provider gives none. Default 300.
-        public var defaultTTL: Int = 300
-        /// Fraction of the TTL after which a hit triggers a background refresh. Default 0.75.
-        public var refreshFraction: Double = 0.75
-        /// TTL given to a stale answer, and how long it is served before upstream is tried again. Default 30 (RFC 8767).
-        public var staleTTL: Int = 30
-        /// How long after expiry an entry may still be served stale (seconds). Default 86,400 (RFC 8767: 1-3 days).
-        public var maximumStaleAge: Int = 86_400
-        /// At most this many entries; the least recently used is evicted. Default 10,000.
-        public var capacity: Int = 10_000
-
-        public init() {}
-    }
+package struct HTTPDNSCachePolicy: Sendable {
+    /// Tunables: ``HTTPDNSCacheSettings``.
+    package typealias Settings = HTTPDNSCacheSettings
 
     /// What a lookup found.
-    public enum Lookup: Sendable, Hashable {
+    package enum Lookup: Sendable, Hashable {
         /// A fresh entry, its remaining TTL, and whether it is time to refresh it in the background.
         case fresh(HTTPDNSCacheEntry, remainingTTL: Int, shouldRefresh: Bool)
         /// An expired entry whose refresh failed recently: serve it stale without asking upstream.
@@ -83,28 +68,28 @@ public struct HTTPDNSCachePolicy: Sendable {
         var next: Int
     }
 
-    public let settings: Settings
+    package let settings: Settings
     private var index: [HTTPDNSCacheKey: Int] = [:]
     private var nodes: [Node] = []
     private var freeSlots: [Int] = []
     private var head = -1  // most recently used
     private var tail = -1  // least recently used
 
-    public init(settings: Settings = Settings()) {
+    package init(settings: Settings = Settings()) {
         self.settings = settings
     }
 
     /// The number of entries.
-    public var count: Int { index.count }
+    package var count: Int { index.count }
 
     /// Clamps a provider TTL to the floor and ceiling.
-    public func effectiveTTL(_ ttl: Int?) -> Int {
+    package func effectiveTTL(_ ttl: Int?) -> Int {
         let value = ttl ?? settings.defaultTTL
         return min(max(value, settings.minimumTTL), max(settings.maximumTTL, settings.minimumTTL))
     }
 
     /// Looks `key` up at `now` and marks it recently used.
-    public mutating func lookup(_ key: HTTPDNSCacheKey, now: Double) -> Lookup {
+    package mutating func lookup(_ key: HTTPDNSCacheKey, now: Double) -> Lookup {
         guard let slot = index[key] else { return .miss }
         touch(slot)
         let entry = nodes[slot].entry
@@ -125,13 +110,13 @@ public struct HTTPDNSCachePolicy: Sendable {
     }
 
     /// Reads an entry without touching the LRU order or expiring anything.
-    public func peek(_ key: HTTPDNSCacheKey) -> HTTPDNSCacheEntry? {
+    package func peek(_ key: HTTPDNSCacheKey) -> HTTPDNSCacheEntry? {
         index[key].map { nodes[$0].entry }
     }
 
     /// Stores a fresh answer; evicts the least recently used entry beyond the capacity.
     @discardableResult
-    public mutating func store(
+    package mutating func store(
         _ key: HTTPDNSCacheKey,
         addresses: [HTTPDNSIPAddress],
         ttl: Int?,
@@ -146,7 +131,7 @@ public struct HTTPDNSCachePolicy: Sendable {
     }
 
     /// Puts a ready entry in (used when loading a persisted cache).
-    public mutating func insert(_ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry) {
+    package mutating func insert(_ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry) {
         if let slot = index[key] {
             nodes[slot].entry = entry
             touch(slot)
@@ -173,7 +158,7 @@ public struct HTTPDNSCachePolicy: Sendable {
     /// Records a failed refresh at `now`: an expired entry is then served stale for ``Settings/staleTTL``
     /// seconds, and no refresh is tried again before that.
     /// - Returns: the entry to serve stale, if it is expired but within the maximum stale age.
-    public mutating func refreshFailed(_ key: HTTPDNSCacheKey, now: Double) -> HTTPDNSCacheEntry? {
+    package mutating func refreshFailed(_ key: HTTPDNSCacheKey, now: Double) -> HTTPDNSCacheEntry? {
         guard let slot = index[key] else { return nil }
         let retryAt = now + Double(settings.staleTTL)
         nodes[slot].entry.nextRefreshAt = retryAt
@@ -188,7 +173,7 @@ public struct HTTPDNSCachePolicy: Sendable {
     }
 
     /// Drops an entry (for example after HTTP 401 from the provider, or a certificate failure).
-    public mutating func remove(_ key: HTTPDNSCacheKey) {
+    package mutating func remove(_ key: HTTPDNSCacheKey) {
         guard let slot = index.removeValue(forKey: key) else { return }
         unlink(slot)
         freeSlots.append(slot)
@@ -197,7 +182,7 @@ public struct HTTPDNSCachePolicy: Sendable {
     }
 
     /// Drops every entry.
-    public mutating func removeAll() {
+    package mutating func removeAll() {
         index.removeAll()
         nodes.removeAll()
         freeSlots.removeAll()
@@ -206,7 +191,7 @@ public struct HTTPDNSCachePolicy: Sendable {
     }
 
     /// Every entry, most recently used first.
-    public var entries: [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] {
+    package var entries: [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] {
         var result: [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] = []
         result.reserveCapacity(index.count)
         var slot = head

@@ -1,6 +1,6 @@
 extension HTTPDNSCrypto {
     /// Lower-case hexadecimal text of `bytes`.
-    public static func hexEncode(_ bytes: [UInt8]) -> String {
+    package static func hexEncode(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
@@ -15,12 +15,12 @@ extension HTTPDNSCrypto {
     /// (no whitespace, no `0x` prefix), so that a tampered answer is an error, not a guess.
     ///
     /// - Throws: `.malformedAnswer` for odd length or any other character.
-    public static func hexDecode(_ text: String) throws(HTTPDNSError) -> [UInt8] {
+    package static func hexDecode(_ text: String) throws(HTTPDNSError) -> [UInt8] {
         try hexDecode(Array(text.utf8))
     }
 
     /// Decodes hexadecimal UTF-8 bytes strictly; see the `String` overload.
-    public static func hexDecode(_ text: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
+    package static func hexDecode(_ text: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
         guard text.count % 2 == 0 else { throw HTTPDNSError.malformed("hex text has odd length") }
         var out = [UInt8]()
         out.reserveCapacity(text.count / 2)

@@ -6,19 +6,19 @@ import CCrypto
 /// cryptography. Padding is PKCS#7 everywhere, as the DNSPod and Alibaba SDKs use it.
 /// Errors are ``HTTPDNSError`` values: a bad key or IV is `.invalidConfiguration` (the credentials
 /// cannot work), a ciphertext that does not decrypt is `.malformedAnswer` (the answer is garbage).
-public enum HTTPDNSCrypto {
+package enum HTTPDNSCrypto {
     /// The MD5 digest (16 bytes). Only for Alibaba's legacy `sign_d` signature, never for security.
-    public static func md5(_ data: [UInt8]) -> [UInt8] {
+    package static func md5(_ data: [UInt8]) -> [UInt8] {
         digest("MD5", data, size: 16)
     }
 
     /// The SHA-256 digest (32 bytes).
-    public static func sha256(_ data: [UInt8]) -> [UInt8] {
+    package static func sha256(_ data: [UInt8]) -> [UInt8] {
         digest("SHA256", data, size: 32)
     }
 
     /// HMAC-SHA256 of `message` under `key` (RFC 2104), 32 bytes.
-    public static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+    package static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let ok = key.withUnsafeBufferPointer { keyBuffer in
@@ -43,7 +43,7 @@ public enum HTTPDNSCrypto {
     ///   - key: 16, 24 or 32 bytes.
     ///   - iv: 16 bytes; never reuse one under the same key (use ``randomBytes(_:)``).
     /// - Throws: `.invalidConfiguration` for a wrong key or IV length.
-    public static func aesCBCEncrypt(_ plaintext: [UInt8], key: [UInt8], iv: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
+    package static func aesCBCEncrypt(_ plaintext: [UInt8], key: [UInt8], iv: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
         let name = try aesName(keyLength: key.count)
         guard iv.count == 16 else { throw HTTPDNSError(.invalidConfiguration, "AES-CBC needs a 16-byte IV") }
         guard let out = cipher(name, encrypt: true, key: key, iv: iv, input: plaintext, context: nil) else {
@@ -56,7 +56,7 @@ public enum HTTPDNSCrypto {
     ///
     /// - Throws: `.invalidConfiguration` for a wrong key or IV length; `.malformedAnswer` when the
     ///   ciphertext is not a whole number of blocks or its padding is wrong (wrong key, garbage).
-    public static func aesCBCDecrypt(_ ciphertext: [UInt8], key: [UInt8], iv: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
+    package static func aesCBCDecrypt(_ ciphertext: [UInt8], key: [UInt8], iv: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
         let name = try aesName(keyLength: key.count)
         guard iv.count == 16 else { throw HTTPDNSError(.invalidConfiguration, "AES-CBC needs a 16-byte IV") }
         guard !ciphertext.isEmpty, ciphertext.count % 16 == 0 else {
@@ -74,7 +74,7 @@ public enum HTTPDNSCrypto {
     /// - Parameter key: exactly 8 bytes.
     /// - Throws: `.invalidConfiguration` for a wrong key length or when the OpenSSL legacy provider
     ///   cannot be loaded.
-    public static func desECBEncrypt(_ plaintext: [UInt8], key: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
+    package static func desECBEncrypt(_ plaintext: [UInt8], key: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
         let context = try legacyContext()
         guard key.count == 8 else { throw HTTPDNSError(.invalidConfiguration, "DES needs an 8-byte key") }
         guard let out = cipher("DES-ECB", encrypt: true, key: key, iv: [], input: plaintext, context: context) else {
@@ -87,7 +87,7 @@ public enum HTTPDNSCrypto {
     ///
     /// - Throws: `.invalidConfiguration` for a wrong key length or a missing legacy provider;
     ///   `.malformedAnswer` when the ciphertext is not whole 8-byte blocks or its padding is wrong.
-    public static func desECBDecrypt(_ ciphertext: [UInt8], key: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
+    package static func desECBDecrypt(_ ciphertext: [UInt8], key: [UInt8]) throws(HTTPDNSError) -> [UInt8] {
         let context = try legacyContext()
         guard key.count == 8 else { throw HTTPDNSError(.invalidConfiguration, "DES needs an 8-byte key") }
         guard !ciphertext.isEmpty, ciphertext.count % 8 == 0 else {
@@ -102,7 +102,7 @@ public enum HTTPDNSCrypto {
     /// `count` bytes from OpenSSL's CSPRNG (`RAND_bytes`), for IVs.
     ///
     /// - Throws: `.invalidConfiguration` when the generator is not seeded or `count` is out of range.
-    public static func randomBytes(_ count: Int) throws(HTTPDNSError) -> [UInt8] {
+    package static func randomBytes(_ count: Int) throws(HTTPDNSError) -> [UInt8] {
         guard (0...65_536).contains(count) else {
             throw HTTPDNSError(.invalidConfiguration, "random byte count out of range")
         }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The error every part of the resolution engine throws.
 ///
 /// Compare errors by ``code``; the other fields are context for people. An error that collects
@@ -100,8 +102,30 @@ public struct HTTPDNSError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+extension HTTPDNSError: LocalizedError, CustomDebugStringConvertible {
+    /// A short sentence for people (what `localizedDescription` shows and an app may put in its UI):
+    /// no codes, no provider or transport text. The detail is in ``debugDescription``.
+    public var errorDescription: String? {
+        let name = host.map { "“\($0)”" } ?? "the name"
+        switch code {
+        case .nameNotFound: return "\(name.prefix(1).uppercased() + name.dropFirst()) does not exist."
+        case .noAddress, .bogonAnswer: return "No usable address was found for \(name)."
+        case .timedOut: return "Looking up \(name) took too long."
+        case .cancelled: return "The lookup was cancelled."
+        case .invalidHost: return "\(name.prefix(1).uppercased() + name.dropFirst()) is not a valid host name."
+        case .invalidConfiguration: return "The HTTPDNS settings are not valid."
+        case .unauthorized: return "The HTTPDNS service refused the credentials."
+        case .unsupported: return "The HTTPDNS service cannot answer this request."
+        default: return "\(name.prefix(1).uppercased() + name.dropFirst()) could not be resolved."
+        }
+    }
+
+    /// Everything known, for logs and bug reports: code, host, source, detail and every attempt.
+    public var debugDescription: String { description }
+}
+
 extension HTTPDNSError {
-    public static func malformed(_ detail: String, source: String? = nil) -> HTTPDNSError {
+    package static func malformed(_ detail: String, source: String? = nil) -> HTTPDNSError {
         HTTPDNSError(.malformedAnswer, detail, source: source)
     }
 }

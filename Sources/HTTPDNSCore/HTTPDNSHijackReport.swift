@@ -1,5 +1,11 @@
-/// The evidence from one hijack check: what LocalDNS said, what HTTPDNS said, and the verdict.
-public struct HTTPDNSHijackReport: Sendable, Hashable, Codable {
+/// The evidence from one hijack check: what LocalDNS said, what HTTPDNS said, what connecting to
+/// their addresses showed, the verdict and the conclusion (``isHijack``).
+///
+/// ``verdict`` compares the answers alone; ``isHijack`` is the conclusion the library and the
+/// `httpdns check` command share: the verdict's own hijack cases (bogon answer, hidden name), plus a
+/// confirmed probe (LocalDNS's address cannot present a certificate for the name while HTTPDNS's
+/// can), plus — when ``strict`` — any disagreement a probe did not clear.
+public struct HTTPDNSHijackReport: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The conclusion.
     public enum Verdict: String, Sendable, Hashable, Codable {
         /// Both sides share at least one address.
@@ -39,20 +45,42 @@ public struct HTTPDNSHijackReport: Sendable, Hashable, Codable {
         }
     }
 
+    /// The name checked.
     public var host: String
+    /// What LocalDNS answered.
     public var local: Side
+    /// What HTTPDNS answered.
     public var httpdns: Side
+    /// The comparison of the answers.
     public var verdict: Verdict
     /// Local addresses that are bogons.
     public var localBogons: [HTTPDNSIPAddress]
     /// A sentence for people.
     public var summary: String
+    /// What connecting showed, when the check probed (``HTTPDNSHijackCheck/probePort``).
+    public var probe: HTTPDNSHijackProbe?
+    /// Whether a disagreement counts as hijacking: asked for, or implied by private answers being
+    /// allowed (which removes the bogon test, leaving HTTPDNS's answer as the only reference).
+    public var strict: Bool
+    /// The conclusion: hijacked or blocked.
+    public var isHijack: Bool
 
-    /// Compares the two sides and decides.
-    public init(host: String, local: Side, httpdns: Side) {
+    private enum CodingKeys: String, CodingKey {
+        case host, local, httpdns, verdict, localBogons, summary, probe, strict
+        case isHijack = "hijack"
+    }
+
+    /// Compares the two sides, weighs the probe and decides.
+    ///
+    /// - Parameters:
+    ///   - probe: TLS evidence for each side's first address, if the check connected.
+    ///   - strict: count a disagreement as hijacking unless a probe clears it. Default false.
+    public init(host: String, local: Side, httpdns: Side, probe: HTTPDNSHijackProbe? = nil, strict: Bool = false) {
         self.host = host
         self.local = local
         self.httpdns = httpdns
+        self.probe = probe
+        self.strict = strict
         let bogons = local.addresses.filter(\.isBogon)
         self.localBogons = bogons
         let trusted = Set(httpdns.addresses)
@@ -74,5 +102,51 @@ public struct HTTPDNSHijackReport: Sendable, Hashable, Codable {
             verdict = .disagree
             summary = "LocalDNS and HTTPDNS share no address for \(host) (may be CDN steering, or hijacking)"
         }
+        if verdict.isHijack || probe?.confirmsHijack == true {
+            isHijack = true
+        } else if verdict == .disagree, probe?.clearsLocal == true {
+            isHijack = false
+        } else {
+            isHijack = strict && verdict == .disagree
+        }
+    }
+
+    /// Both sides, the probe, the verdict and the conclusion, one fact a line (what `httpdns check`
+    /// prints).
+    public var description: String {
+        func side(_ label: String, _ side: Side) -> String {
+            var line = "  \(label) (\(side.source)): "
+            if side.addresses.isEmpty {
+                line += "no address"
+                if let error = side.error { line += " — \(error)" }
+            } else {
+                line += side.addresses.map(\.description).joined(separator: ", ")
+                if let ttl = side.ttl { line += "  ttl=\(ttl)" }
+            }
+            return line
+        }
+        var lines = [host + ":", side("LocalDNS", local), side("HTTPDNS ", httpdns)]
+        if !localBogons.isEmpty {
+            lines.append("  bogons from LocalDNS: " + localBogons.map(\.description).joined(separator: ", "))
+        }
+        if let probe {
+            if let result = probe.local {
+                lines.append("  probe LocalDNS \(result.address.uriText):\(probe.port): \(result.text)")
+            }
+            if let result = probe.httpdns {
+                lines.append("  probe HTTPDNS  \(result.address.uriText):\(probe.port): \(result.text)")
+            }
+        }
+        var conclusion = "  verdict: \(verdict.rawValue) — \(summary)"
+        if probe?.confirmsHijack == true, !verdict.isHijack {
+            conclusion += "; confirmed by connecting: LocalDNS's address cannot prove it is \(host)"
+        } else if verdict == .disagree, probe?.clearsLocal == true {
+            conclusion += "; LocalDNS's address presents a valid certificate for \(host): a different edge, not hijacking"
+        } else if isHijack, !verdict.isHijack {
+            conclusion += "; counted as hijacking because private answers are allowed or the check is strict"
+        }
+        lines.append(conclusion)
+        lines.append(isHijack ? "  HIJACKED" : (verdict == .inconclusive ? "  INCONCLUSIVE" : "  OK"))
+        return lines.joined(separator: "\n")
     }
 }

@@ -1,7 +1,7 @@
 /// Writing JSON text by hand where member order matters (vendor-exact answers, one-line CLI output).
-public enum HTTPDNSJSONText {
+package enum HTTPDNSJSONText {
     /// A JSON string literal (RFC 8259 §7): quotes, backslashes and control characters escaped.
-    public static func quote(_ value: String) -> String {
+    package static func quote(_ value: String) -> String {
         let hex = Array("0123456789abcdef".unicodeScalars)
         var out = "\""
         for scalar in value.unicodeScalars {

@@ -12,11 +12,11 @@ import Darwin
 /// cannot see, so `swift test --sanitize=thread` reports races between two `withLock` bodies that
 /// are in fact serialised. A pthread mutex is intercepted by ThreadSanitizer, keeping the sanitizer
 /// useful. Uncontended cost is one atomic each way, as with `Mutex`.
-public final class HTTPDNSLock<Value>: @unchecked Sendable {
+package final class HTTPDNSLock<Value: Sendable>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    public init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -40,7 +40,7 @@ public final class HTTPDNSLock<Value>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the value. Do not call back into the same lock inside.
     @inlinable
-    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         lock()
         defer { unlock() }
         return try body(&valueStorage)

@@ -132,7 +132,7 @@ extension HTTPDNSClient {
             .map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         transportRequest.body = body.transportBody()
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
-        transportRequest.trust = configuration.trust
+        transportRequest.trust = engine.configuration.trust
         let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
         transportRequest.timeouts = .init(
             connect: configuration.connectTimeout, total: configuration.requestTimeout,
@@ -166,15 +166,15 @@ extension HTTPDNSClient {
         if let error = error as? URLError { return error }
         if let error = error as? HTTPTransportError { return error.urlError }
         if error is CancellationError {
-            return URLError(.cancelled, userInfo: [NSLocalizedDescriptionKey: "cancelled"])
+            return URLError(.cancelled, userInfo: [NSLocalizedDescriptionKey: "The request was cancelled."])
         }
         if let error = error as? HTTPDNSError {
             let code: URLError.Code = error.code == .cancelled ? .cancelled : (error.code == .timedOut ? .timedOut : .cannotFindHost)
-            var info: [String: Any] = [NSLocalizedDescriptionKey: error.description]
+            var info: [String: Any] = [NSLocalizedDescriptionKey: error.errorDescription ?? "", "NSDebugDescription": error.description]
             if let url { info[NSURLErrorFailingURLErrorKey] = url }
             return URLError(code, userInfo: info)
         }
-        return URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: String(describing: error)])
+        return URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "The request failed.", "NSDebugDescription": String(describing: error)])
     }
 }
 

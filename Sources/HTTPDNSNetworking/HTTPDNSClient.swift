@@ -18,8 +18,6 @@ import FoundationNetworking
 public final class HTTPDNSClient: Sendable {
     /// Settings of one client.
     public struct Configuration: Sendable {
-        /// Certificate authorities for origins. Default: the system's.
-        public var trust: HTTPTransportTrust = .system
         /// Connection time limit per address. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
         /// Stall limit: fail when no byte moves for this long. Default 60 s.
@@ -42,12 +40,21 @@ public final class HTTPDNSClient: Sendable {
     /// The resolution engine.
     public let engine: HTTPDNSEngine
     /// The libcurl transport.
-    public let transport: HTTPTransport
+    package let transport: HTTPTransport
+    /// The settings the client was made with.
     public let configuration: Configuration
 
-    public init(engine: HTTPDNSEngine, transport: HTTPTransport = .shared, configuration: Configuration = .init()) {
+    /// A client sending through `engine`'s answers; origins are verified against the engine's
+    /// ``HTTPDNSConfiguration/trust``.
+    public convenience init(engine: HTTPDNSEngine, configuration: Configuration = .init()) {
+        self.init(engine: engine, transport: .shared, configuration: configuration)
+    }
+
+    package init(engine: HTTPDNSEngine, transport: HTTPTransport, configuration: Configuration = .init()) {
         self.engine = engine
         self.transport = transport
+        var configuration = configuration
+        configuration.blockRedirect = configuration.blockRedirect.map { HTTPDNSEngine.trusting(engine.configuration.trust, $0) }
         self.configuration = configuration
     }
 
@@ -169,7 +176,7 @@ public struct HTTPDNSConnectionReport: Sendable {
     public var httpVersion: String
     /// The response's header fields in the order received, repeats kept (`HTTPURLResponse` merges
     /// them); for `curl -i`-style output.
-    public var responseHeaders: [HTTPTransportHeader] = []
+    package var responseHeaders: [HTTPTransportHeader] = []
 }
 
 /// A running request; cancel it with ``cancel()``.

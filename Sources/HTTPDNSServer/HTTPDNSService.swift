@@ -32,12 +32,12 @@ public final class HTTPDNSService: Sendable {
         /// `HTTPDNSProviderSpec(parsing:).makeResolver()`). Default none: such names are NXDOMAIN.
         public var resolvers: [any HTTPDNSResolver] = []
         /// Which upstream addresses are passed on. Default: no loopback, no private space (a test
-        /// bed on 127.0.0.0/8 sets `allowLoopback`).
+        /// bed on 127.0.0.0/8 sets `allowPrivate`).
         public var hygiene: HTTPDNSAnswerHygiene = .init()
         /// Time limits for upstream lookups. Default the engine's (1.5 s per resolver, 2 s in all).
         public var timeouts: HTTPDNSConfiguration.Timeouts = .init()
         /// Cache settings (TTL floor and ceiling, capacity). Default the engine's.
-        public var cache: HTTPDNSCachePolicy.Settings = .init()
+        public var cache: HTTPDNSCacheSettings = .init()
 
         public init(resolvers: [any HTTPDNSResolver] = []) {
             self.resolvers = resolvers

@@ -14,62 +14,62 @@ import HTTPDNSCore
 /// does not know gets REFUSED (or NXDOMAIN under ``Configuration/localDomains``) and no query ever
 /// leaves the machine. ``Configuration/addresses`` turns it into a *lying* resolver that points any
 /// name at a chosen address. The process is stopped by ``stop()`` or when the value is released.
-public final class Dnsmasq: Sendable {
+package final class Dnsmasq: Sendable {
     /// What dnsmasq should serve; each field maps to one dnsmasq option.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Address to listen on; keep it loopback. Default 127.0.0.1.
-        public var listenAddress: HTTPDNSIPAddress = HTTPDNSIPAddress("127.0.0.1")!
+        package var listenAddress: HTTPDNSIPAddress = HTTPDNSIPAddress("127.0.0.1")!
         /// UDP and TCP port; `nil` (default) picks a free one.
-        public var port: UInt16?
+        package var port: UInt16?
         /// TTL of local answers (`local-ttl`). Default 300 s.
-        public var ttl: UInt32 = 300
+        package var ttl: UInt32 = 300
         /// Domains answered only from local data (`local=/d/`): unknown names under them get NXDOMAIN
         /// instead of REFUSED. Default none.
-        public var localDomains: [String] = []
+        package var localDomains: [String] = []
         /// `address=/name/ip`: the name *and every subdomain* resolve to the address (the lying mode).
-        public var addresses: [(name: String, address: HTTPDNSIPAddress)] = []
+        package var addresses: [(name: String, address: HTTPDNSIPAddress)] = []
         /// `host-record=name,ip…`: exact-name A/AAAA records (also answer PTR).
-        public var hostRecords: [(name: String, addresses: [HTTPDNSIPAddress])] = []
+        package var hostRecords: [(name: String, addresses: [HTTPDNSIPAddress])] = []
         /// `cname=alias,target`: the target must be a name dnsmasq knows locally.
-        public var cnames: [(alias: String, target: String)] = []
+        package var cnames: [(alias: String, target: String)] = []
         /// `txt-record=name,"string"…` (each string ≤ 255 bytes; several strings make big answers).
-        public var txtRecords: [(name: String, strings: [String])] = []
+        package var txtRecords: [(name: String, strings: [String])] = []
         /// Serve this zone authoritatively (`auth-zone`, `auth-server`): NXDOMAIN answers carry the
         /// zone's SOA. In this mode the listen address answers only for the zone (others REFUSED),
         /// and the listen address must be an interface address (127.0.0.1). Default `nil`.
-        public var authoritativeZone: String?
+        package var authoritativeZone: String?
         /// TTL and SOA minimum in the authoritative zone (`auth-ttl`). Default 900 s.
-        public var authoritativeTTL: UInt32 = 900
+        package var authoritativeTTL: UInt32 = 900
         /// More lines for the config file, dnsmasq long options without `--` (`"log-queries"`).
-        public var extraOptions: [String] = []
+        package var extraOptions: [String] = []
         /// Where dnsmasq lives. Default `/usr/sbin/dnsmasq`.
-        public var executable: String = "/usr/sbin/dnsmasq"
+        package var executable: String = "/usr/sbin/dnsmasq"
         /// How long to wait for the first answer. Default 10 s.
-        public var startTimeout: Duration = .seconds(10)
+        package var startTimeout: Duration = .seconds(10)
 
-        public init() {}
+        package init() {}
 
         /// Makes `name` and its subdomains resolve to `address`.
-        public mutating func lie(_ name: String, to address: HTTPDNSIPAddress) {
+        package mutating func lie(_ name: String, to address: HTTPDNSIPAddress) {
             addresses.append((name, address))
         }
     }
 
     /// Why dnsmasq could not be used.
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
 
-        public init(description: String) {
+        package init(description: String) {
             self.description = description
         }
     }
 
     /// The address dnsmasq listens on.
-    public let address: HTTPDNSIPAddress
+    package let address: HTTPDNSIPAddress
     /// The UDP and TCP port dnsmasq listens on.
-    public let port: UInt16
+    package let port: UInt16
     /// The temporary directory with the config file and dnsmasq's log.
-    public let directory: URL
+    package let directory: URL
 
     private let process: HTTPDNSLock<ChildProcess?>
 
@@ -77,7 +77,7 @@ public final class Dnsmasq: Sendable {
     ///
     /// - Throws: ``Failure`` when dnsmasq is not installed (naming the apt package), exits at
     ///   start (with its log), or does not answer within ``Configuration/startTimeout``.
-    public init(_ configuration: Configuration = Configuration()) throws {
+    package init(_ configuration: Configuration = Configuration()) throws {
         guard FileManager.default.isExecutableFile(atPath: configuration.executable) else {
             throw Failure(description: "dnsmasq not found at \(configuration.executable): install the Debian package dnsmasq-base (apt-get install dnsmasq-base)")
         }
@@ -106,14 +106,14 @@ public final class Dnsmasq: Sendable {
     }
 
     /// Stops dnsmasq (SIGTERM, then waits for it) and removes its files. Safe to call twice.
-    public func stop() {
+    package func stop() {
         guard let running = process.withLock({ $0.take() }) else { return }
         running.stop(timeout: .seconds(5))
         try? FileManager.default.removeItem(at: directory)
     }
 
     /// What dnsmasq has logged so far (start-up lines, errors; queries with `log-queries`).
-    public var log: String {
+    package var log: String {
         (try? String(contentsOf: directory.appendingPathComponent("dnsmasq.log"), encoding: .utf8)) ?? ""
     }
 }
@@ -187,7 +187,7 @@ extension Dnsmasq {
     }
 
     /// A port that is free for both UDP and TCP on `address` right now (bind to port 0, check TCP).
-    public static func freePort(on address: HTTPDNSIPAddress) throws -> UInt16 {
+    package static func freePort(on address: HTTPDNSIPAddress) throws -> UInt16 {
         for _ in 0..<20 {
             let udp = socket(address.family == .v4 ? AF_INET : AF_INET6, socketType(datagram: true), 0)
             guard udp >= 0 else { break }

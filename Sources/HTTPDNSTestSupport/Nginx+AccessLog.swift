@@ -6,32 +6,32 @@ extension Nginx {
     /// Tests read it to see what reached the server: a request never sent (TLS refused by the
     /// client) has no line, and a download the client cut short shows `completed == false` and the
     /// bytes nginx managed to send.
-    public struct AccessLogEntry: Sendable, Hashable {
+    package struct AccessLogEntry: Sendable, Hashable {
         /// The `log_format` behind the fields, tab-separated (nginx escapes tabs inside values).
         static let format = ["$server_name", "$server_addr", "$ssl_server_name", "$http_host", "$request_method",
                              "$request_uri", "$status", "$body_bytes_sent", "$request_completion", "$server_protocol",
                              "$request_length"].joined(separator: "\\t")
 
         /// The first `server_name` of the virtual host that answered.
-        public var serverName: String
+        package var serverName: String
         /// The local address the connection came in on.
-        public var serverAddress: String
+        package var serverAddress: String
         /// The TLS SNI the client sent; empty for plain HTTP.
-        public var sni: String
+        package var sni: String
         /// The `Host` header (`:authority` in HTTP/2).
-        public var host: String
-        public var method: String
+        package var host: String
+        package var method: String
         /// Path and query as sent.
-        public var uri: String
-        public var status: Int
+        package var uri: String
+        package var status: Int
         /// Response body bytes nginx sent.
-        public var bodyBytesSent: Int
+        package var bodyBytesSent: Int
         /// Whether nginx finished the response (`$request_completion` is `OK`).
-        public var completed: Bool
+        package var completed: Bool
         /// `HTTP/1.1` or `HTTP/2.0`.
-        public var httpProtocol: String
+        package var httpProtocol: String
         /// Bytes of the request (line, headers and body) nginx read.
-        public var requestLength: Int
+        package var requestLength: Int
 
         /// Parses one line; nil when it does not have the fields of ``format``.
         init?(_ line: Substring) {

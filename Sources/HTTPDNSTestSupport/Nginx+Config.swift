@@ -8,64 +8,64 @@ extension Nginx {
     /// (``Nginx/httpPort``), on the host's ``VirtualHost/address`` or ``listenAddress``; hosts on one
     /// address and port are told apart by SNI and `Host`, as on a real shared server. The first host
     /// on each address and port is nginx's default server there.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// The address virtual hosts listen on unless they say otherwise; keep it loopback.
         /// Default 127.0.0.1.
-        public var listenAddress: HTTPDNSIPAddress = HTTPDNSIPAddress("127.0.0.1")!
+        package var listenAddress: HTTPDNSIPAddress = HTTPDNSIPAddress("127.0.0.1")!
         /// The virtual hosts, in order. Default none (nginx then cannot start: at least one is needed).
-        public var virtualHosts: [VirtualHost] = []
+        package var virtualHosts: [VirtualHost] = []
         /// The TLS port; nil (default) picks one free on every TLS listen address. Set it to bring
         /// a server back on the port an earlier one used (an address "reassigned" to another site).
-        public var httpsPort: UInt16?
+        package var httpsPort: UInt16?
         /// The plain-HTTP port; nil (default) picks a free one.
-        public var httpPort: UInt16?
+        package var httpPort: UInt16?
         /// More directives for the `http` block, each a full line without the `;`
         /// (`"client_max_body_size 0"`). Default none.
-        public var httpDirectives: [String] = []
+        package var httpDirectives: [String] = []
         /// Worker processes. Default 1: tests share two cores.
-        public var workerProcesses: Int = 1
+        package var workerProcesses: Int = 1
         /// Where nginx lives. Default `/usr/sbin/nginx` (Debian `nginx-light`).
-        public var executable: String = "/usr/sbin/nginx"
+        package var executable: String = "/usr/sbin/nginx"
         /// How long to wait for every listener to accept connections. Default 10 s.
-        public var startTimeout: Duration = .seconds(10)
+        package var startTimeout: Duration = .seconds(10)
         /// How long ``Nginx/stop()`` waits after SIGTERM before SIGKILL. Default 10 s.
-        public var stopTimeout: Duration = .seconds(10)
+        package var stopTimeout: Duration = .seconds(10)
 
-        public init(virtualHosts: [VirtualHost] = []) {
+        package init(virtualHosts: [VirtualHost] = []) {
             self.virtualHosts = virtualHosts
         }
     }
 
     /// One `server` block.
-    public struct VirtualHost: Sendable {
+    package struct VirtualHost: Sendable {
         /// Certificate and key files for the TLS listener (with `http2`).
-        public struct TLS: Sendable, Hashable {
-            public var certificatePath: String
-            public var keyPath: String
+        package struct TLS: Sendable, Hashable {
+            package var certificatePath: String
+            package var keyPath: String
 
-            public init(certificatePath: String, keyPath: String) {
+            package init(certificatePath: String, keyPath: String) {
                 self.certificatePath = certificatePath
                 self.keyPath = keyPath
             }
         }
 
         /// `server_name` values; `_` matches nothing in particular (use it for a default server).
-        public var serverNames: [String]
+        package var serverNames: [String]
         /// TLS material; nil serves plain HTTP on ``Nginx/httpPort``. Default nil.
-        public var tls: TLS?
+        package var tls: TLS?
         /// The listen address; nil uses ``Configuration/listenAddress``. Default nil.
-        public var address: HTTPDNSIPAddress?
+        package var address: HTTPDNSIPAddress?
         /// The locations, in order. Default none (nginx then answers 404 from its empty root).
-        public var locations: [Location] = []
+        package var locations: [Location] = []
         /// Headers added to every response of this host (`add_header … always` at server level;
         /// nginx drops them in locations that add headers of their own, so ``Location`` repeats
         /// them there). Default none.
-        public var headers: [(name: String, value: String)] = []
+        package var headers: [(name: String, value: String)] = []
         /// More directives for the `server` block, each without the `;`. Default none.
-        public var directives: [String] = []
+        package var directives: [String] = []
 
         /// A host named `names`, served over TLS with `leaf` when given.
-        public init(_ names: [String], tls leaf: TestCertificates.Leaf? = nil, address: HTTPDNSIPAddress? = nil, locations: [Location] = []) {
+        package init(_ names: [String], tls leaf: TestCertificates.Leaf? = nil, address: HTTPDNSIPAddress? = nil, locations: [Location] = []) {
             self.serverNames = names
             self.tls = leaf.map { TLS(certificatePath: $0.certificatePath, keyPath: $0.keyPath) }
             self.address = address
@@ -74,9 +74,9 @@ extension Nginx {
     }
 
     /// One `location` block.
-    public struct Location: Sendable {
+    package struct Location: Sendable {
         /// What the location does.
-        public enum Action: Sendable {
+        package enum Action: Sendable {
             /// `return STATUS "TEXT"`; `$name` in the text is an nginx variable (`$http_cookie`).
             case text(String, status: Int)
             /// `return STATUS URL` (301, 302, 303, 307, 308); variables allowed.
@@ -90,17 +90,17 @@ extension Nginx {
         }
 
         /// The prefix (or the exact path with ``exact``).
-        public var path: String
+        package var path: String
         /// `location = PATH` instead of a prefix match. Default false.
-        public var exact: Bool = false
+        package var exact: Bool = false
         /// What is answered.
-        public var action: Action
+        package var action: Action
         /// Headers added with `add_header … always`; variables allowed. Default none.
-        public var headers: [(name: String, value: String)] = []
+        package var headers: [(name: String, value: String)] = []
         /// More directives, each without the `;` (`"limit_rate 1m"`). Default none.
-        public var directives: [String] = []
+        package var directives: [String] = []
 
-        public init(_ path: String, exact: Bool = false, _ action: Action, headers: [(name: String, value: String)] = [], directives: [String] = []) {
+        package init(_ path: String, exact: Bool = false, _ action: Action, headers: [(name: String, value: String)] = [], directives: [String] = []) {
             self.path = path
             self.exact = exact
             self.action = action
@@ -109,17 +109,17 @@ extension Nginx {
         }
 
         /// `return status "text"`.
-        public static func text(_ path: String, _ text: String, status: Int = 200, headers: [(name: String, value: String)] = []) -> Location {
+        package static func text(_ path: String, _ text: String, status: Int = 200, headers: [(name: String, value: String)] = []) -> Location {
             Location(path, .text(text, status: status), headers: headers)
         }
 
         /// `return status URL`.
-        public static func redirect(_ path: String, to url: String, status: Int = 302) -> Location {
+        package static func redirect(_ path: String, to url: String, status: Int = 302) -> Location {
             Location(path, .redirect(url, status: status))
         }
 
         /// `proxy_pass URL`, streaming request bodies of any size (no buffering, no size limit).
-        public static func proxy(_ path: String, to url: String, headers: [(name: String, value: String)] = []) -> Location {
+        package static func proxy(_ path: String, to url: String, headers: [(name: String, value: String)] = []) -> Location {
             Location(
                 path, .proxy(url), headers: headers,
                 directives: ["client_max_body_size 0", "proxy_request_buffering off", "proxy_buffering off"])

@@ -14,53 +14,53 @@ import HTTPDNSCore
 /// The config file, pid file, logs and temp directories live in a fresh temporary directory; nginx
 /// runs in the foreground (`daemon off`) as a child of the test process, workers as root when the
 /// tests run as root and as the current user otherwise. ``stop()`` (or releasing the value) ends it.
-public final class Nginx: Sendable {
+package final class Nginx: Sendable {
     /// Why nginx could not be used, with a stable code.
-    public struct Failure: Error, Sendable, CustomStringConvertible {
+    package struct Failure: Error, Sendable, CustomStringConvertible {
         fileprivate enum Kind: Sendable, Hashable {
             case notInstalled, invalidConfiguration, exitedAtStart, notReady, noFreePort
         }
 
         /// Stable codes; compare errors by code.
-        public struct Code: Sendable, Hashable {
+        package struct Code: Sendable, Hashable {
             fileprivate let kind: Kind
             /// The nginx binary is missing: install the Debian package `nginx-light`.
-            public static let notInstalled = Code(kind: .notInstalled)
+            package static let notInstalled = Code(kind: .notInstalled)
             /// The configuration cannot be written as an nginx config.
-            public static let invalidConfiguration = Code(kind: .invalidConfiguration)
+            package static let invalidConfiguration = Code(kind: .invalidConfiguration)
             /// nginx exited while starting (the detail holds its error log).
-            public static let exitedAtStart = Code(kind: .exitedAtStart)
+            package static let exitedAtStart = Code(kind: .exitedAtStart)
             /// A listener did not accept connections within the start timeout.
-            public static let notReady = Code(kind: .notReady)
+            package static let notReady = Code(kind: .notReady)
             /// No port was free on every listen address.
-            public static let noFreePort = Code(kind: .noFreePort)
+            package static let noFreePort = Code(kind: .noFreePort)
         }
 
-        public var code: Code
+        package var code: Code
         /// What happened, for the test log.
-        public var detail: String
+        package var detail: String
 
-        public init(_ code: Code, _ detail: String) {
+        package init(_ code: Code, _ detail: String) {
             self.code = code
             self.detail = detail
         }
 
-        public var description: String { "nginx: \(detail)" }
+        package var description: String { "nginx: \(detail)" }
     }
 
     /// The port shared by every TLS virtual host (nil when there is none).
-    public let httpsPort: UInt16?
+    package let httpsPort: UInt16?
     /// The port shared by every plain-HTTP virtual host (nil when there is none).
-    public let httpPort: UInt16?
+    package let httpPort: UInt16?
     /// The temporary directory with `nginx.conf`, the logs and nginx's temp files.
-    public let directory: URL
+    package let directory: URL
     private let process: ChildProcess
 
     /// Writes the config, starts nginx and waits until every listener accepts connections.
     ///
     /// - Throws: ``Failure``: `.notInstalled` naming the apt package, `.invalidConfiguration`,
     ///   `.exitedAtStart` with nginx's error log, `.notReady`, `.noFreePort`.
-    public init(_ configuration: Configuration) throws(Failure) {
+    package init(_ configuration: Configuration) throws(Failure) {
         guard FileManager.default.isExecutableFile(atPath: configuration.executable) else {
             throw Failure(.notInstalled, "nginx not found at \(configuration.executable): install the Debian package nginx-light (apt-get install nginx-light)")
         }
@@ -112,19 +112,19 @@ public final class Nginx: Sendable {
 
     /// Stops nginx (SIGTERM: fast shutdown, open transfers are cut), waits for it to exit (SIGKILL
     /// after ``Configuration/stopTimeout``), then removes its directory. Safe to call twice.
-    public func stop() {
+    package func stop() {
         guard process.stop(timeout: nil) else { return }
         try? FileManager.default.removeItem(at: directory)
     }
 
     /// What nginx logged to its error log so far (start-up problems, upstream errors).
-    public var errorLog: String {
+    package var errorLog: String {
         Self.read(directory.appendingPathComponent("error.log"))
     }
 
     /// The requests nginx finished so far, in the order it logged them (nginx logs a request when it
     /// ends, including one cut short by the client).
-    public var accessLog: [AccessLogEntry] {
+    package var accessLog: [AccessLogEntry] {
         Self.read(directory.appendingPathComponent("access.log")).split(separator: "\n").compactMap(AccessLogEntry.init)
     }
 
@@ -132,7 +132,7 @@ public final class Nginx: Sendable {
     ///
     /// nginx writes a request's line after it has sent the response, so a client that has just read
     /// its last response can be ahead of the log: read it this way to compare it with what was sent.
-    public func accessLog(atLeast count: Int, timeout: Duration = .seconds(5)) async -> [AccessLogEntry] {
+    package func accessLog(atLeast count: Int, timeout: Duration = .seconds(5)) async -> [AccessLogEntry] {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while true {
             let entries = accessLog
@@ -178,7 +178,7 @@ public final class Nginx: Sendable {
     }
 
     /// Whether a TCP connection to `address`:`port` is accepted right now.
-    public static func isListening(_ address: HTTPDNSIPAddress, port: UInt16) -> Bool {
+    package static func isListening(_ address: HTTPDNSIPAddress, port: UInt16) -> Bool {
         let fd = socket(address.family == .v4 ? AF_INET : AF_INET6, Dnsmasq.socketType(datagram: false), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }

@@ -6,37 +6,37 @@ import HTTPDNSCore
 ///
 /// Keys are EC P-256 so that making a CA and a few leaves takes milliseconds. Everything lives in
 /// a fresh temporary directory; call ``remove()`` when done.
-public struct TestCertificates: Sendable {
+package struct TestCertificates: Sendable {
     /// A certificate and its key.
-    public struct Leaf: Sendable {
+    package struct Leaf: Sendable {
         /// The leaf certificate, PEM.
-        public var certificatePEM: String
+        package var certificatePEM: String
         /// The leaf's private key, PEM (PKCS #8).
-        public var keyPEM: String
+        package var keyPEM: String
         /// Where ``certificatePEM`` is stored.
-        public var certificatePath: String
+        package var certificatePath: String
         /// Where ``keyPEM`` is stored.
-        public var keyPath: String
+        package var keyPath: String
     }
 
     /// Why the `openssl` command failed.
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// The directory holding every file.
-    public let directory: URL
+    package let directory: URL
     /// The CA certificate, PEM: trust this to accept the leaves.
-    public let caCertificatePEM: String
+    package let caCertificatePEM: String
     /// Where ``caCertificatePEM`` is stored.
-    public let caCertificatePath: String
+    package let caCertificatePath: String
     private let caKeyPath: String
 
     /// Makes a new CA in a new temporary directory.
     ///
     /// - Parameter commonName: the CA's subject CN.
     /// - Throws: ``Failure`` when `openssl` is missing or fails.
-    public init(commonName: String = "swift-httpdns test CA") throws {
+    package init(commonName: String = "swift-httpdns test CA") throws {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("httpdns-certs-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -60,7 +60,7 @@ public struct TestCertificates: Sendable {
     ///   - dnsNames: DNS names, wildcards allowed (`*.example.test`).
     ///   - ipAddresses: IP addresses for `IP:` entries.
     ///   - validDays: validity from now, at least 1.
-    public func issue(dnsNames: [String], ipAddresses: [HTTPDNSIPAddress] = [], validDays: Int = 2) throws -> Leaf {
+    package func issue(dnsNames: [String], ipAddresses: [HTTPDNSIPAddress] = [], validDays: Int = 2) throws -> Leaf {
         let name = UUID().uuidString
         let key = directory.appendingPathComponent("\(name).key").path
         let request = directory.appendingPathComponent("\(name).csr").path
@@ -91,7 +91,7 @@ public struct TestCertificates: Sendable {
     }
 
     /// Deletes the directory and every key in it.
-    public func remove() {
+    package func remove() {
         try? FileManager.default.removeItem(at: directory)
     }
 

@@ -15,9 +15,9 @@ import HTTPDNSServer
 /// - `/redirect`: `302` to `/echo`;
 /// - `/echo` and every other path: `200`, the request body back, with `X-Echo-Method`, `X-Echo-Host`,
 ///   `X-Echo-Query` and `X-Server-Address` headers and every request header as `X-Echo-<name>`.
-public final class TestHTTPServer: Sendable {
+package final class TestHTTPServer: Sendable {
     /// The server itself.
-    public let server: HTTPServer
+    package let server: HTTPServer
     private let state: State
 
     /// What the handler shares with the test. An `NSLock` rather than `Mutex`: ThreadSanitizer on
@@ -32,7 +32,7 @@ public final class TestHTTPServer: Sendable {
     }
 
     /// Starts on `address` (`port` 0 picks one); with `tls` it serves HTTPS with that leaf.
-    public init(address: String = "127.0.0.1", port: Int = 0, tls: TestCertificates.Leaf? = nil) throws {
+    package init(address: String = "127.0.0.1", port: Int = 0, tls: TestCertificates.Leaf? = nil) throws {
         guard let ip = HTTPDNSIPAddress(address) else { throw HTTPServer.StartError("bad address \(address)") }
         var configuration = HTTPServer.Configuration(address: ip, port: port)
         configuration.tlsCertificatePEM = tls?.certificatePEM
@@ -46,14 +46,14 @@ public final class TestHTTPServer: Sendable {
     }
 
     /// The bound port.
-    public var port: Int { server.port }
+    package var port: Int { server.port }
     /// Every request handled so far, in order.
-    public var requests: [HTTPServer.Request] { state.recorded }
+    package var requests: [HTTPServer.Request] { state.recorded }
     /// Chunks the `/endless` route has produced so far.
-    public var endlessChunksSent: Int { state.endless.load(ordering: .relaxed) }
+    package var endlessChunksSent: Int { state.endless.load(ordering: .relaxed) }
 
     /// Stops the server.
-    public func stop() { server.stop() }
+    package func stop() { server.stop() }
 
     private static func route(_ request: HTTPServer.Request, address: HTTPDNSIPAddress, state: State) -> HTTPServer.Response {
         let number = { (name: String) in request.queryValue(name).flatMap(Int.init) ?? 0 }

@@ -10,42 +10,42 @@ import Foundation
 /// Output goes to temporary files rather than pipes, so a chatty process can never block on a full
 /// pipe while the test waits for it to exit. A process that outlives its time limit is killed and
 /// reported as ``Failure`` (a hang is a failure, never a skipped test).
-public struct ToolRunner: Sendable {
+package struct ToolRunner: Sendable {
     /// What one run produced.
-    public struct Result: Sendable {
-        public var status: Int32
-        public var stdout: Data
-        public var stderr: Data
+    package struct Result: Sendable {
+        package var status: Int32
+        package var stdout: Data
+        package var stderr: Data
 
-        public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-        public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+        package var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+        package var stderrText: String { String(decoding: stderr, as: UTF8.self) }
         /// Non-empty stderr lines.
-        public var stderrLines: [String] { stderrText.split(separator: "\n").map(String.init) }
+        package var stderrLines: [String] { stderrText.split(separator: "\n").map(String.init) }
         /// Non-empty stdout lines.
-        public var stdoutLines: [String] { stdoutText.split(separator: "\n").map(String.init) }
+        package var stdoutLines: [String] { stdoutText.split(separator: "\n").map(String.init) }
     }
 
     /// Why the binary could not be run.
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
 
-        public init(_ description: String) {
+        package init(_ description: String) {
             self.description = description
         }
     }
 
     /// The binary.
-    public let executable: URL
+    package let executable: URL
 
     /// Uses `executable`, or finds the built `httpdns` (see ``locate()``).
-    public init(executable: URL? = nil) throws {
+    package init(executable: URL? = nil) throws {
         self.executable = try executable ?? ToolRunner.locate()
     }
 
     /// Finds the `httpdns` binary: `$HTTPDNS_TOOL`, else next to the running test bundle (SwiftPM
     /// puts products and the test runner in one directory, whatever `--scratch-path` is).
     /// - Throws: ``Failure`` listing every place looked at.
-    public static func locate() throws -> URL {
+    package static func locate() throws -> URL {
         var candidates: [URL] = []
         if let path = ProcessInfo.processInfo.environment["HTTPDNS_TOOL"] { candidates.append(URL(fileURLWithPath: path)) }
         let runner = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()
@@ -63,7 +63,7 @@ public struct ToolRunner: Sendable {
 
     /// Runs the binary with `arguments` and waits for it.
     /// - Throws: ``Failure`` when it cannot start or runs past `timeout` (it is then killed).
-    public func run(_ arguments: [String], timeout: Duration = .seconds(60), environment: [String: String]? = nil) throws -> Result {
+    package func run(_ arguments: [String], timeout: Duration = .seconds(60), environment: [String: String]? = nil) throws -> Result {
         let running = try start(arguments, environment: environment)
         defer { running.cleanUp() }
         let status = try running.wait(timeout: timeout)
@@ -71,7 +71,7 @@ public struct ToolRunner: Sendable {
     }
 
     /// Starts the binary without waiting (for `serve`).
-    public func start(_ arguments: [String], environment: [String: String]? = nil) throws -> RunningTool {
+    package func start(_ arguments: [String], environment: [String: String]? = nil) throws -> RunningTool {
         try RunningTool(executable: executable, arguments: arguments, environment: environment)
     }
 }
@@ -81,7 +81,7 @@ public struct ToolRunner: Sendable {
 /// Spawned with `posix_spawn` and reaped with `waitpid` here rather than through Foundation's
 /// `Process`: Foundation's monitor thread blocks in `waitpid` on any child that closes its inherited
 /// descriptors while running (dnsmasq does), and then never notices other children exit.
-public final class RunningTool: @unchecked Sendable {
+package final class RunningTool: @unchecked Sendable {
     // @unchecked: the mutable exit status is only touched by the one test thread driving this value.
     private let pid: pid_t
     private let directory: URL
@@ -91,7 +91,7 @@ public final class RunningTool: @unchecked Sendable {
     private var exitStatus: Int32?
 
     /// Starts `executable` with `arguments`; stdin is /dev/null, stdout and stderr go to files.
-    public init(executable: URL, arguments: [String], environment: [String: String]? = nil) throws {
+    package init(executable: URL, arguments: [String], environment: [String: String]? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-tool-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stdoutPath = directory.appendingPathComponent("stdout")
@@ -130,11 +130,11 @@ public final class RunningTool: @unchecked Sendable {
     }
 
     /// Everything written to stdout so far.
-    public var stdout: Data { (try? Data(contentsOf: stdoutPath)) ?? Data() }
+    package var stdout: Data { (try? Data(contentsOf: stdoutPath)) ?? Data() }
     /// Everything written to stderr so far.
-    public var stderr: Data { (try? Data(contentsOf: stderrPath)) ?? Data() }
-    public var processIdentifier: Int32 { pid }
-    public var isRunning: Bool { poll() == nil }
+    package var stderr: Data { (try? Data(contentsOf: stderrPath)) ?? Data() }
+    package var processIdentifier: Int32 { pid }
+    package var isRunning: Bool { poll() == nil }
 
     /// Reaps the process if it has exited; its status (128 + signal when killed by one).
     private func poll() -> Int32? {
@@ -149,7 +149,7 @@ public final class RunningTool: @unchecked Sendable {
 
     /// Waits until stdout holds a line starting with `prefix` and returns that line.
     /// - Throws: ``ToolRunner/Failure`` when the process exits first or `timeout` passes.
-    public func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(30)) throws -> String {
+    package func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(30)) throws -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let text = String(decoding: stdout, as: UTF8.self)
@@ -163,13 +163,13 @@ public final class RunningTool: @unchecked Sendable {
     }
 
     /// Sends `signal` to the process.
-    public func send(_ signal: Int32) {
+    package func send(_ signal: Int32) {
         if poll() == nil { kill(pid, signal) }
     }
 
     /// Waits for the process to exit and returns its status; kills it after `timeout`.
     /// - Throws: ``ToolRunner/Failure`` when it had to be killed.
-    public func wait(timeout: Duration = .seconds(60)) throws -> Int32 {
+    package func wait(timeout: Duration = .seconds(60)) throws -> Int32 {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let status = poll() { return status }

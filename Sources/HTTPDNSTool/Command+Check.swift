@@ -53,21 +53,21 @@ extension Command {
         for host in hosts where !HTTPDNSHostPolicy.isValidHostName(host) {
             throw UsageError("'\(host)' is not a valid host name", command: command)
         }
-        let strict = parsed.flag("strict") || options.allowPrivate
-        let transport = HTTPTransport()
-        let trust = try options.makeTrust(command: command)
-        let engine = try options.makeEngine(transport: transport, trust: trust, command: command)
-        var prober: CheckProbe?
+        var settings = HTTPDNSHijackCheck(strict: parsed.flag("strict"))
         if let text = parsed.last("probe-port") {
             guard let port = Int(text), (1...65_535).contains(port) else {
                 throw UsageError("bad --probe-port '\(text)': expected 1-65535", command: command)
             }
-            prober = CheckProbe(port: port, transport: transport, trust: trust)
+            settings.probePort = port
         }
+        let check = settings
+        let engine = try options.makeEngine(transport: HTTPTransport(), trust: try options.makeTrust(command: command), command: command)
 
+        // The library checks and concludes (the same verdict `engine.checkHijack` gives an app); the
+        // command prints.
         let reports = await withTaskGroup(of: (Int, HTTPDNSHijackReport).self) { group in
             for (index, host) in hosts.enumerated() {
-                group.addTask { (index, await engine.checkHijack(host, family: options.family)) }
+                group.addTask { (index, await engine.checkHijack(host, family: options.family, check: check)) }
             }
             var reports = [HTTPDNSHijackReport?](repeating: nil, count: hosts.count)
             for await (index, report) in group { reports[index] = report }
@@ -77,13 +77,11 @@ extension Command {
         var hijacked = false
         var inconclusive = false
         for report in reports {
-            let probe = await prober?.run(report)
-            let isHijack = isHijack(report, strict: strict, probe: probe)
-            hijacked = hijacked || isHijack
+            hijacked = hijacked || report.isHijack
             if options.json {
-                try Output.line(try json(report, hijack: isHijack, probe: probe))
+                try Output.line(try json(report))
             } else {
-                try Output.line(human(report, hijack: isHijack, strict: strict, probe: probe))
+                try Output.line(report.description)
             }
             if report.verdict == .inconclusive {
                 inconclusive = true
@@ -94,71 +92,10 @@ extension Command {
         return inconclusive ? ExitStatus.failure : ExitStatus.success
     }
 
-    /// The tool's rule: the report's own verdict, plus `disagree` when strict (see the help text).
-    /// With a probe: a confirmed hijack counts; a LocalDNS address that verifies clears a disagreement.
-    static func isHijack(_ report: HTTPDNSHijackReport, strict: Bool, probe: CheckProbe.Result? = nil) -> Bool {
-        if report.verdict.isHijack || probe?.confirmsHijack == true { return true }
-        if report.verdict == .disagree, probe?.clearsLocal == true { return false }
-        return strict && report.verdict == .disagree
-    }
-
-    static func human(_ report: HTTPDNSHijackReport, hijack: Bool, strict: Bool, probe: CheckProbe.Result? = nil) -> String {
-        func side(_ label: String, _ side: HTTPDNSHijackReport.Side) -> String {
-            var line = "  \(label) (\(side.source)): "
-            if side.addresses.isEmpty {
-                line += "no address"
-                if let error = side.error { line += " — \(error)" }
-            } else {
-                line += side.addresses.map(\.description).joined(separator: ", ")
-                if let ttl = side.ttl { line += "  ttl=\(ttl)" }
-            }
-            return line
-        }
-        var lines = [report.host + ":", side("LocalDNS", report.local), side("HTTPDNS ", report.httpdns)]
-        if !report.localBogons.isEmpty {
-            lines.append("  bogons from LocalDNS: " + report.localBogons.map(\.description).joined(separator: ", "))
-        }
-        if let probe {
-            if let local = probe.local {
-                lines.append("  probe LocalDNS \(local.address.uriText):\(probe.port): \(local.outcome.text)")
-            }
-            if let httpdns = probe.httpdns {
-                lines.append("  probe HTTPDNS  \(httpdns.address.uriText):\(probe.port): \(httpdns.outcome.text)")
-            }
-        }
-        var verdict = "  verdict: \(report.verdict.rawValue) — \(report.summary)"
-        if probe?.confirmsHijack == true, !report.verdict.isHijack {
-            verdict += "; confirmed by connecting: LocalDNS's address cannot prove it is \(report.host)"
-        } else if report.verdict == .disagree, probe?.clearsLocal == true {
-            verdict += "; LocalDNS's address presents a valid certificate for \(report.host): a different edge, not hijacking"
-        } else if hijack, !report.verdict.isHijack {
-            verdict += "; counted as hijacking because private answers are allowed (--allow-private) or --strict"
-        }
-        lines.append(verdict)
-        lines.append(hijack ? "  HIJACKED" : (report.verdict == .inconclusive ? "  INCONCLUSIVE" : "  OK"))
-        return lines.joined(separator: "\n")
-    }
-
-    /// The report object (its Codable form) plus `"hijack"`, the tool's conclusion, on one line.
-    static func json(_ report: HTTPDNSHijackReport, hijack: Bool, probe: CheckProbe.Result? = nil) throws -> String {
+    /// The report (its Codable form, `"hijack"` the conclusion) on one line.
+    static func json(_ report: HTTPDNSHijackReport) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(report)
-        guard var object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw ToolFailure("cannot encode the report as JSON")
-        }
-        object["hijack"] = hijack
-        if let probe {
-            var probeObject: [String: Any] = ["port": probe.port, "confirmsHijack": probe.confirmsHijack]
-            if let local = probe.local {
-                probeObject["local"] = ["address": local.address.description, "result": local.outcome.jsonValue, "detail": local.outcome.text]
-            }
-            if let httpdns = probe.httpdns {
-                probeObject["httpdns"] = ["address": httpdns.address.description, "result": httpdns.outcome.jsonValue, "detail": httpdns.outcome.text]
-            }
-            object["probe"] = probeObject
-        }
-        let line = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: line, as: UTF8.self)
+        return String(decoding: try encoder.encode(report), as: UTF8.self)
     }
 }

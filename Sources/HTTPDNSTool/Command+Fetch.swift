@@ -36,7 +36,6 @@ extension Command {
         let engine = try makeFetchEngine(shared, transport: transport, trust: trust, monitor: monitor, command: command)
 
         var configuration = HTTPDNSClient.Configuration()
-        configuration.trust = trust
         configuration.connectTimeout = .milliseconds(Int64((options.connectTimeout ?? 10) * 1000))
         configuration.requestTimeout = options.maxTime.map { .milliseconds(Int64($0 * 1000)) }
         configuration.maximumRedirects = options.maxRedirects
@@ -47,7 +46,7 @@ extension Command {
                     .makeResolver(transport: transport, trust: trust, timeout: .milliseconds(Int64((shared.timeout ?? 5) * 1000)))
                 configuration.blockRedirect = FetcherBlockRedirect(
                     endpoint: endpoint,
-                    hygiene: HTTPDNSAnswerHygiene(allowLoopback: shared.allowPrivate, allowPrivate: shared.allowPrivate),
+                    hygiene: HTTPDNSAnswerHygiene(allowPrivate: shared.allowPrivate),
                     monitor: monitor)
             } catch {
                 throw UsageError("bad --fallback-ips '\(url)': \(SharedOptions.detail(error))", command: command)
@@ -65,7 +64,7 @@ extension Command {
     /// engine trusts static entries as given, loopback included) and their hosts protected, so that
     /// they are pinned even when `--protect` leaves them out. The monitor learns what the engine does.
     static func makeFetchEngine(
-        _ shared: SharedOptions, transport: HTTPTransport, trust: HTTPTransportTrust, monitor: FetcherMonitor, command: String
+        _ shared: SharedOptions, transport: HTTPTransport, trust: HTTPDNSTrust, monitor: FetcherMonitor, command: String
     ) throws(UsageError) -> HTTPDNSEngine {
         var configuration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
         configuration.monitor = monitor
@@ -84,7 +83,7 @@ extension Command {
     }
 
     /// How `-v` names the CAs certificates are verified with.
-    static func trustText(_ trust: HTTPTransportTrust) -> String {
+    static func trustText(_ trust: HTTPDNSTrust) -> String {
         switch trust {
         case .system: "system CAs"
         case .caFile(let path): "CAs in \(path)"

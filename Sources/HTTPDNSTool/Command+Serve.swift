@@ -100,7 +100,7 @@ extension Command {
             configuration.alibaba.secrets[account] = secret
         }
         let allowPrivate = parsed.flag("allow-private") || (config.allowPrivate ?? false)
-        configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowLoopback: allowPrivate, allowPrivate: allowPrivate)
+        configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowPrivate: allowPrivate)
 
         let certificate = parsed.last("tls-cert") ?? section?.tlsCert
         let key = parsed.last("tls-key") ?? section?.tlsKey

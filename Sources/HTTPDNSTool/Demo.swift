@@ -80,10 +80,10 @@ struct DemoRun {
         configuration.localDNS = .server(bed.dnsmasq.address, port: bed.dnsmasq.port)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.demo.test"])
         // Loopback is where this demo's servers live; real deployments keep the default (dropped).
-        configuration.hygiene = HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true)
+        configuration.hygiene = HTTPDNSAnswerHygiene(allowPrivate: true)
+        configuration.trust = .caFile(bed.certificates.caCertificatePath)
         engine = HTTPDNSEngine(configuration: configuration)
         var clientConfiguration = HTTPDNSClient.Configuration()
-        clientConfiguration.trust = .caFile(bed.certificates.caCertificatePath)
         clientConfiguration.connectTimeout = .seconds(3)
         client = HTTPDNSClient(engine: engine, transport: transport, configuration: clientConfiguration)
     }
@@ -97,15 +97,11 @@ struct DemoRun {
         var lines = ["\(url.absoluteString)"]
         lines += DemoRun.columns(
             ["WITHOUT protection (system LocalDNS)"] + left, ["WITH swift-httpdns (HTTPDNS first)"] + right)
-        let report = await engine.checkHijack(host)
         // For HTTPS, confirm by connecting (what `httpdns check --probe-port` does).
-        var probe: CheckProbe.Result?
-        if url.scheme == "https", let port = url.port {
-            probe = await CheckProbe(port: port, transport: transport, trust: .caFile(bed.certificates.caCertificatePath)).run(report)
-        }
-        let hijack = Command.isHijack(report, strict: true, probe: probe)
-        lines.append("  httpdns check \(host)\(probe.map { " --probe-port \($0.port)" } ?? ""):")
-        lines += Command.human(report, hijack: hijack, strict: true, probe: probe).split(separator: "\n").dropFirst().map { "  \($0)" }
+        let probePort = url.scheme == "https" ? url.port : nil
+        let report = await engine.checkHijack(host, check: HTTPDNSHijackCheck(probePort: probePort))
+        lines.append("  httpdns check \(host)\(probePort.map { " --probe-port \($0)" } ?? ""):")
+        lines += report.description.split(separator: "\n").dropFirst().map { "  \($0)" }
         try? Output.line(lines.joined(separator: "\n") + "\n")
     }
 
@@ -162,9 +158,11 @@ struct DemoRun {
         }
     }
 
+    /// The detail (a demo shows what went wrong, not the sentence an app would show).
     static func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPDNSError { return Command.explain(error) }
-        return error.localizedDescription
+        if let error = error as? HTTPDNSError { return error.debugDescription }
+        if let underlying = (error as? URLError)?.httpdnsUnderlyingError { return String(describing: underlying) }
+        return String(describing: error)
     }
 
     static func snippet(_ body: Data) -> String {

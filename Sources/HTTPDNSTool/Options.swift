@@ -125,12 +125,12 @@ struct SharedOptions: Sendable {
 
     /// The TLS trust for providers and origins: the system bundle plus `--cacert`.
     /// - Throws: ``UsageError`` when the file cannot be read or holds no certificate.
-    func makeTrust(command: String) throws(UsageError) -> HTTPTransportTrust {
+    func makeTrust(command: String) throws(UsageError) -> HTTPDNSTrust {
         try SharedOptions.makeTrust(cacert: cacert, command: command)
     }
 
     /// The system bundle plus the PEM file `cacert`, or `.system` without one.
-    static func makeTrust(cacert: String?, command: String) throws(UsageError) -> HTTPTransportTrust {
+    static func makeTrust(cacert: String?, command: String) throws(UsageError) -> HTTPDNSTrust {
         guard let cacert else { return .system }
         guard let extra = FileManager.default.contents(atPath: cacert), extra.count <= 16 << 20 else {
             throw UsageError("cannot read --cacert file \(cacert)", command: command)
@@ -151,23 +151,24 @@ struct SharedOptions: Sendable {
 
     /// The engine these options describe.
     /// - Throws: ``UsageError`` when a provider spec cannot be turned into a resolver.
-    func makeEngine(transport: HTTPTransport, trust: HTTPTransportTrust, command: String) throws(UsageError) -> HTTPDNSEngine {
+    func makeEngine(transport: HTTPTransport, trust: HTTPDNSTrust, command: String) throws(UsageError) -> HTTPDNSEngine {
         let perRequest = Duration.milliseconds(Int64((timeout ?? 5) * 1000))
         var resolvers: [any HTTPDNSResolver] = []
         for spec in providerSpecs {
             do {
-                resolvers.append(try spec.makeResolver(transport: transport, trust: trust, timeout: perRequest))
+                resolvers.append(try spec.makeResolver(transport: transport, timeout: perRequest))
             } catch {
                 throw UsageError("bad --provider '\(spec)': \(SharedOptions.detail(error))", command: command)
             }
         }
         var configuration = HTTPDNSConfiguration(resolvers: resolvers)
+        configuration.trust = trust
         switch localDNS {
         case .system: configuration.localDNS = .system
         case .server(let address, let port): configuration.localDNS = .server(address, port: port)
         }
         configuration.failover.httpdnsOnly = httpdnsOnly
-        configuration.hygiene = HTTPDNSAnswerHygiene(allowLoopback: allowPrivate, allowPrivate: allowPrivate)
+        configuration.hygiene = HTTPDNSAnswerHygiene(allowPrivate: allowPrivate)
         configuration.family = family
         if !protect.isEmpty { configuration.protectedHosts = HTTPDNSHostPolicy(protect) }
         if let timeout {
@@ -179,7 +180,7 @@ struct SharedOptions: Sendable {
     }
 
     /// The resolver every subcommand uses: static entries, then the engine.
-    func makeResolver(transport: HTTPTransport, trust: HTTPTransportTrust, command: String) throws(UsageError) -> ToolResolver {
+    func makeResolver(transport: HTTPTransport, trust: HTTPDNSTrust, command: String) throws(UsageError) -> ToolResolver {
         let engine = try makeEngine(transport: transport, trust: trust, command: command)
         let entries = (try? StaticResolver(curlStyle: resolveEntries)) ?? StaticResolver([:])
         let local: any HTTPDNSResolver

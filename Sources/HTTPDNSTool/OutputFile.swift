@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import HTTPDNSCore
 
 /// Where `fetch` writes the response: stdout, or a file written atomically (`-o FILE`).
 ///
@@ -13,17 +14,25 @@ import Foundation
 /// A destination that exists and is not a regular file (`-o /dev/null`, a FIFO) is written to
 /// directly, as curl does: renaming over it would replace the device with a file. A symbolic link
 /// is followed, so the file it names is replaced, not the link.
-final class OutputFile {
+final class OutputFile: Sendable {
+    /// What changes as the output is written; behind a lock so that the file can be handed between
+    /// the transfer's threads.
+    private struct State: Sendable {
+        var temporaryPath: String?
+        var fd: Int32 = -1
+        var bytesWritten: Int64 = 0
+    }
+
     private let destination: String?
-    private var temporaryPath: String?
-    private var fd: Int32 = -1
+    private let state: HTTPDNSLock<State>
 
     /// Bytes written so far (the body and, with `-i`, the heads).
-    private(set) var bytesWritten: Int64 = 0
+    var bytesWritten: Int64 { state.withLock { $0.bytesWritten } }
 
     /// Output to stdout.
     init() {
         destination = nil
+        state = HTTPDNSLock(State())
     }
 
     /// Output to `path`; creates the temporary file now, so that a directory that is not writable
@@ -36,7 +45,7 @@ final class OutputFile {
             let opened = open(path, O_WRONLY)
             guard opened >= 0 else { throw ToolFailure("cannot open \(path): \(String(cString: strerror(errno)))") }
             destination = path
-            fd = opened
+            state = HTTPDNSLock(State(fd: opened))
             return
         }
         // Follow a symbolic link: the file it names is what gets replaced.
@@ -49,12 +58,12 @@ final class OutputFile {
         guard created >= 0 else {
             throw ToolFailure("cannot create a file next to \(path): \(String(cString: strerror(errno)))")
         }
-        fd = created
-        temporaryPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let temporaryPath = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        state = HTTPDNSLock(State(temporaryPath: temporaryPath, fd: created))
         // mkstemp makes the file 0600; give it the mode a new file would get (0666 minus the umask).
         let mask = umask(0)
         umask(mask)
-        fchmod(fd, 0o666 & ~mask)
+        fchmod(created, 0o666 & ~mask)
     }
 
     deinit {
@@ -65,46 +74,53 @@ final class OutputFile {
     /// - Throws: ``ToolFailure`` when the disk is full or stdout is closed.
     func write(_ data: Data) throws(ToolFailure) {
         guard !data.isEmpty else { return }
-        if destination == nil {
-            try Output.stdout(data)
-        } else {
-            guard fd >= 0 else { throw ToolFailure("output file already closed") }
-            try Output.write(fd: fd, data, name: temporaryPath ?? "output file")
+        let toFile = destination != nil
+        try state.withLock { (state: inout State) throws(ToolFailure) in
+            if toFile {
+                guard state.fd >= 0 else { throw ToolFailure("output file already closed") }
+                try Output.write(fd: state.fd, data, name: state.temporaryPath ?? "output file")
+            } else {
+                try Output.stdout(data)
+            }
+            state.bytesWritten += Int64(data.count)
         }
-        bytesWritten += Int64(data.count)
     }
 
     /// Makes the output final: for a file, flush and rename over the destination.
     /// - Throws: ``ToolFailure``; the temporary file is then removed.
     func commit() throws(ToolFailure) {
-        guard let destination, fd >= 0 else { return }
-        guard let temporaryPath else {
-            // Written directly (a device or FIFO): nothing to rename.
-            close(fd)
-            fd = -1
-            return
+        guard let destination else { return }
+        try state.withLock { (state: inout State) throws(ToolFailure) in
+            guard state.fd >= 0 else { return }
+            guard let temporaryPath = state.temporaryPath else {
+                // Written directly (a device or FIFO): nothing to rename.
+                close(state.fd)
+                state.fd = -1
+                return
+            }
+            let synced = fsync(state.fd) == 0
+            let closed = close(state.fd) == 0
+            state.fd = -1
+            state.temporaryPath = nil
+            guard synced, closed, rename(temporaryPath, destination) == 0 else {
+                let reason = String(cString: strerror(errno))
+                unlink(temporaryPath)
+                throw ToolFailure("cannot write \(destination): \(reason)")
+            }
         }
-        let synced = fsync(fd) == 0
-        let closed = close(fd) == 0
-        fd = -1
-        guard synced, closed, rename(temporaryPath, destination) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporaryPath)
-            self.temporaryPath = nil
-            throw ToolFailure("cannot write \(destination): \(reason)")
-        }
-        self.temporaryPath = nil
     }
 
     /// Drops a file that was not committed. Safe to call more than once.
     func abort() {
-        if fd >= 0 {
-            close(fd)
-            fd = -1
-        }
-        if let temporaryPath {
-            unlink(temporaryPath)
-            self.temporaryPath = nil
+        state.withLock { state in
+            if state.fd >= 0 {
+                close(state.fd)
+                state.fd = -1
+            }
+            if let temporaryPath = state.temporaryPath {
+                unlink(temporaryPath)
+                state.temporaryPath = nil
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 /// It appears only when stderr is a terminal (never in logs or pipes), after the transfer has run
 /// for ``delay`` seconds (short fetches stay quiet), redraws at most ten times a second, and erases
 /// itself at the end so that the terminal holds only what the command printed.
-final class ProgressBar {
+struct ProgressBar: Sendable {
     private let total: Int64?
     private let enabled: Bool
     private let clock = ContinuousClock()
@@ -26,7 +26,7 @@ final class ProgressBar {
     }
 
     /// Records `count` more bytes and redraws when due.
-    func advance(by count: Int) {
+    mutating func advance(by count: Int) {
         received += Int64(count)
         guard enabled else { return }
         let now = clock.now
@@ -37,13 +37,13 @@ final class ProgressBar {
     }
 
     /// Erases the bar, if it was shown.
-    func finish() {
+    mutating func finish() {
         guard drawn else { return }
         Output.stderrRaw("\r\u{1B}[K")
         drawn = false
     }
 
-    private func draw(elapsed: Duration) {
+    private mutating func draw(elapsed: Duration) {
         let seconds = max(0.001, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         let rate = ProgressBar.size(Int64(Double(received) / seconds)) + "/s"
         var line: String

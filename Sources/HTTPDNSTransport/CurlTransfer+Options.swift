@@ -62,7 +62,7 @@ extension CurlTransfer {
         }
     }
 
-    private func configureTrust(_ trust: HTTPTransportTrust, easy: UnsafeMutableRawPointer) throws(HTTPTransportError) {
+    private func configureTrust(_ trust: HTTPDNSTrust, easy: UnsafeMutableRawPointer) throws(HTTPTransportError) {
         switch trust {
         case .system:
             break

@@ -8,37 +8,37 @@ import Foundation
 ///
 /// TLS verification of the URL's host is always on; pinning changes only where the connection
 /// goes (see ``HTTPTransportRequest/pinnedAddresses``). Redirects are returned, never followed.
-public final class HTTPTransport: Sendable {
+package final class HTTPTransport: Sendable {
     /// Settings shared by every request of one transport.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Most connections open to one host at a time (`CURLMOPT_MAX_HOST_CONNECTIONS`); further
         /// requests wait for a free connection. 0 means no limit. Default 8.
-        public var maxConnectionsPerHost: Int = 8
+        package var maxConnectionsPerHost: Int = 8
         /// Idle connections kept for reuse (`CURLMOPT_MAXCONNECTS`). Default 64.
-        public var maxCachedConnections: Int = 64
+        package var maxCachedConnections: Int = 64
         /// Offer HTTP/2 over TLS (ALPN) and use it when the server agrees. Default true.
-        public var enableHTTP2: Bool = true
+        package var enableHTTP2: Bool = true
         /// Honour `http_proxy`/`https_proxy` from the environment. Default false: a pinned request
         /// must reach the pinned address itself.
-        public var useEnvironmentProxy: Bool = false
+        package var useEnvironmentProxy: Bool = false
         /// The `User-Agent` sent when the request has none; nil sends none. Default `swift-httpdns`.
-        public var userAgent: String? = "swift-httpdns"
+        package var userAgent: String? = "swift-httpdns"
         /// Largest total size of response header lines before failing with `responseTooLarge`.
         /// Default 256 KiB.
-        public var maxResponseHeaderBytes: Int = 256 * 1024
+        package var maxResponseHeaderBytes: Int = 256 * 1024
 
-        public init() {}
+        package init() {}
     }
 
     /// The settings this transport was made with.
-    public let configuration: Configuration
+    package let configuration: Configuration
     let loop: CurlEventLoop
 
     /// A process-wide transport, for callers that need no special configuration.
-    public static let shared = HTTPTransport()
+    package static let shared = HTTPTransport()
 
     /// Starts the event-loop thread. It stops when the transport is released and no transfer runs.
-    public init(configuration: Configuration = .init()) {
+    package init(configuration: Configuration = .init()) {
         self.configuration = configuration
         self.loop = CurlEventLoop(configuration: configuration)
     }
@@ -54,7 +54,7 @@ public final class HTTPTransport: Sendable {
     /// - Throws: ``HTTPTransportError`` with `badURL` or `invalidRequest` when the request cannot be
     ///   sent; every later failure goes to ``HTTPTransportDelegate/didComplete(_:)``.
     @discardableResult
-    public func start(_ request: HTTPTransportRequest, delegate: some HTTPTransportDelegate) throws(HTTPTransportError) -> HTTPTransportTask {
+    package func start(_ request: HTTPTransportRequest, delegate: some HTTPTransportDelegate) throws(HTTPTransportError) -> HTTPTransportTask {
         let transfer = try CurlTransfer(
             request: request, configuration: configuration, delegate: delegate, loop: loop, owner: self)
         loop.submit(transfer)
@@ -64,7 +64,7 @@ public final class HTTPTransport: Sendable {
     /// Sends a request and collects the whole response.
     ///
     /// - Throws: ``HTTPTransportError``; `cancelled` when the calling task is cancelled.
-    public func send(_ request: HTTPTransportRequest) async throws(HTTPTransportError) -> HTTPTransportResponse {
+    package func send(_ request: HTTPTransportRequest) async throws(HTTPTransportError) -> HTTPTransportResponse {
         let collector = ResponseCollector()
         let transfer = try CurlTransfer(
             request: request, configuration: configuration, delegate: collector, loop: loop, owner: self)
@@ -86,7 +86,7 @@ public final class HTTPTransport: Sendable {
     /// - Throws: ``HTTPTransportError`` with `badURL` or `invalidRequest` when the request cannot be
     ///   sent (then `completion` is never called).
     @discardableResult
-    public func send(
+    package func send(
         _ request: HTTPTransportRequest,
         completion: @escaping @Sendable (Result<HTTPTransportResponse, HTTPTransportError>) -> Void
     ) throws(HTTPTransportError) -> HTTPTransportTask {
@@ -107,7 +107,7 @@ public final class HTTPTransport: Sendable {
     ///
     /// - Throws: ``HTTPTransportError`` from this call for failures before the head; the body
     ///   stream throws ``HTTPTransportError`` for failures after it.
-    public func stream(
+    package func stream(
         _ request: HTTPTransportRequest
     ) async throws(HTTPTransportError) -> (head: HTTPTransportResponseHead, body: AsyncThrowingStream<Data, any Error>) {
         let (body, bodyContinuation) = AsyncThrowingStream<Data, any Error>.makeStream()

@@ -6,7 +6,7 @@ import Foundation
 /// (hand data over, never wait). ``didComplete(_:)`` is called exactly once and is the last call;
 /// after ``HTTPTransportTask/cancel()`` returns no more response or data calls are made and
 /// completion reports ``HTTPTransportError/Code/cancelled``.
-public protocol HTTPTransportDelegate: Sendable {
+package protocol HTTPTransportDelegate: Sendable {
     /// The final (non-1xx) status line and headers arrived.
     func didReceiveResponse(_ head: HTTPTransportResponseHead)
     /// A piece of the body arrived (at most libcurl's receive buffer, 16 KiB by default).
@@ -16,7 +16,7 @@ public protocol HTTPTransportDelegate: Sendable {
 }
 
 /// A running transfer; use it to cancel.
-public final class HTTPTransportTask: Sendable {
+package final class HTTPTransportTask: Sendable {
     let transfer: CurlTransfer
 
     init(transfer: CurlTransfer) {
@@ -25,7 +25,7 @@ public final class HTTPTransportTask: Sendable {
 
     /// Stops the transfer at once: the loop thread removes it from libcurl and reports
     /// ``HTTPTransportError/Code/cancelled``. Calling it again, or after completion, does nothing.
-    public func cancel() {
+    package func cancel() {
         transfer.cancel()
     }
 }

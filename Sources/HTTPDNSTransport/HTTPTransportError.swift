@@ -5,9 +5,9 @@ import HTTPDNSCore
 ///
 /// Compare by ``code``. The rest is context: libcurl's code and message, the host, the address
 /// tried, and whether request bytes had left already (a POST that sent nothing may be retried).
-public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
+package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     /// A stable error code.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case cannotFindHost
             case cannotConnectToHost
@@ -28,50 +28,50 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         private init(_ base: Base) { self.base = base }
 
         /// The host name could not be resolved.
-        public static let cannotFindHost = Code(.cannotFindHost)
+        package static let cannotFindHost = Code(.cannotFindHost)
         /// No connection could be made (refused, unreachable).
-        public static let cannotConnectToHost = Code(.cannotConnectToHost)
+        package static let cannotConnectToHost = Code(.cannotConnectToHost)
         /// A connect, total or idle time limit passed.
-        public static let timedOut = Code(.timedOut)
+        package static let timedOut = Code(.timedOut)
         /// The TLS handshake failed for a reason other than the certificate.
-        public static let secureConnectionFailed = Code(.secureConnectionFailed)
+        package static let secureConnectionFailed = Code(.secureConnectionFailed)
         /// The certificate did not verify for the URL host (unknown CA, wrong name, expired).
-        public static let serverCertificateUntrusted = Code(.serverCertificateUntrusted)
+        package static let serverCertificateUntrusted = Code(.serverCertificateUntrusted)
         /// The caller cancelled the transfer.
-        public static let cancelled = Code(.cancelled)
+        package static let cancelled = Code(.cancelled)
         /// The connection broke while sending or receiving.
-        public static let networkConnectionLost = Code(.networkConnectionLost)
+        package static let networkConnectionLost = Code(.networkConnectionLost)
         /// The response body or headers went past the allowed size.
-        public static let responseTooLarge = Code(.responseTooLarge)
+        package static let responseTooLarge = Code(.responseTooLarge)
         /// The server's reply was not valid HTTP.
-        public static let badServerResponse = Code(.badServerResponse)
+        package static let badServerResponse = Code(.badServerResponse)
         /// The URL is not an `http`/`https` URL libcurl accepts.
-        public static let badURL = Code(.badURL)
+        package static let badURL = Code(.badURL)
         /// The method or a header field is malformed (for example a CR/LF in a value).
-        public static let invalidRequest = Code(.invalidRequest)
+        package static let invalidRequest = Code(.invalidRequest)
         /// The streaming body source threw.
-        public static let bodySourceFailed = Code(.bodySourceFailed)
+        package static let bodySourceFailed = Code(.bodySourceFailed)
         /// Anything else; see ``HTTPTransportError/curlCode`` and ``HTTPTransportError/detail``.
-        public static let unknown = Code(.unknown)
+        package static let unknown = Code(.unknown)
 
-        public var description: String { base.rawValue }
+        package var description: String { base.rawValue }
     }
 
     /// The stable code.
-    public var code: Code
+    package var code: Code
     /// libcurl's `CURLcode` number, when libcurl reported the failure.
-    public var curlCode: Int?
+    package var curlCode: Int?
     /// libcurl's `CURLOPT_ERRORBUFFER` text or another short explanation.
-    public var detail: String
+    package var detail: String
     /// The URL host.
-    public var host: String?
+    package var host: String?
     /// The address a connection was attempted to, when known.
-    public var attemptedAddress: HTTPDNSIPAddress?
+    package var attemptedAddress: HTTPDNSIPAddress?
     /// Request bytes (headers and body) written to the network before the failure. When 0 the
     /// server cannot have seen the request, so even a non-idempotent request may be retried.
-    public var requestBytesSent: Int64
+    package var requestBytesSent: Int64
 
-    public init(
+    package init(
         _ code: Code,
         _ detail: String,
         curlCode: Int? = nil,
@@ -87,7 +87,7 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         self.requestBytesSent = requestBytesSent
     }
 
-    public var description: String {
+    package var description: String {
         var text = "\(code)"
         if let host { text += " for \(host)" }
         if let attemptedAddress { text += " at \(attemptedAddress)" }
@@ -96,8 +96,30 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
-    /// The matching `URLError`, with ``description`` as `NSLocalizedDescriptionKey`.
-    public var urlError: URLError {
+    /// A short sentence for people (what an app may show): no codes, no libcurl text.
+    package var humanDescription: String {
+        let name = host ?? "the server"
+        switch code {
+        case .cannotFindHost: return "The address of \(name) could not be found."
+        case .cannotConnectToHost: return "Could not connect to \(name)."
+        case .timedOut: return "The request to \(name) timed out."
+        case .secureConnectionFailed: return "A secure connection to \(name) could not be made."
+        case .serverCertificateUntrusted: return "The certificate of \(name) is not valid; the connection was refused."
+        case .cancelled: return "The request was cancelled."
+        case .networkConnectionLost: return "The connection to \(name) was lost."
+        case .responseTooLarge: return "The response from \(name) was too large."
+        case .badServerResponse: return "The response from \(name) could not be read."
+        case .badURL: return "The address of the request is not valid."
+        case .invalidRequest: return "The request is not valid."
+        case .bodySourceFailed: return "The request body could not be read."
+        default: return "The request to \(name) failed."
+        }
+    }
+
+    /// The matching `URLError`: ``humanDescription`` as `NSLocalizedDescriptionKey` (what
+    /// `localizedDescription` shows), the full ``description`` (codes, libcurl text, address) under
+    /// `NSDebugDescription`.
+    package var urlError: URLError {
         let urlCode: URLError.Code
         switch code {
         case .cannotFindHost: urlCode = .cannotFindHost
@@ -113,6 +135,6 @@ public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case .bodySourceFailed: urlCode = .requestBodyStreamExhausted
         default: urlCode = .unknown
         }
-        return URLError(urlCode, userInfo: [NSLocalizedDescriptionKey: description])
+        return URLError(urlCode, userInfo: [NSLocalizedDescriptionKey: humanDescription, "NSDebugDescription": description])
     }
 }

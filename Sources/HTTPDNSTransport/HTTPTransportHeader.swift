@@ -1,18 +1,18 @@
 /// One HTTP header field, in the order it was sent or received.
 ///
 /// Names keep the case they were given; compare them case-insensitively (RFC 9110 §5.1).
-public struct HTTPTransportHeader: Sendable, Hashable, CustomStringConvertible {
+package struct HTTPTransportHeader: Sendable, Hashable, CustomStringConvertible {
     /// The field name, for example `Content-Type`.
-    public var name: String
+    package var name: String
     /// The field value, without surrounding whitespace.
-    public var value: String
+    package var value: String
 
-    public init(name: String, value: String) {
+    package init(name: String, value: String) {
         self.name = name
         self.value = value
     }
 
-    public var description: String { "\(name): \(value)" }
+    package var description: String { "\(name): \(value)" }
 
     /// True when `name` is an RFC 9110 token (the only characters a field name may hold).
     var hasValidName: Bool {

@@ -5,18 +5,18 @@ import HTTPDNSCore
 ///
 /// `url` is always the real URL: its host is sent in `Host`, in TLS SNI and is the name the server
 /// certificate must match. Where the connection goes is decided separately by ``pinnedAddresses``.
-public struct HTTPTransportRequest: Sendable {
+package struct HTTPTransportRequest: Sendable {
     /// How long each phase may take.
-    public struct Timeouts: Sendable, Hashable {
+    package struct Timeouts: Sendable, Hashable {
         /// Time allowed to connect, including the TLS handshake. Default 10 s.
-        public var connect: Duration = .seconds(10)
+        package var connect: Duration = .seconds(10)
         /// Time allowed for the whole transfer, or nil for no limit. Default 60 s.
-        public var total: Duration? = .seconds(60)
+        package var total: Duration? = .seconds(60)
         /// The transfer fails when no byte moves for this long (libcurl's low-speed check, whole
         /// seconds, rounded up), or nil for no limit. Default 30 s.
-        public var idle: Duration? = .seconds(30)
+        package var idle: Duration? = .seconds(30)
 
-        public init(connect: Duration = .seconds(10), total: Duration? = .seconds(60), idle: Duration? = .seconds(30)) {
+        package init(connect: Duration = .seconds(10), total: Duration? = .seconds(60), idle: Duration? = .seconds(30)) {
             self.connect = connect
             self.total = total
             self.idle = idle
@@ -24,28 +24,28 @@ public struct HTTPTransportRequest: Sendable {
     }
 
     /// The real URL (`http` or `https`).
-    public var url: URL
+    package var url: URL
     /// The request method, an RFC 9110 token. Default `GET`.
-    public var method: String = "GET"
+    package var method: String = "GET"
     /// Header fields sent after libcurl's own (`Host`, and `Content-Length` for bodies).
     /// A field given here replaces libcurl's field of the same name.
-    public var headers: [HTTPTransportHeader] = []
+    package var headers: [HTTPTransportHeader] = []
     /// The request body, or nil for none.
-    public var body: HTTPTransportBody? = nil
+    package var body: HTTPTransportBody? = nil
     /// Connect only to these addresses, tried in order; empty lets libcurl resolve the URL host.
     ///
     /// The URL host is then never looked up. At most as many addresses as fit one synthetic host
     /// name are used (every IPv4 list of up to 27 addresses, IPv6 lists of up to 7).
-    public var pinnedAddresses: [HTTPDNSIPAddress] = []
+    package var pinnedAddresses: [HTTPDNSIPAddress] = []
     /// Time limits. Defaults: connect 10 s, total 60 s, idle 30 s.
-    public var timeouts: Timeouts = .init()
+    package var timeouts: Timeouts = .init()
     /// Fail with ``HTTPTransportError/Code/responseTooLarge`` as soon as the body grows past this
     /// many bytes (checked against `Content-Length` first, then while receiving). Default nil: no limit.
-    public var maxResponseBytes: Int? = nil
+    package var maxResponseBytes: Int? = nil
     /// Which certificate authorities verify the server. Verification itself is always on.
-    public var trust: HTTPTransportTrust = .system
+    package var trust: HTTPDNSTrust = .system
 
-    public init(
+    package init(
         url: URL,
         method: String = "GET",
         headers: [HTTPTransportHeader] = [],
@@ -53,7 +53,7 @@ public struct HTTPTransportRequest: Sendable {
         pinnedAddresses: [HTTPDNSIPAddress] = [],
         timeouts: Timeouts = .init(),
         maxResponseBytes: Int? = nil,
-        trust: HTTPTransportTrust = .system
+        trust: HTTPDNSTrust = .system
     ) {
         self.url = url
         self.method = method
@@ -66,24 +66,11 @@ public struct HTTPTransportRequest: Sendable {
     }
 }
 
-/// The certificate authorities a request trusts.
-///
-/// Peer and host-name verification (`CURLOPT_SSL_VERIFYPEER=1`, `CURLOPT_SSL_VERIFYHOST=2`) are
-/// always on; there is deliberately no way to turn them off.
-public enum HTTPTransportTrust: Sendable, Hashable {
-    /// The system bundle (`/etc/ssl/certs`).
-    case system
-    /// Only the CA certificates in this PEM file (`CURLOPT_CAINFO`, the system directory is not used).
-    case caFile(String)
-    /// Only the CA certificates in this PEM data (`CURLOPT_CAINFO_BLOB`, the system bundle is not used).
-    case caPEM(Data)
-}
-
 /// A source of request-body bytes that libcurl pulls from as it sends.
 ///
 /// Methods are called on the transport's event-loop thread, one at a time: they must return
 /// quickly (read from memory or a local file, never wait on the network).
-public protocol HTTPTransportBodySource: Sendable {
+package protocol HTTPTransportBodySource: Sendable {
     /// Copies up to `buffer.count` bytes into `buffer` and returns how many; 0 means the end.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
     /// Starts again from the first byte, so that libcurl can resend the body on a fresh connection
@@ -92,11 +79,11 @@ public protocol HTTPTransportBodySource: Sendable {
 }
 
 extension HTTPTransportBodySource {
-    public func rewind() -> Bool { false }
+    package func rewind() -> Bool { false }
 }
 
 /// A request body: bytes in memory, or a streaming source read as libcurl asks.
-public struct HTTPTransportBody: Sendable {
+package struct HTTPTransportBody: Sendable {
     enum Storage: Sendable {
         case data(Data)
         case source(any HTTPTransportBodySource)
@@ -104,16 +91,16 @@ public struct HTTPTransportBody: Sendable {
 
     let storage: Storage
     /// The body length, or nil for unknown (sent with chunked encoding over HTTP/1.1).
-    public let length: Int64?
+    package let length: Int64?
 
     /// A body held in memory.
-    public static func data(_ data: Data) -> HTTPTransportBody {
+    package static func data(_ data: Data) -> HTTPTransportBody {
         HTTPTransportBody(storage: .data(data), length: Int64(data.count))
     }
 
     /// A body read from `source` while sending; give `length` when known so that
     /// `Content-Length` is sent instead of chunked encoding.
-    public static func stream(length: Int64?, source: some HTTPTransportBodySource) -> HTTPTransportBody {
+    package static func stream(length: Int64?, source: some HTTPTransportBodySource) -> HTTPTransportBody {
         HTTPTransportBody(storage: .source(source), length: length)
     }
 }

@@ -73,11 +73,13 @@ enum Bed {
 
     /// An engine protecting `*.test` with the given provider specs and the dnsmasq as LocalDNS.
     static func engine(
-        providers: [String], localDNS: Dnsmasq?, configure: (inout HTTPDNSConfiguration) -> Void = { _ in }
+        providers: [String], localDNS: Dnsmasq?, trusting certificates: TestCertificates,
+        configure: (inout HTTPDNSConfiguration) -> Void = { _ in }
     ) throws -> HTTPDNSEngine {
         var configuration = HTTPDNSConfiguration(resolvers: try providers.map { try HTTPDNSProviderSpec(parsing: $0).makeResolver() })
-        configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
+        configuration.hygiene = .init(allowPrivate: true)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
+        configuration.trust = .caFile(certificates.caCertificatePath)
         if let localDNS {
             configuration.localDNS = .server(localDNS.address, port: localDNS.port)
         } else {
@@ -87,12 +89,11 @@ enum Bed {
         return HTTPDNSEngine(configuration: configuration)
     }
 
-    /// A client trusting only the test CA.
+    /// A client of `engine` (which trusts only the test CA).
     static func client(
-        _ engine: HTTPDNSEngine, trusting certificates: TestCertificates, configure: (inout HTTPDNSClient.Configuration) -> Void = { _ in }
+        _ engine: HTTPDNSEngine, configure: (inout HTTPDNSClient.Configuration) -> Void = { _ in }
     ) -> HTTPDNSClient {
         var configuration = HTTPDNSClient.Configuration()
-        configuration.trust = .caFile(certificates.caCertificatePath)
         configuration.connectTimeout = .seconds(3)
         configure(&configuration)
         return HTTPDNSClient(engine: engine, configuration: configuration)

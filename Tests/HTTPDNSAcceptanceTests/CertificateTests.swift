@@ -21,8 +21,8 @@ final class CertificateTests: XCTestCase {
         defer { nginx.stop() }
         let service = try Bed.httpdnsService(["bank.test": [Bed.origin]])
         defer { service.stop() }
-        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil)
-        let session = Bed.session(Bed.client(engine, trusting: certificates))
+        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
+        let session = Bed.session(Bed.client(engine))
 
         let url = URL(string: "https://bank.test:\(try XCTUnwrap(nginx.httpsPort))/login")!
         do {
@@ -50,11 +50,11 @@ final class CertificateTests: XCTestCase {
         defer { service.stop() }
         let clock = HTTPDNSManualClock()
         let monitor = StaleMonitor()
-        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil) { configuration in
+        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates) { configuration in
             configuration.clock = clock
             configuration.monitor = monitor
         }
-        let client = Bed.client(engine, trusting: certificates)
+        let client = Bed.client(engine)
         let url = URL(string: "https://bank.test:\(port)/")!
         let (first, _) = try await client.data(for: URLRequest(url: url))
         XCTAssertEqual(String(decoding: first, as: UTF8.self), "bank at \(Bed.reassigned)\n")

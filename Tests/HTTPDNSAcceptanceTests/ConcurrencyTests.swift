@@ -23,8 +23,8 @@ final class ConcurrencyTests: XCTestCase {
         let port = try XCTUnwrap(nginx.httpsPort)
         let service = try Bed.httpdnsService(["many.test": [Bed.origin]])
         defer { service.stop() }
-        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil)
-        let session = Bed.session(Bed.client(engine, trusting: certificates))
+        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
+        let session = Bed.session(Bed.client(engine))
 
         let count = 200
         let bodies = try await withThrowingTaskGroup(of: (Int, String).self) { group in

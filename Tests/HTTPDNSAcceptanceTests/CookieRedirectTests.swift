@@ -27,9 +27,9 @@ final class CookieRedirectTests: XCTestCase {
         let port = try XCTUnwrap(nginx.httpsPort)
         let service = try Bed.httpdnsService(["cookie.test": [Bed.origin], "other.test": [Bed.origin]])
         defer { service.stop() }
-        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil)
+        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpdnsInstall(Bed.client(engine, trusting: certificates))
+        configuration.httpdnsInstall(Bed.client(engine))
         let session = URLSession(configuration: configuration)
 
         let (before, _) = try await session.data(from: URL(string: "https://cookie.test:\(port)/profile")!)
@@ -67,8 +67,8 @@ final class CookieRedirectTests: XCTestCase {
         // LocalDNS lies about the redirect target: following it would reach the hijacker.
         let dnsmasq = try Bed.lyingDNS(["moved.test": Bed.hijack, "start.test": Bed.hijack])
         defer { dnsmasq.stop() }
-        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq)
-        let session = Bed.session(Bed.client(engine, trusting: certificates))
+        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq, trusting: certificates)
+        let session = Bed.session(Bed.client(engine))
 
         var post = URLRequest(url: URL(string: "https://start.test:\(port)/302")!)
         post.httpMethod = "POST"

@@ -50,8 +50,8 @@ final class FailoverTests: XCTestCase {
     func testFirstAddressRefusingAndSecondServingSucceeds() async throws {
         let service = try Bed.httpdnsService(["two.test": [Bed.dead, Bed.origin]])
         defer { service.stop() }
-        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil)
-        let session = Bed.session(Bed.client(engine, trusting: certificates))
+        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
+        let session = Bed.session(Bed.client(engine))
         let (data, _) = try await session.data(from: URL(string: "https://two.test:\(port)/")!)
         XCTAssertEqual(String(decoding: data, as: UTF8.self), "served two.test at \(Bed.origin)\n")
         XCTAssertTrue(engine.isCoolingDown(Bed.dead), "the refusing address is remembered")
@@ -65,8 +65,8 @@ final class FailoverTests: XCTestCase {
         defer { dnsmasq.stop() }
         let engine = try Bed.engine(
             providers: ["dnspod=http://\(Bed.services):\(deadPort)", "doh=http://\(Bed.services):\(deadPort)/dns-query"],
-            localDNS: dnsmasq)
-        let client = Bed.client(engine, trusting: certificates)
+            localDNS: dnsmasq, trusting: certificates)
+        let client = Bed.client(engine)
         let recorder = RecordingDelegate()
         client.start(URLRequest(url: URL(string: "https://fallback.test:\(port)/")!), followRedirects: true, delegate: recorder)
         guard case .success = await recorder.completed() else { return XCTFail("failed: \(String(describing: recorder.completion))") }
@@ -84,8 +84,8 @@ final class FailoverTests: XCTestCase {
         let ipList = try Bed.httpdnsService(["blocked.test": [Bed.origin]])
         defer { ipList.stop() }
         let redirect = try HTTPDNSProviderSpec(parsing: "ips=http://\(Bed.services):\(ipList.port ?? 0)/ips").makeResolver()
-        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq)
-        let client = Bed.client(engine, trusting: certificates) { $0.blockRedirect = redirect }
+        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq, trusting: certificates)
+        let client = Bed.client(engine) { $0.blockRedirect = redirect }
 
         let recorder = RecordingDelegate()
         client.start(URLRequest(url: URL(string: "https://blocked.test:\(port)/")!), followRedirects: true, delegate: recorder)
@@ -97,7 +97,7 @@ final class FailoverTests: XCTestCase {
         XCTAssertTrue(report.certificateVerified)
 
         // Without the redirect endpoint the same request fails as a connection failure.
-        let plain = Bed.client(try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq), trusting: certificates)
+        let plain = Bed.client(try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq, trusting: certificates))
         do {
             _ = try await plain.data(for: URLRequest(url: URL(string: "https://blocked.test:\(port)/")!))
             XCTFail("reached a blocked domain without the redirect")
@@ -139,7 +139,7 @@ final class FailoverTests: XCTestCase {
     private func cancelledDownload(_ url: URL) async throws -> (RecordingDelegate, HTTPURLResponse) {
         let service = try Bed.httpdnsService(["big.test": [Bed.origin]])
         defer { service.stop() }
-        let client = Bed.client(try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil), trusting: certificates)
+        let client = Bed.client(try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates))
         let recorder = RecordingDelegate(keep: 0)
         let task = client.start(URLRequest(url: url), followRedirects: true, delegate: recorder)
         await recorder.received(atLeast: 256 << 10)

@@ -38,8 +38,8 @@ final class SNIVirtualHostTests: XCTestCase {
         defer { service.stop() }
         let dnsmasq = try Bed.lyingDNS(["alpha.test": Bed.hijack, "beta.test": Bed.hijack])
         defer { dnsmasq.stop() }
-        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq)
-        let client = Bed.client(engine, trusting: certificates)
+        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq, trusting: certificates)
+        let client = Bed.client(engine)
         let session = Bed.session(client)
 
         for name in ["alpha.test", "beta.test"] {
@@ -63,8 +63,8 @@ final class SNIVirtualHostTests: XCTestCase {
         XCTAssertEqual(truth.addresses, [Bed.origin])
         XCTAssertNotEqual(truth.origin, .localDNS)
 
-        let naive = try Bed.engine(providers: [], localDNS: dnsmasq)
-        let naiveClient = Bed.client(naive, trusting: certificates)
+        let naive = try Bed.engine(providers: [], localDNS: dnsmasq, trusting: certificates)
+        let naiveClient = Bed.client(naive)
         let (ad, _) = try await naiveClient.data(for: URLRequest(url: URL(string: "http://alpha.test:\(http)/")!))
         XCTAssertEqual(String(decoding: ad, as: UTF8.self), "AD PAGE\n", "plain HTTP following LocalDNS gets the ad page")
         do {
@@ -84,8 +84,8 @@ final class SNIVirtualHostTests: XCTestCase {
     func testRequestWithoutProtectionIsLeftToURLSession() throws {
         let certificates = try Bed.certificates()
         defer { certificates.remove() }
-        let engine = try Bed.engine(providers: [], localDNS: nil)
-        let client = Bed.client(engine, trusting: certificates)
+        let engine = try Bed.engine(providers: [], localDNS: nil, trusting: certificates)
+        let client = Bed.client(engine)
         HTTPDNSURLProtocol.install(client, into: .ephemeral)
         XCTAssertTrue(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://alpha.test/")!)))
         XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://example.org/")!)))

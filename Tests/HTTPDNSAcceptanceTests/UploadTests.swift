@@ -32,8 +32,8 @@ final class UploadTests: XCTestCase {
         defer { nginx.stop() }
         let service = try Bed.httpdnsService(["upload.test": [Bed.origin]])
         defer { service.stop() }
-        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil)
-        let session = Bed.session(Bed.client(engine, trusting: certificates))
+        let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
+        let session = Bed.session(Bed.client(engine))
         let url = URL(string: "https://upload.test:\(try XCTUnwrap(nginx.httpsPort))/upload")!
 
         // 64 MiB of random bytes in a file: the upload reads it piece by piece, nothing holds it.

@@ -54,7 +54,7 @@ class HTTPDNSServiceTestCase: XCTestCase {
     /// One HTTP exchange; transport failures fail the test.
     func fetch(
         _ url: String, method: String = "GET", headers: [String: String] = [:], body: Data? = nil,
-        trust: HTTPTransportTrust = .system
+        trust: HTTPDNSTrust = .system
     ) async throws -> HTTPTransportResponse {
         let target = try XCTUnwrap(URL(string: url), "bad URL \(url)")
         var request = HTTPTransportRequest(url: target, method: method)

@@ -27,7 +27,7 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
         let front = try startService { configuration in
             configuration.zone = try! HTTPDNSZone(json: Data(#"{"front.test": {"A": ["192.0.2.77"]}}"#.utf8))
             configuration.upstream.resolvers = [try! self.resolver("doh=" + self.base(back) + "/dns-query")]
-            configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowLoopback: true, allowPrivate: true)
+            configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowPrivate: true)
         }
         let client = try resolver("dnspod=" + base(front))
         let own = try await client.resolve("front.test", family: .ipv4)

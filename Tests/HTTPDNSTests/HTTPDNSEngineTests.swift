@@ -110,7 +110,7 @@ final class HTTPDNSEngineTests: XCTestCase {
 
     func testLoopbackAllowedOnlyWhenConfigured() async throws {
         let provider = FakeResolver("p", .answer(["127.0.0.2"], ttl: 60))
-        let subject = engine([provider]) { $0.hygiene.allowLoopback = true }
+        let subject = engine([provider]) { $0.hygiene.allowPrivate = true }
         let answer = try await subject.resolve("f.example")
         XCTAssertEqual(answer.addresses.map(\.description), ["127.0.0.2"])
     }

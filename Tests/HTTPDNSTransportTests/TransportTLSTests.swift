@@ -17,7 +17,7 @@ final class TransportTLSTests: TransportTestCase {
         super.tearDown()
     }
 
-    private func request(port: Int, host: String = "a.test", trust: HTTPTransportTrust) -> HTTPTransportRequest {
+    private func request(port: Int, host: String = "a.test", trust: HTTPDNSTrust) -> HTTPTransportRequest {
         var request = HTTPTransportRequest(url: url("https://\(host):\(port)/echo"))
         request.pinnedAddresses = [HTTPDNSIPAddress("127.0.0.1")!]
         request.trust = trust
@@ -47,7 +47,7 @@ final class TransportTLSTests: TransportTestCase {
     func testCertificateForAnotherNameIsRejected() async throws {
         let leaf = try certificates.issue(dnsNames: ["b.test"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let server = try startServer(tls: leaf)
-        let trust = HTTPTransportTrust.caPEM(Data(certificates.caCertificatePEM.utf8))
+        let trust = HTTPDNSTrust.caPEM(Data(certificates.caCertificatePEM.utf8))
         let error = await transportError { _ = try await self.transport.send(self.request(port: server.port, trust: trust)) }
         XCTAssertEqual(error?.code, .serverCertificateUntrusted)
         XCTAssertTrue(server.requests.isEmpty)
@@ -56,7 +56,7 @@ final class TransportTLSTests: TransportTestCase {
     func testWildcardCoversOneLabelOnly() async throws {
         let leaf = try certificates.issue(dnsNames: ["*.example.test"])
         let server = try startServer(tls: leaf)
-        let trust = HTTPTransportTrust.caPEM(Data(certificates.caCertificatePEM.utf8))
+        let trust = HTTPDNSTrust.caPEM(Data(certificates.caCertificatePEM.utf8))
         let ok = try await transport.send(request(port: server.port, host: "a.example.test", trust: trust))
         XCTAssertEqual(ok.statusCode, 200)
         let error = await transportError {

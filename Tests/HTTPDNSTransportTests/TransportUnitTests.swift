@@ -44,12 +44,26 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(CurlTransfer.errorCode(for: CURLE_OUT_OF_MEMORY), .unknown)
     }
 
-    func testURLErrorCarriesTheDetail() {
+    /// `localizedDescription` is a sentence for people (no code names, no libcurl text); the detail
+    /// rides under `NSDebugDescription`.
+    func testURLErrorCarriesASentenceAndTheDetail() {
         let error = HTTPTransportError(.cannotFindHost, "no such name", curlCode: 6, host: "a.test")
         XCTAssertEqual(error.urlError.code, .cannotFindHost)
-        let text = error.urlError.userInfo[NSLocalizedDescriptionKey] as? String
-        XCTAssertEqual(text, error.description)
-        XCTAssertTrue(text?.contains("a.test") ?? false)
+        XCTAssertEqual(error.urlError.localizedDescription, "The address of a.test could not be found.")
+        XCTAssertEqual(error.urlError.userInfo["NSDebugDescription"] as? String, error.description)
+        XCTAssertTrue(error.description.contains("curl 6") && error.description.contains("no such name"), error.description)
+    }
+
+    /// The same split for resolution errors: a sentence in `localizedDescription`, the attempts in
+    /// `debugDescription`.
+    func testHTTPDNSErrorSentenceAndDetail() {
+        let attempt = HTTPDNSError.Attempt(source: "dnspod http://127.0.0.1:1", error: HTTPDNSError(.timedOut, "no answer within 1.5 s"))
+        let error = HTTPDNSError(.allAttemptsFailed, "every provider failed", host: "api.example.com", attempts: [attempt])
+        XCTAssertEqual(error.localizedDescription, "“api.example.com” could not be resolved.")
+        XCTAssertFalse(error.localizedDescription.contains("allAttemptsFailed"))
+        XCTAssertTrue(error.debugDescription.contains("allAttemptsFailed"), error.debugDescription)
+        XCTAssertTrue(error.debugDescription.contains("no answer within 1.5 s"), error.debugDescription)
+        XCTAssertEqual(HTTPDNSError(.nameNotFound, "NXDOMAIN", host: "x.test").localizedDescription, "“x.test” does not exist.")
     }
 
     func testTimeoutConversion() {

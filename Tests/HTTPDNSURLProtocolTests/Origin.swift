@@ -60,12 +60,12 @@ func makeClient(
 ) -> HTTPDNSClient {
     let entries = table.mapValues { $0.compactMap(HTTPDNSIPAddress.init) }
     var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(entries, ttl: 600, name: "test-httpdns")])
-    configuration.hygiene = .init(allowLoopback: true, allowPrivate: true)
+    configuration.hygiene = .init(allowPrivate: true)
     configuration.localDNS = .custom(StaticResolver(local.mapValues { $0.compactMap(HTTPDNSIPAddress.init) }, name: "test-localdns"))
     configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
     var clientConfiguration = HTTPDNSClient.Configuration()
     clientConfiguration.connectTimeout = .seconds(2)
-    if case .caFile(let path) = trust { clientConfiguration.trust = .caFile(path) }
+    if case .caFile(let path) = trust { configuration.trust = .caFile(path) }
     configure(&configuration, &clientConfiguration)
     return HTTPDNSClient(engine: HTTPDNSEngine(configuration: configuration), configuration: clientConfiguration)
 }

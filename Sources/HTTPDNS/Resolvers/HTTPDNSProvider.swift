@@ -9,28 +9,29 @@ import HTTPDNSTransport
 /// With ``Configuration/bootstrapAddresses`` the service is reached at those addresses (tried in order,
 /// the next when one fails to connect) while TLS still verifies the URL's host, so finding the
 /// HTTPDNS service never needs the local resolver.
-public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
+package struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     /// How the service is reached.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Addresses of the service; empty lets libcurl resolve the URL's host (IP URLs need none).
-        public var bootstrapAddresses: [HTTPDNSIPAddress] = []
-        /// Certificate authorities for HTTPS services. Default: the system's.
-        public var trust: HTTPTransportTrust = .system
+        package var bootstrapAddresses: [HTTPDNSIPAddress] = []
+        /// Certificate authorities for HTTPS services; nil takes the engine's
+        /// ``HTTPDNSConfiguration/trust`` when the engine starts. Default nil.
+        package var trust: HTTPDNSTrust? = nil
         /// Connection time limit. Default 2 s (the engine's per-attempt limit usually ends it first).
-        public var connectTimeout: Duration = .seconds(2)
+        package var connectTimeout: Duration = .seconds(2)
         /// Whole-request time limit. Default 5 s.
-        public var totalTimeout: Duration = .seconds(5)
+        package var totalTimeout: Duration = .seconds(5)
         /// Accepted `content-type` values of answers (compared without parameters, case-insensitively);
         /// nil accepts any. The DoH wire format sets `application/dns-message` (RFC 8484 §6).
-        public var acceptedContentTypes: [String]? = nil
+        package var acceptedContentTypes: [String]? = nil
 
-        public init() {}
+        package init() {}
     }
 
-    public let name: String
+    package let name: String
     /// The wire format.
-    public let format: any HTTPDNSProviderFormat
-    public let configuration: Configuration
+    package let format: any HTTPDNSProviderFormat
+    package let configuration: Configuration
     let transport: HTTPTransport
     let clock: any HTTPDNSClock
 
@@ -40,7 +41,7 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     ///   - configuration: bootstrap addresses, trust, timeouts.
     ///   - transport: the libcurl transport; default the shared one.
     ///   - clock: time for signatures and expiry anchors.
-    public init(
+    package init(
         name: String,
         format: any HTTPDNSProviderFormat,
         configuration: Configuration = .init(),
@@ -54,7 +55,7 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         self.clock = clock
     }
 
-    public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+    package func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
         try await resolve(host, family: family, within: nil)
     }
 
@@ -141,7 +142,7 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
 
     /// Batches as the format allows (``HTTPDNSProviderFormat/maxHostsPerRequest`` names per request),
     /// requests in parallel.
-    public func resolve(batch hosts: [String], family: HTTPDNSAddressFamily) async throws -> [HTTPDNSRecordSet] {
+    package func resolve(batch hosts: [String], family: HTTPDNSAddressFamily) async throws -> [HTTPDNSRecordSet] {
         let names = hosts.map(HTTPDNSHostPolicy.normalize)
         let requests = try format.batchedRequests(for: names, family: family, now: Int64(clock.now()))
         let sets = await withTaskGroup(of: [HTTPDNSRecordSet].self) { group in
@@ -178,7 +179,7 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         transportRequest.headers = request.headers.sorted { $0.key < $1.key }.map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         if let body = request.body { transportRequest.body = .data(Data(body)) }
         transportRequest.pinnedAddresses = configuration.bootstrapAddresses
-        transportRequest.trust = configuration.trust
+        transportRequest.trust = configuration.trust ?? .system
         let total = limit.map { min($0, configuration.totalTimeout) } ?? configuration.totalTimeout
         transportRequest.timeouts = .init(connect: min(configuration.connectTimeout, total), total: total, idle: total)
         transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes
@@ -284,5 +285,15 @@ public struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         default:
             HTTPDNSError(.transport, error.description, source: source)
         }
+    }
+}
+
+extension HTTPDNSProvider {
+    /// This provider with `trust` where it has none of its own.
+    package func trusting(_ trust: HTTPDNSTrust) -> HTTPDNSProvider {
+        guard configuration.trust == nil else { return self }
+        var configuration = configuration
+        configuration.trust = trust
+        return HTTPDNSProvider(name: name, format: format, configuration: configuration, transport: transport, clock: clock)
     }
 }

@@ -61,12 +61,19 @@ public struct HTTPDNSProviderSpec: Sendable, Hashable, CustomStringConvertible {
 
     /// Builds the resolver this spec describes.
     ///
-    /// - Parameters:
-    ///   - trust: CA trust for HTTPS services.
-    ///   - timeout: per-request time limit for the service.
-    public func makeResolver(
-        transport: HTTPTransport = .shared,
-        trust: HTTPTransportTrust = .system,
+    /// HTTPS services are verified against the engine's ``HTTPDNSConfiguration/trust`` (the one trust
+    /// setting, shared with origins).
+    ///
+    /// - Parameter timeout: per-request time limit for the service. Default 5 s.
+    /// - Throws: ``HTTPDNSError`` `.invalidConfiguration` naming what is wrong with the spec.
+    public func makeResolver(timeout: Duration = .seconds(5)) throws -> any HTTPDNSResolver {
+        try makeResolver(transport: .shared, trust: nil, timeout: timeout)
+    }
+
+    /// Same, on a given transport; `trust` nil leaves it to the engine's configuration.
+    package func makeResolver(
+        transport: HTTPTransport,
+        trust: HTTPDNSTrust? = nil,
         timeout: Duration = .seconds(5)
     ) throws -> any HTTPDNSResolver {
         switch kind {

@@ -1,5 +1,5 @@
 extension AlibabaFormat {
-    public func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
+    package func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
         try HTTPDNSFormatLimits.checkBody(body, source: Self.source)
         guard HTTPDNSFormatLimits.isSuccess(status) else {
             // Error bodies name the reason; fall back to the status when the body says nothing.
@@ -30,7 +30,7 @@ extension AlibabaFormat {
 
     /// Maps an Alibaba error code (`InvalidSignature`, `SignatureExpired`, `LimitExceeded`, …) to a
     /// typed error.
-    public static func error(forCode code: String, status: Int) -> HTTPDNSError {
+    package static func error(forCode code: String, status: Int) -> HTTPDNSError {
         let shown = String(code.prefix(64))
         switch code {
         case "InvalidSignature", "SignatureExpired", "InvalidAccount", "MissingSignature", "AccountNotExists",

@@ -12,9 +12,9 @@
 /// Encrypted v2 (`m=1`), our reading: `enc` = hex(IV ‖ AES-CBC-PKCS#7(key, `{"dn":"…","q":"…"}`))
 /// with a fresh 16-byte IV, and `s` signs id, m, v, exp and enc; when the answer has `"mode":1` its
 /// `data` is a hex string of the same IV ‖ ciphertext shape holding the `{"answers":[…]}` object.
-public struct AlibabaFormat: HTTPDNSProviderFormat {
+package struct AlibabaFormat: HTTPDNSProviderFormat {
     /// Which generation of the API to use.
-    public enum API: String, Sendable, Hashable {
+    package enum API: String, Sendable, Hashable {
         /// `/{account}/d`, `sign_d`, `resolve`, `sign_resolve`.
         case legacy
         /// `/v2/d` with HMAC-SHA256 signatures.
@@ -22,38 +22,38 @@ public struct AlibabaFormat: HTTPDNSProviderFormat {
     }
 
     /// Where to send requests and which credentials to use.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// Service base URL without the account path. Default `http://203.107.1.1`
         /// (`203.107.1.97` and HTTPS work too).
-        public var serviceURL: String = "http://203.107.1.1"
+        package var serviceURL: String = "http://203.107.1.1"
         /// The account id, for example `100000`. Required.
-        public var accountID: String
+        package var accountID: String
         /// The signing secret. Legacy: signs with MD5 when set; v2: required. Default none.
-        public var secret: String?
+        package var secret: String?
         /// The API generation. Default `.legacy`.
-        public var api: API = .legacy
+        package var api: API = .legacy
         /// v2 only: encrypt the query (`m=1`) with this AES key (16, 24 or 32 raw bytes; a key the
         /// console shows as hex must be decoded with ``HTTPDNSCrypto/hexDecode(_:)``). Default none (`m=0`).
-        public var encryptionKey: [UInt8]?
+        package var encryptionKey: [UInt8]?
         /// Client subnet to resolve for (`ip=`). Default none.
-        public var clientSubnet: String?
+        package var clientSubnet: String?
         /// How long a signature stays valid: `t`/`exp` = now + this. Default 600 s, as the SDKs do.
-        public var signatureValidity: Int64 = 600
+        package var signatureValidity: Int64 = 600
         /// Most names in one request. Default 5, the service's documented limit.
-        public var maxBatch: Int = 5
+        package var maxBatch: Int = 5
 
-        public init(serviceURL: String = "http://203.107.1.1", accountID: String) {
+        package init(serviceURL: String = "http://203.107.1.1", accountID: String) {
             self.serviceURL = serviceURL
             self.accountID = accountID
         }
     }
 
     /// The configuration.
-    public var configuration: Configuration
+    package var configuration: Configuration
     /// Supplies IV bytes for `m=1`; defaults to ``HTTPDNSCrypto/randomBytes(_:)``.
-    public var randomBytes: @Sendable (Int) throws(HTTPDNSError) -> [UInt8]
+    package var randomBytes: @Sendable (Int) throws(HTTPDNSError) -> [UInt8]
 
-    public init(
+    package init(
         configuration: Configuration,
         randomBytes: @escaping @Sendable (Int) throws(HTTPDNSError) -> [UInt8] = HTTPDNSCrypto.randomBytes
     ) {
@@ -63,14 +63,14 @@ public struct AlibabaFormat: HTTPDNSProviderFormat {
 
     static let source = "alibaba"
 
-    public var maxHostsPerRequest: Int { min(5, max(1, configuration.maxBatch)) }
+    package var maxHostsPerRequest: Int { min(5, max(1, configuration.maxBatch)) }
 
-    public func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
+    package func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
         [try request(for: hosts, family: family, now: now)]
     }
 
     /// Builds the one request for `hosts` (at most five).
-    public func request(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
+    package func request(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
         let names = try HTTPDNSFormatLimits.normalizeHosts(hosts, max: maxHostsPerRequest, source: Self.source)
         let base = try HTTPDNSURLQuery.checkedBase(configuration.serviceURL, source: Self.source)
         let account = configuration.accountID
@@ -88,12 +88,12 @@ public struct AlibabaFormat: HTTPDNSProviderFormat {
     }
 
     /// The MD5 signature of the legacy API: lower-case hex of md5("HOSTS-SECRET-EXPIRY").
-    public static func legacySignature(hosts: String, secret: String, expiry: Int64) -> String {
+    package static func legacySignature(hosts: String, secret: String, expiry: Int64) -> String {
         HTTPDNSCrypto.hexEncode(HTTPDNSCrypto.md5(Array("\(hosts)-\(secret)-\(expiry)".utf8)))
     }
 
     /// The v2 signature: hex HMAC-SHA256(secret, pairs sorted by key as `k=v` joined with `&`).
-    public static func v2Signature(parameters: [String: String], secret: String) -> String {
+    package static func v2Signature(parameters: [String: String], secret: String) -> String {
         let text = parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
         return HTTPDNSCrypto.hexEncode(HTTPDNSCrypto.hmacSHA256(key: Array(secret.utf8), message: Array(text.utf8)))
     }

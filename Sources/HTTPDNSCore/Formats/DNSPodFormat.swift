@@ -11,48 +11,48 @@
 /// - AES: CBC, PKCS#7, key = all of the account key's bytes (16, 24 or 32 → AES-128/192/256),
 ///   random 16-byte IV; sent as `hex(IV) + hex(ciphertext)`, and answers come back the same way.
 /// With ``Configuration/token`` (HTTPS mode) nothing is encrypted and `token=` is sent instead.
-public struct DNSPodFormat: HTTPDNSProviderFormat {
+package struct DNSPodFormat: HTTPDNSProviderFormat {
     /// Encryption of `dn` and the answer.
-    public enum Algorithm: String, Sendable, Hashable {
+    package enum Algorithm: String, Sendable, Hashable {
         case des
         case aes
     }
 
     /// Where to send requests and which credentials to use.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// Service base URL, without `/d`. Default `http://119.29.29.98` (Tencent's current HTTP
         /// address; `http://119.29.29.29` is the legacy free one, `43.132.55.55` international).
-        public var baseURL: String = "http://119.29.29.98"
+        package var baseURL: String = "http://119.29.29.98"
         /// Account id (`id=`, 1-10000 on Tencent); required with ``algorithm``. Default none.
-        public var accountID: String?
+        package var accountID: String?
         /// Account encryption key as text; required with ``algorithm``. Default none.
-        public var key: String?
+        package var key: String?
         /// Encryption of `dn` and answer. Default none (free plain-text service).
-        public var algorithm: Algorithm?
+        package var algorithm: Algorithm?
         /// HTTPS-mode token (`token=`), used instead of encryption. Default none.
-        public var token: String?
+        package var token: String?
         /// Client subnet to resolve for (`ip=`). Default none: the service uses the source address.
-        public var clientSubnet: String?
+        package var clientSubnet: String?
         /// Ask the service to append the client address it saw (`clientip=1`). Default `false`.
-        public var requestClientIP: Bool = false
+        package var requestClientIP: Bool = false
         /// Append `;<now + expiryAnchorSeconds>` to the plaintext `dn` before encrypting, as newer
         /// SDKs do. Only used with ``algorithm``. Default `nil` (not appended).
-        public var expiryAnchorSeconds: Int64?
+        package var expiryAnchorSeconds: Int64?
         /// Largest batch. Default 10; Tencent documents no hard limit, long URLs fail on some proxies.
-        public var maxBatch: Int = 10
+        package var maxBatch: Int = 10
 
-        public init(baseURL: String = "http://119.29.29.98") {
+        package init(baseURL: String = "http://119.29.29.98") {
             self.baseURL = baseURL
         }
     }
 
     /// The configuration.
-    public var configuration: Configuration
+    package var configuration: Configuration
     /// Supplies IV bytes for AES (`count` bytes); defaults to ``HTTPDNSCrypto/randomBytes(_:)``.
     /// Tests pass a fixed IV so that URLs are repeatable.
-    public var randomBytes: @Sendable (Int) throws(HTTPDNSError) -> [UInt8]
+    package var randomBytes: @Sendable (Int) throws(HTTPDNSError) -> [UInt8]
 
-    public init(
+    package init(
         configuration: Configuration,
         randomBytes: @escaping @Sendable (Int) throws(HTTPDNSError) -> [UInt8] = HTTPDNSCrypto.randomBytes
     ) {
@@ -60,18 +60,18 @@ public struct DNSPodFormat: HTTPDNSProviderFormat {
         self.randomBytes = randomBytes
     }
 
-    public var maxHostsPerRequest: Int { max(1, configuration.maxBatch) }
+    package var maxHostsPerRequest: Int { max(1, configuration.maxBatch) }
 
     static let source = "dnspod"
 
-    public func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
+    package func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
         [try request(for: hosts, family: family, now: now)]
     }
 
     /// Builds the one request for `hosts` (a batch when more than one).
     ///
     /// Query order: `dn`, `id`, `alg`, `token`, `ttl=1`, `type`, `ip`, `clientip`.
-    public func request(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
+    package func request(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
         let names = try HTTPDNSFormatLimits.normalizeHosts(hosts, max: maxHostsPerRequest, source: Self.source)
         let base = try HTTPDNSURLQuery.checkedBase(configuration.baseURL, source: Self.source)
         var plainDN = names.joined(separator: ",")
@@ -102,7 +102,7 @@ public struct DNSPodFormat: HTTPDNSProviderFormat {
         return HTTPDNSProviderRequest(url: query.appended(to: base + "/d"), hosts: names, family: family)
     }
 
-    public func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
+    package func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
         guard HTTPDNSFormatLimits.isSuccess(status) else {
             throw HTTPDNSFormatLimits.statusError(status, source: Self.source)
         }
@@ -141,7 +141,7 @@ extension DNSPodFormat {
     }
 
     /// Encrypts a plaintext the way the service expects `dn`: hex, with the IV first for AES.
-    public func encrypt(_ plaintext: [UInt8], algorithm: Algorithm) throws(HTTPDNSError) -> String {
+    package func encrypt(_ plaintext: [UInt8], algorithm: Algorithm) throws(HTTPDNSError) -> String {
         let key = try keyBytes(for: algorithm)
         switch algorithm {
         case .des:
@@ -154,7 +154,7 @@ extension DNSPodFormat {
     }
 
     /// Decrypts an encrypted answer body (hex text); garbage is `.malformedAnswer`.
-    public func decrypt(_ hexText: [UInt8], algorithm: Algorithm) throws(HTTPDNSError) -> [UInt8] {
+    package func decrypt(_ hexText: [UInt8], algorithm: Algorithm) throws(HTTPDNSError) -> [UInt8] {
         let key = try keyBytes(for: algorithm)
         let bytes: [UInt8]
         do {

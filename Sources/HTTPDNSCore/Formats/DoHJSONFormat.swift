@@ -6,35 +6,35 @@
 /// by following the CNAME chain from the question name (RFC 1034 §3.6.2), at most
 /// ``HTTPDNSFormatLimits/maxCNAMEChain`` links, never visiting a name twice; the TTL is the
 /// smallest along the chain, since the answer is only good while every link is.
-public struct DoHJSONFormat: HTTPDNSProviderFormat {
+package struct DoHJSONFormat: HTTPDNSProviderFormat {
     /// Where to send requests.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// The JSON endpoint, for example `https://dns.google/resolve` or
         /// `https://cloudflare-dns.com/dns-query`. Default `https://dns.google/resolve`.
-        public var url: String = "https://dns.google/resolve"
+        package var url: String = "https://dns.google/resolve"
         /// Extra headers. Default `accept: application/dns-json` (Cloudflare requires it).
-        public var headers: [String: String] = ["accept": "application/dns-json"]
+        package var headers: [String: String] = ["accept": "application/dns-json"]
 
-        public init(url: String = "https://dns.google/resolve") {
+        package init(url: String = "https://dns.google/resolve") {
             self.url = url
         }
     }
 
     /// The configuration.
-    public var configuration: Configuration
+    package var configuration: Configuration
 
-    public init(configuration: Configuration) {
+    package init(configuration: Configuration) {
         self.configuration = configuration
     }
 
     static let source = "doh-json"
 
     /// One name per request; the JSON API has no batch form.
-    public var maxHostsPerRequest: Int { 1 }
+    package var maxHostsPerRequest: Int { 1 }
 
     /// One request for `.ipv4` or `.ipv6`, two (A then AAAA) for `.both`; merge their answers
     /// with ``HTTPDNSRecordSets/merge(_:)``.
-    public func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
+    package func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
         switch family {
         case .ipv4, .ipv6: return [try request(for: hosts, family: family)]
         case .both, .auto: return [try request(for: hosts, family: .ipv4), try request(for: hosts, family: .ipv6)]
@@ -42,7 +42,7 @@ public struct DoHJSONFormat: HTTPDNSProviderFormat {
     }
 
     /// The request for one host and one family (`.both` is `.unsupported`: use ``requests(for:family:now:)``).
-    public func request(for hosts: [String], family: HTTPDNSAddressFamily) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
+    package func request(for hosts: [String], family: HTTPDNSAddressFamily) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
         let names = try HTTPDNSFormatLimits.normalizeHosts(hosts, max: 1, source: Self.source)
         let base = try HTTPDNSURLQuery.checkedBase(configuration.url, source: Self.source)
         let type: String
@@ -57,7 +57,7 @@ public struct DoHJSONFormat: HTTPDNSProviderFormat {
         return HTTPDNSProviderRequest(url: query.appended(to: base), headers: configuration.headers, hosts: names, family: family)
     }
 
-    public func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
+    package func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
         guard HTTPDNSFormatLimits.isSuccess(status) else {
             throw HTTPDNSFormatLimits.statusError(status, source: Self.source)
         }

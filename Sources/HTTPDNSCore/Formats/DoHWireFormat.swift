@@ -9,9 +9,9 @@ import Foundation
 /// the question name; the TTL is the smallest along the chain (RFC 8484 §5.1). NXDOMAIN is
 /// `.nameNotFound`; SERVFAIL and other codes travel as HTTP 200 and become `.malformedAnswer`-free
 /// provider errors (`.transport`), never a cached "no address".
-public struct DoHWireFormat: HTTPDNSProviderFormat {
+package struct DoHWireFormat: HTTPDNSProviderFormat {
     /// How queries are sent.
-    public enum Method: String, Sendable, Hashable {
+    package enum Method: String, Sendable, Hashable {
         /// `GET ?dns=` (cache-friendly). The default.
         case get
         /// `POST` with the message as body.
@@ -19,14 +19,14 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     }
 
     /// The media type of requests and answers.
-    public static let contentType = "application/dns-message"
+    package static let contentType = "application/dns-message"
 
     /// The endpoint, for example `https://dns.example/dns-query`.
-    public var url: String
+    package var url: String
     /// GET or POST. Default GET.
-    public var method: Method
+    package var method: Method
 
-    public init(url: String, method: Method = .get) {
+    package init(url: String, method: Method = .get) {
         self.url = url
         self.method = method
     }
@@ -34,10 +34,10 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     static let source = "doh"
 
     /// One question per DNS message: one name per request.
-    public var maxHostsPerRequest: Int { 1 }
+    package var maxHostsPerRequest: Int { 1 }
 
     /// One request for `.ipv4`/`.ipv6`, two (A, AAAA) for `.both`.
-    public func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
+    package func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
         switch family {
         case .ipv4, .ipv6: [try request(for: hosts, family: family)]
         case .both, .auto: [try request(for: hosts, family: .ipv4), try request(for: hosts, family: .ipv6)]
@@ -101,7 +101,7 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
         return hostBytes.next() == nil
     }
 
-    public func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
+    package func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
         let source = Self.source
         guard (200..<300).contains(status) else {
             if status == 401 || status == 403 {
@@ -151,7 +151,7 @@ public struct DoHWireFormat: HTTPDNSProviderFormat {
     /// base64url without padding (RFC 4648 §5, RFC 8484 §4.1).
     // Written out (RFC 4648 §5, no padding) rather than through Foundation's standard alphabet and a
     // second pass: every GET lookup encodes one message.
-    public static func base64URL(_ bytes: [UInt8]) -> String {
+    package static func base64URL(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count * 4 + 2) / 3)
         var index = 0

@@ -1,13 +1,13 @@
 /// Bounds and small validators every format shares, so that hostile answers fail the same way.
-public enum HTTPDNSFormatLimits {
+package enum HTTPDNSFormatLimits {
     /// Largest answer body accepted (64 KiB, the DoH message limit of RFC 8484).
-    public static let maxBodyBytes = 65_536
+    package static let maxBodyBytes = 65_536
     /// Largest number of addresses accepted for one name in one family.
-    public static let maxAddressesPerName = 64
+    package static let maxAddressesPerName = 64
     /// Largest TTL accepted: 2^31 - 1 seconds (RFC 2181 §8); larger values are a malformed answer.
-    public static let maxTTL = Int(Int32.max)
+    package static let maxTTL = Int(Int32.max)
     /// Longest CNAME chain followed in a DoH answer.
-    public static let maxCNAMEChain = 16
+    package static let maxCNAMEChain = 16
 
     /// The smaller of two optional TTLs; `nil` only when both are unknown.
     static func minTTL(_ a: Int?, _ b: Int?) -> Int? {

@@ -3,21 +3,21 @@
 ///
 /// The request remembers which hosts and family it asks for, because several answer formats
 /// (DNSPod's plain text, DoH JSON) do not repeat the name and the parser needs it.
-public struct HTTPDNSProviderRequest: Sendable, Hashable {
+package struct HTTPDNSProviderRequest: Sendable, Hashable {
     /// The complete URL, already percent-encoded (for example `http://119.29.29.98/d?dn=a.com&ttl=1`).
-    public var url: String
+    package var url: String
     /// The HTTP method; every current format uses `GET`.
-    public var method: String
+    package var method: String
     /// Extra request headers (for example `accept: application/dns-json`), names in lower case.
-    public var headers: [String: String]
+    package var headers: [String: String]
     /// The request body, or `nil` for none.
-    public var body: [UInt8]?
+    package var body: [UInt8]?
     /// The hosts asked for, normalised (lower case, no trailing dot), in request order.
-    public var hosts: [String]
+    package var hosts: [String]
     /// The address family asked for (`.auto` is asked as `.both`).
-    public var family: HTTPDNSAddressFamily
+    package var family: HTTPDNSAddressFamily
 
-    public init(
+    package init(
         url: String,
         method: String = "GET",
         headers: [String: String] = [:],
@@ -38,7 +38,7 @@ public struct HTTPDNSProviderRequest: Sendable, Hashable {
 ///
 /// Implementations are pure values (``DNSPodFormat``, ``AlibabaFormat``, ``DoHJSONFormat``,
 /// ``IPListFormat``); time and random bytes come in as parameters so tests are repeatable.
-public protocol HTTPDNSProviderFormat: Sendable {
+package protocol HTTPDNSProviderFormat: Sendable {
     /// The largest number of hosts one request may carry (1 when the format has no batch form).
     var maxHostsPerRequest: Int { get }
 
@@ -68,7 +68,7 @@ public protocol HTTPDNSProviderFormat: Sendable {
 extension HTTPDNSProviderFormat {
     /// Builds requests for any number of hosts by splitting them into batches of
     /// ``maxHostsPerRequest``, in order.
-    public func batchedRequests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
+    package func batchedRequests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
         let size = max(1, maxHostsPerRequest)
         var out: [HTTPDNSProviderRequest] = []
         var start = 0
@@ -82,11 +82,11 @@ extension HTTPDNSProviderFormat {
 }
 
 /// Helpers shared by the engine and every format.
-public enum HTTPDNSRecordSets {
+package enum HTTPDNSRecordSets {
     /// Merges record sets of the same host (for example the A and AAAA answers of two DoH requests):
     /// addresses keep their order without duplicates, the TTL is the smallest known one, the first
     /// client IP wins. Hosts keep the order of their first appearance.
-    public static func merge(_ sets: [HTTPDNSRecordSet]) -> [HTTPDNSRecordSet] {
+    package static func merge(_ sets: [HTTPDNSRecordSet]) -> [HTTPDNSRecordSet] {
         if sets.count < 2 { return sets }  // the usual one-name answer: nothing to merge
         var order: [String] = []
         var merged: [String: HTTPDNSRecordSet] = [:]

@@ -2,36 +2,36 @@
 /// `{"ips":["1.2.3.4","2001:db8::1",…],"ttl":N}` (`ttl` optional, `host` optional but checked when
 /// present). Used for the "domain blocked → connect to a known IP" flow, so both families come back
 /// whatever was asked; the engine picks what it needs.
-public struct IPListFormat: HTTPDNSProviderFormat {
+package struct IPListFormat: HTTPDNSProviderFormat {
     /// Where to send requests.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// The service URL; may already carry a query (`?key=…`), `host=` is appended after it.
-        public var url: String
+        package var url: String
         /// Extra headers (for example an authorization header). Default none.
-        public var headers: [String: String] = [:]
+        package var headers: [String: String] = [:]
 
-        public init(url: String) {
+        package init(url: String) {
             self.url = url
         }
     }
 
     /// The configuration.
-    public var configuration: Configuration
+    package var configuration: Configuration
 
-    public init(configuration: Configuration) {
+    package init(configuration: Configuration) {
         self.configuration = configuration
     }
 
     static let source = "iplist"
 
-    public var maxHostsPerRequest: Int { 1 }
+    package var maxHostsPerRequest: Int { 1 }
 
-    public func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
+    package func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
         [try request(for: hosts, family: family)]
     }
 
     /// The request for one host.
-    public func request(for hosts: [String], family: HTTPDNSAddressFamily) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
+    package func request(for hosts: [String], family: HTTPDNSAddressFamily) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
         let names = try HTTPDNSFormatLimits.normalizeHosts(hosts, max: 1, source: Self.source)
         let lower = configuration.url.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), configuration.url.utf8.count <= 2048,
@@ -45,7 +45,7 @@ public struct IPListFormat: HTTPDNSProviderFormat {
             url: query.appended(to: configuration.url), headers: configuration.headers, hosts: names, family: family)
     }
 
-    public func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
+    package func parse(status: Int, body: [UInt8], for request: HTTPDNSProviderRequest) throws(HTTPDNSError) -> [HTTPDNSRecordSet] {
         guard HTTPDNSFormatLimits.isSuccess(status) else {
             throw HTTPDNSFormatLimits.statusError(status, source: Self.source)
         }

@@ -1,0 +1,2 @@
+// `import HTTPDNSServer` brings the engine types its configuration uses (upstream resolvers, hygiene).
+@_exported import HTTPDNS
