@@ -25,7 +25,8 @@ test-tsan: deps
 
 demo: deps
 	$(SWIFT) build $(SWIFT_FLAGS) --product httpdns
-	$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/httpdns demo
+	$(SWIFT) build $(SWIFT_FLAGS) --product httpdns-demo
+	$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/httpdns-demo
 
 # What protection costs against same-run baselines; BENCH_ARGS="--quick", "--only 1,4", "--json FILE".
 bench: deps

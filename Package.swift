@@ -1,4 +1,7 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
+// Swift 6.2 or newer: the engine starts cache-miss lookups with `Task.immediate` (SE-0472). Linux only:
+// the transport is libcurl, the server h2o/libmicrohttpd, the watchers rtnetlink; nothing is built or
+// tested on Apple platforms, so none is declared.
 //
 // The layout follows the path of one request:
 //   HTTPDNSURLProtocol → HTTPDNS (engine: cache, providers, fallback) → HTTPDNSTransport (libcurl, sockets)
@@ -7,11 +10,11 @@ import PackageDescription
 
 let package = Package(
     name: "swift-httpdns",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
         .library(name: "HTTPDNSNetworking", targets: ["HTTPDNSNetworking"]),
         .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
+        .executable(name: "httpdns-demo", targets: ["HTTPDNSDemo"]),
         .executable(name: "httpdns-bench", targets: ["HTTPDNSBench"]),
     ],
     targets: [
@@ -59,14 +62,17 @@ let package = Package(
         // The self-hostable HTTPDNS server (libmicrohttpd).
         .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
 
-        // The `httpdns` command: resolve, fetch, check, serve, demo.
+        // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
+        // It links no test code.
         .executableTarget(
             name: "HTTPDNSTool",
-            dependencies: [
-                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer",
-                // The demo starts nginx, dnsmasq and a private CA with the launchers the tests use.
-                "HTTPDNSTestSupport",
-            ]
+            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer"]
+        ),
+
+        // `make demo`: starts nginx, dnsmasq and a private CA with the launchers the tests use.
+        .executableTarget(
+            name: "HTTPDNSDemo",
+            dependencies: ["HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
 
         // `make bench`: what protection costs, against baselines measured in the same run.

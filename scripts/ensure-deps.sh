@@ -18,7 +18,7 @@ packages=(
 )
 
 if ! command -v swift >/dev/null 2>&1; then
-  echo "error: the Swift toolchain (6.0 or newer) is not on PATH; see https://www.swift.org/install/linux/" >&2
+  echo "error: the Swift toolchain (6.2 or newer) is not on PATH; see https://www.swift.org/install/linux/" >&2
   exit 1
 fi
 

@@ -27,7 +27,7 @@ enum Command {
             return await run("httpdns serve") { try await serve(rest) }
         case "demo":
             if rest.contains("--help") || rest.contains("-h") { return printHelp(demoHelp.rendered) }
-            return await runDemo(arguments: rest)
+            return runDemoProgram(arguments: rest)
         default:
             let message = first.hasPrefix("-") ? "unknown option '\(first)'" : "unknown subcommand '\(first)'"
             Output.usage(UsageError(message + " (subcommands: resolve, fetch, check, serve, demo)"))
@@ -40,9 +40,11 @@ enum Command {
             Show a hijacked lookup and the protected one side by side, all on loopback: nginx serves the real \
             sites (two HTTPS names on one address, told apart by SNI, and a plain HTTP one) on 127.0.0.2 and an \
             ad page on 127.0.0.3; dnsmasq on 127.0.0.4 is a LocalDNS that sends the demo names to 127.0.0.3; \
-            `httpdns serve` on 127.0.0.5 knows the truth. Each URL is fetched the unprotected way and through \
-            swift-httpdns, then checked for hijacking. Everything it starts is stopped on exit and on Ctrl-C. \
-            Needs nginx-light, dnsmasq-base and openssl (`make demo` installs them).
+            an HTTPDNS service on 127.0.0.5 knows the truth. Each URL is fetched the unprotected way and \
+            through swift-httpdns, then checked for hijacking. Everything it starts is stopped on exit and on \
+            Ctrl-C. Needs nginx-light, dnsmasq-base and openssl (`make demo` installs them). The demo is its \
+            own program, `httpdns-demo`, installed next to `httpdns` (it carries test launchers the tool does \
+            not); this subcommand runs it.
             """,
         usage: "httpdns demo",
         options: [HelpText.helpOption])

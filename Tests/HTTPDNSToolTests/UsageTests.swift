@@ -62,3 +62,15 @@ final class UsageTests: ToolTestCase {
         }
     }
 }
+
+/// Shipped products contain no test code: the `httpdns` binary carries no symbol of the test-support
+/// module (nginx, dnsmasq and CA launchers), while `httpdns-demo`, which needs them, does.
+final class ShippedToolTests: ToolTestCase {
+    func testToolLinksNoTestSupportButTheDemoDoes() throws {
+        let tool = try Data(contentsOf: runner.executable)
+        let demo = try Data(contentsOf: runner.executable.deletingLastPathComponent().appendingPathComponent("httpdns-demo"))
+        let marker = Data("HTTPDNSTestSupport".utf8)
+        XCTAssertNil(tool.range(of: marker), "httpdns links test support")
+        XCTAssertNotNil(demo.range(of: marker), "the check itself would not notice a linked module")
+    }
+}

@@ -12,56 +12,6 @@ import HTTPDNSCore
 import HTTPDNSTransport
 import HTTPDNSNetworking
 
-/// The demonstration (`httpdns demo`, run by `make demo`): a hijacked lookup and the protected one,
-/// side by side, on loopback only.
-///
-/// It starts nginx (the real origin, two HTTPS sites told apart by SNI plus a plain HTTP one), a
-/// hijacker serving an ad page on another loopback address, dnsmasq as a LocalDNS that points the demo
-/// names at the hijacker, and `httpdns serve` with the true zone. For each URL it fetches once the way
-/// an unprotected app would (LocalDNS's address) and once through swift-httpdns, then runs the hijack
-/// check. Everything is stopped on exit, on error and on Ctrl-C.
-func runDemo(arguments: [String] = []) async -> Int32 {
-    guard arguments.isEmpty else {
-        Output.usage(UsageError("demo takes no arguments", command: "httpdns demo"))
-        return ExitStatus.usage
-    }
-    try? Output.line("swift-httpdns demo: DNS hijacking and IP direct connect, all on loopback (nothing leaves this machine)\n")
-
-    // The watcher comes first, so that Ctrl-C during start-up also stops what already runs.
-    let cleanup = DemoCleanup()
-    let watcher = SignalWatcher { signal in
-        cleanup.run()
-        Output.diagnostic("\ninterrupted: everything the demo started has been stopped")
-        exit(128 + signal)
-    }
-    defer {
-        cleanup.run()
-        watcher.stop()
-    }
-    let bed: DemoBed
-    do {
-        bed = try DemoBed(cleanup: cleanup) { step in try? Output.line("  · \(step)") }
-    } catch {
-        Output.error("demo: could not start its servers: \(error)")
-        return ExitStatus.failure
-    }
-
-    let demo = DemoRun(bed: bed)
-    try? Output.line("")
-    for url in bed.urls {
-        await demo.compare(url)
-    }
-    try? Output.line("""
-        What happened: the lying LocalDNS sent every demo name to the hijacker at \(DemoBed.hijacker). Unprotected, \
-        HTTPS fails (the hijacker cannot show a valid certificate) and plain HTTP silently shows the ad page. \
-        Protected, swift-httpdns asked HTTPDNS, connected to \(DemoBed.origin), and still sent the real name \
-        in Host and TLS SNI and verified the certificate for it.
-        """)
-    cleanup.run()
-    try? Output.line("Everything the demo started has been stopped.")
-    return ExitStatus.success
-}
-
 /// One comparison per URL.
 struct DemoRun {
     let bed: DemoBed
@@ -102,7 +52,7 @@ struct DemoRun {
         let report = await engine.checkHijack(host, check: HTTPDNSHijackCheck(probePort: probePort))
         lines.append("  httpdns check \(host)\(probePort.map { " --probe-port \($0)" } ?? ""):")
         lines += report.description.split(separator: "\n").dropFirst().map { "  \($0)" }
-        try? Output.line(lines.joined(separator: "\n") + "\n")
+        DemoOutput.line(lines.joined(separator: "\n") + "\n")
     }
 
     /// What an app without protection gets: LocalDNS's address, then a normal (verified) request.
