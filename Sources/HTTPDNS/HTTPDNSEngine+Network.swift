@@ -33,7 +33,11 @@ extension HTTPDNSEngine {
             // Least recently used first, so that re-inserting keeps the LRU order.
             for (key, entry) in state.cache.entries.reversed() {
                 var expired = entry
-                if entry.expiresAt > now { expired.ttl = max(0, Int((now - entry.storedAt).rounded(.down))) }
+                if entry.expiresAt > now {
+                    // Expired now, whatever the stored time says (a clock set back included).
+                    expired.storedAt = min(entry.storedAt, now)
+                    expired.ttl = max(0, Int((now - expired.storedAt).rounded(.down)))
+                }
                 expired.staleUntil = nil
                 expired.nextRefreshAt = nil
                 state.cache.insert(key, expired)

@@ -45,6 +45,18 @@ final class HTTPDNSEngineNetworkChangeTests: XCTestCase {
         XCTAssertEqual(lastResort.addresses.map(\.description), ["198.51.100.7"])
     }
 
+    func testNetworkChangeExpiresKeptAnswersEvenAfterTheClockWentBack() async throws {
+        let clock = HTTPDNSManualClock()
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
+        let subject = engine([provider], clock: clock)
+        _ = try await subject.resolve("b.example")
+        clock.advance(by: -100)
+        await subject.networkDidChange().value
+        XCTAssertNil(subject.cachedAnswer("b.example"), "an answer stored 'in the future' is expired all the same")
+        _ = try await subject.resolve("b.example")
+        XCTAssertEqual(provider.calls, 2)
+    }
+
     func testNetworkChangeProviderCooldownsAreCleared() async throws {
         let first = FakeResolver("first", .fail(.transport))
         let second = FakeResolver("second", .answer(["198.51.100.1"], ttl: 600))
