@@ -26,11 +26,6 @@ import HTTPDNSCore
 /// is set; apps on other platforms call ``HTTPDNSEngine/networkDidChange()`` from their reachability
 /// callbacks instead.
 public final class HTTPDNSNetworkWatcher: Sendable {
-    /// Why a watcher could not start.
-    public struct StartError: Error, CustomStringConvertible {
-        public var description: String
-    }
-
     private let shared: Shared
 
     /// Subscribes and starts the thread; `onChange` runs after each burst of changes.
@@ -38,7 +33,8 @@ public final class HTTPDNSNetworkWatcher: Sendable {
     /// - Parameters:
     ///   - debounce: how long the events must be quiet before `onChange` runs. Default 500 ms.
     ///   - onChange: the callback, on the watcher's thread; keep it short.
-    /// - Throws: ``StartError`` when the socket cannot be opened (or on platforms other than Linux).
+    /// - Throws: ``HTTPDNSError`` `.transport` when the socket cannot be opened, `.unsupported` on
+    ///   platforms other than Linux.
     public init(debounce: Duration = .milliseconds(500), onChange: @escaping @Sendable () -> Void) throws {
         #if os(Linux) && canImport(CNetlink)
         let shared = try Shared.open()
@@ -50,7 +46,7 @@ public final class HTTPDNSNetworkWatcher: Sendable {
         thread.name = "httpdns-netlink"
         thread.start()
         #else
-        throw StartError(description: "network watching needs Linux rtnetlink")
+        throw HTTPDNSError(.unsupported, "network watching needs Linux rtnetlink")
         #endif
     }
 
@@ -94,7 +90,7 @@ extension HTTPDNSNetworkWatcher {
 
         static func open() throws -> Shared {
             let fd = Glibc.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
-            guard fd >= 0 else { throw StartError(description: "netlink socket: \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw HTTPDNSError(.transport, "netlink socket: \(String(cString: strerror(errno)))") }
             var address = sockaddr_nl()
             address.nl_family = sa_family_t(AF_NETLINK)
             address.nl_groups = UInt32(RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE)
@@ -106,7 +102,7 @@ extension HTTPDNSNetworkWatcher {
             guard bound == 0 else {
                 let reason = String(cString: strerror(errno))
                 close(fd)
-                throw StartError(description: "netlink bind: \(reason)")
+                throw HTTPDNSError(.transport, "netlink bind: \(reason)")
             }
             // Room for a large burst (a VPN pushing many routes); an overflow is still reported as a change.
             var size: Int32 = 1 << 20
@@ -114,7 +110,7 @@ extension HTTPDNSNetworkWatcher {
             let wake = eventfd(0, Int32(EFD_CLOEXEC))
             guard wake >= 0 else {
                 close(fd)
-                throw StartError(description: "eventfd: \(String(cString: strerror(errno)))")
+                throw HTTPDNSError(.transport, "eventfd: \(String(cString: strerror(errno)))")
             }
             return Shared(socket: fd, wake: wake)
         }

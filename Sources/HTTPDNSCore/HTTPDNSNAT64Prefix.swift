@@ -7,13 +7,13 @@
 /// itself, which is what ``synthesize(_:)`` does.
 public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     /// The prefix lengths RFC 6052 section 2.2 allows.
-    public static let lengths = [32, 40, 48, 56, 64, 96]
+    package static let lengths = [32, 40, 48, 56, 64, 96]
 
     /// The name whose AAAA records reveal the prefix (RFC 7050 section 2).
-    public static let discoveryName = "ipv4only.arpa"
+    package static let discoveryName = "ipv4only.arpa"
 
     /// The well-known IPv4 addresses of `ipv4only.arpa` (RFC 7050 section 2.2): 192.0.0.170 and 192.0.0.171.
-    public static let wellKnownIPv4: [HTTPDNSIPAddress] = [HTTPDNSIPAddress(bytes: [192, 0, 0, 170])!, HTTPDNSIPAddress(bytes: [192, 0, 0, 171])!]
+    package static let wellKnownIPv4: [HTTPDNSIPAddress] = [HTTPDNSIPAddress(bytes: [192, 0, 0, 170])!, HTTPDNSIPAddress(bytes: [192, 0, 0, 171])!]
 
     /// The Well-Known Prefix 64:ff9b::/96 (RFC 6052 section 2.1).
     public static let wellKnown = HTTPDNSNAT64Prefix(HTTPDNSIPAddress(bytes: [0, 0x64, 0xff, 0x9b] + [UInt8](repeating: 0, count: 12))!, length: 96)!
@@ -59,7 +59,7 @@ public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The IPv4 address embedded in `ipv6` if it lies in this prefix, with a zero u octet; else nil.
-    public func extract(_ ipv6: HTTPDNSIPAddress) -> HTTPDNSIPAddress? {
+    package func extract(_ ipv6: HTTPDNSIPAddress) -> HTTPDNSIPAddress? {
         guard ipv6.family == .v6 else { return nil }
         let bytes = ipv6.bytes
         let prefixBytes = address.bytes
@@ -71,7 +71,7 @@ public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     /// address is searched for a well-known IPv4 address at every position RFC 6052 allows, the
     /// longest prefix first; addresses that hold none are ignored (a resolver without DNS64, or one
     /// that lies). Distinct prefixes, in answer order; empty means no NAT64 here.
-    public static func discover(from answers: [HTTPDNSIPAddress]) -> [HTTPDNSNAT64Prefix] {
+    package static func discover(from answers: [HTTPDNSIPAddress]) -> [HTTPDNSNAT64Prefix] {
         var found: [HTTPDNSNAT64Prefix] = []
         for answer in answers where answer.family == .v6 {
             for length in lengths.reversed() {
