@@ -137,7 +137,8 @@ extension HTTPDNSEngine {
             let synthesized = prefix.synthesize(address)
             if synthesized.family == .v6, !result.contains(synthesized) { result.append(synthesized) }
         }
-        return result
+        // Only non-global IPv4 (the user's own pins): nothing to synthesize, keep them as they are.
+        return result.isEmpty ? addresses : result
     }
 
     /// Whether the rtnetlink watcher runs (``HTTPDNSConfiguration/Network/watchesChanges``).
