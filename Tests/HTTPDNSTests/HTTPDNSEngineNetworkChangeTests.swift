@@ -169,6 +169,15 @@ final class HTTPDNSEngineAutoFamilyTests: XCTestCase {
         let cached = try await subject.resolve("v4only.example")
         XCTAssertTrue(cached.fromCache)
         XCTAssertEqual(cached.addresses.map(\.description), ["64:ff9b::c633:640a", "64:ff9b::c633:640b"])
+        // The user's own pins to private space have no NAT64 form: they stay as they are.
+        let pins = StaticResolver(["intranet.example": [try XCTUnwrap(HTTPDNSIPAddress("10.0.0.7"))]])
+        let pinned = engine([pins], local: local) {
+            $0.family = .auto
+            $0.familyProbe = { (false, true) }
+        }
+        let intranet = try await pinned.resolve("intranet.example")
+        XCTAssertEqual(pinned.nat64Prefix, .wellKnown)
+        XCTAssertEqual(intranet.addresses.map(\.description), ["10.0.0.7"])
         // An explicit IPv4 lookup gets what it asked for.
         let explicit = try await subject.resolve("v4only.example", family: .ipv4)
         XCTAssertEqual(explicit.addresses.map(\.description), ["198.51.100.10", "198.51.100.11"])
