@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 TEST_FLAGS ?= --disable-swift-testing
 
-.PHONY: all deps build test test-tsan demo bench clean
+.PHONY: all deps build test test-tsan examples docs api api-check demo bench clean
 
 all: build
 
@@ -14,12 +14,29 @@ deps:
 build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
-test: deps
+# The README's Swift examples are a package of their own (Examples/), built first: the tests check the
+# README shows them verbatim and run them.
+test: deps examples docs api-check
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(TEST_FLAGS)
 
+examples:
+	$(SWIFT) build --package-path Examples $(SWIFT_FLAGS)
+
+# DocC archives of the products; DocC warnings fail the build (and so `make test`).
+docs: deps
+	scripts/docs.sh
+
+# The public API, recorded in api/public-api.txt: `make api` after a deliberate change, and
+# `make api-check` (part of `make test`) fails when the API and the record differ.
+api: deps
+	scripts/public-api.py "$$(scripts/symbol-graphs.sh)" --write
+
+api-check: deps
+	scripts/public-api.py "$$(scripts/symbol-graphs.sh)" --check
+
 # The same suite under ThreadSanitizer, in its own build directory so the normal build stays warm.
-test-tsan: deps
+test-tsan: deps examples
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan $(TEST_FLAGS)
 
@@ -31,7 +48,8 @@ demo: deps
 # What protection costs against same-run baselines; BENCH_ARGS="--quick", "--only 1,4", "--json FILE".
 bench: deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product httpdns-bench
+	$(SWIFT) build -c release $(SWIFT_FLAGS) --product httpdns
 	$$($(SWIFT) build -c release --show-bin-path)/httpdns-bench $(BENCH_ARGS)
 
 clean:
-	rm -rf .build .build-tsan
+	rm -rf .build .build-tsan .build-docs Examples/.build

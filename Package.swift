@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
         .library(name: "HTTPDNSNetworking", targets: ["HTTPDNSNetworking"]),
+        .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
         .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
         .executable(name: "httpdns-demo", targets: ["HTTPDNSDemo"]),
         .executable(name: "httpdns-bench", targets: ["HTTPDNSBench"]),

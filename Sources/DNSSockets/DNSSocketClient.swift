@@ -46,12 +46,24 @@ package struct DNSSocketClient: Sendable {
         } catch {
             throw HTTPDNSError(.invalidHost, "not a DNS name: \(error)", host: name)
         }
+        var edns = configuration.edns
+        // A server answering for a client passes its subnet down (RFC 7871; see HTTPDNSClientSubnet).
+        if let subnet = HTTPDNSClientSubnet.current {
+            edns = edns ?? DNSEDNS()
+            edns?.options += subnet.option
+        }
         let query = DNSMessage.makeQuery(
             name: dnsName, type: type, id: Self.randomID(), recursionDesired: configuration.recursionDesired,
-            edns: configuration.edns
+            edns: edns
         )
         do {
-            return try await exchange(query, server: server, port: port, timeout: timeout)
+            let answer = try await exchange(query, server: server, port: port, timeout: timeout)
+            // RFC 7871 §7.3: an answer whose Client Subnet differs from the query's is dropped.
+            if let subnet = HTTPDNSClientSubnet.current, let options = answer.edns?.options,
+               !subnet.agrees(withAnswerOptions: options) {
+                throw HTTPDNSError.malformed("answer's EDNS Client Subnet does not match \(subnet)", source: "\(server.uriText):\(port)")
+            }
+            return answer
         } catch var error as HTTPDNSError {
             error.host = error.host ?? name
             throw error

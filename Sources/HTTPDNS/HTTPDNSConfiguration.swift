@@ -83,13 +83,18 @@ public struct HTTPDNSConfiguration: Sendable {
         public init() {}
     }
 
-    /// The resolvers asked first, in order: usually HTTPDNS providers (``HTTPDNSProvider``), also any
+    /// The resolvers asked first, in order: usually HTTPDNS providers (from ``HTTPDNSProviderSpec``), also any
     /// other ``HTTPDNSResolver`` (a plain DNS server, static entries).
     public var resolvers: [any HTTPDNSResolver]
     /// Certificate authorities trusted for HTTPS, to HTTPDNS providers and to origins alike (a
     /// provider built by hand may carry its own). Default: the system's.
     public var trust: HTTPDNSTrust = .system
-    /// Hosts that go through HTTPDNS. Default: every name.
+    /// Fixed answers tried before anything else, like curl's `--resolve` or an app's pinned hosts:
+    /// host → addresses, trusted as given (loopback and private space included), never cached.
+    /// Default none.
+    public var staticEntries: [String: [HTTPDNSIPAddress]] = [:]
+    /// Hosts that go through HTTPDNS; ``HTTPDNSEngine/resolve(_:family:)`` answers the others from
+    /// LocalDNS alone (what the system would have done). Default: every name.
     public var protectedHosts: HTTPDNSHostPolicy = .all
     /// The fallback. Default `.system`.
     public var localDNS: LocalDNS = .system

@@ -29,6 +29,26 @@ extension HTTPDNSEngine {
         return try await askLocal(local, name, family: family)
     }
 
+    /// The static entry for `key`, if there is one with an address of its family.
+    func staticAnswer(_ key: HTTPDNSCacheKey) -> HTTPDNSAnswer? {
+        guard let addresses = staticEntries[key.host] else { return nil }
+        let usable = addresses.filter { key.family.includes($0.family) }
+        guard !usable.isEmpty else { return nil }
+        return HTTPDNSAnswer(host: key.host, addresses: usable, ttl: 0, source: "static", origin: .static)
+    }
+
+    /// A name outside ``HTTPDNSConfiguration/protectedHosts``: LocalDNS alone, as the system would.
+    func resolveUnprotected(_ key: HTTPDNSCacheKey) async throws -> HTTPDNSAnswer {
+        guard let local = localResolver else {
+            throw HTTPDNSError(.invalidConfiguration, "\(key.host) is not protected and no LocalDNS is configured", host: key.host)
+        }
+        do {
+            return try await askLocal(local, key.host, family: key.family)
+        } catch {
+            throw HTTPDNSEngine.httpdnsError(error, host: key.host, source: local.name)
+        }
+    }
+
     /// One LocalDNS lookup as an answer. LocalDNS answers are what the system would have used
     /// anyway: only unusable and duplicate addresses are dropped, so that intranet names keep working.
     func askLocal(_ local: any HTTPDNSResolver, _ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSAnswer {

@@ -1,10 +1,12 @@
 import HTTPDNSCore
 
 extension HTTPDNSEngine {
-    /// Whether requests to `host` go through the engine (IP literals never do), by the current
-    /// policy: ``HTTPDNSConfiguration/protectedHosts`` or what ``updatePolicy(_:)`` set since.
+    /// Whether requests to `host` go through the engine (IP literals never do): a host the current
+    /// policy protects (``HTTPDNSConfiguration/protectedHosts``, or what ``updatePolicy(_:)`` set
+    /// since), or one with a static entry.
     public func protects(_ host: String) -> Bool {
         policy.withLock { $0.protects(host) }
+            || (!staticEntries.isEmpty && staticEntries[HTTPDNSHostPolicy.normalize(host)] != nil)
     }
 
     /// The hosts the engine protects now.

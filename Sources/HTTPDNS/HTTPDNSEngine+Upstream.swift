@@ -21,6 +21,11 @@ extension HTTPDNSEngine {
     /// only a failure moves the rest of the failover into a task. Otherwise the whole lookup is a
     /// task, started on this thread up to its first suspension.
     func launch(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) {
+        // The key's client subnet reaches the resolvers that speak DNS as a task-local, for the
+        // request built here and for the tasks started here (they inherit it).
+        guard HTTPDNSClientSubnet.current == key.clientSubnet else {
+            return HTTPDNSClientSubnet.$current.withValue(key.clientSubnet) { launch(key, flight) }
+        }
         let host = key.host, family = key.family
         monitor.lookupStarted(host: host, family: family)
         let budget = configuration.timeouts.httpdnsBudget.inSeconds
@@ -34,11 +39,15 @@ extension HTTPDNSEngine {
                 } catch {
                     let failure = providerFailed(error, provider: first, host: host)
                     let earlier = [HTTPDNSError.Attempt(source: first.name, error: failure)]
+                    // Started from the transport's thread, outside any task: the client subnet is
+                    // set again for the rest of the failover.
                     Task {
-                        let outcome = await Self.outcome(host: host) {
-                            try await self.resolveUpstream(
-                                host, family: family, providers: Array(providers.dropFirst()), earlier: earlier,
-                                deadline: deadline)
+                        let outcome = await HTTPDNSClientSubnet.$current.withValue(key.clientSubnet) {
+                            await Self.outcome(host: host) {
+                                try await self.resolveUpstream(
+                                    host, family: family, providers: Array(providers.dropFirst()), earlier: earlier,
+                                    deadline: deadline)
+                            }
                         }
                         self.land(key, flight, outcome)
                     }
@@ -192,7 +201,7 @@ extension HTTPDNSEngine {
     ) throws(HTTPDNSError) -> HTTPDNSAnswer {
         // Static entries are the user's own pins (curl's --resolve): trusted as given, loopback
         // and private space included; everything from a service goes through the hygiene rules.
-        let isStatic = provider is StaticResolver
+        let isStatic = provider is HTTPDNSStaticResolver
         let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowPrivate: true) : configuration.hygiene
         let outcome = hygiene.filter(records, family: family)
         guard !outcome.kept.isEmpty else {
@@ -205,7 +214,7 @@ extension HTTPDNSEngine {
         markProvider(provider.name, failed: false)
         return HTTPDNSAnswer(
             host: host, addresses: outcome.kept, ttl: records.ttl ?? configuration.cache.policy.defaultTTL,
-            source: provider.name, origin: isStatic ? .static : .httpdns)
+            source: provider.name, origin: provider.origin)
     }
 
     /// Reports a provider's failure (and cools the provider down when the fault is its own).

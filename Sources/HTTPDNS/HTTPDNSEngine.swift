@@ -45,6 +45,8 @@ public final class HTTPDNSEngine: Sendable {
     /// The rtnetlink watcher when ``HTTPDNSConfiguration/Network/watchesChanges`` is set.
     let watcher = HTTPDNSLock<HTTPDNSNetworkWatcher?>(nil)
     let localResolver: (any HTTPDNSResolver)?
+    /// ``HTTPDNSConfiguration/staticEntries`` under normalised names.
+    let staticEntries: [String: [HTTPDNSIPAddress]]
     let persistence: HTTPDNSCachePersistence?
     /// This engine's name in the per-thread hit memos (``HTTPDNSHitMemo``); never reused.
     let serial: UInt64
@@ -82,6 +84,9 @@ public final class HTTPDNSEngine: Sendable {
             return serial
         }
         self.localResolver = HTTPDNSEngine.makeLocalResolver(configuration)
+        self.staticEntries = configuration.staticEntries.reduce(into: [:]) { table, entry in
+            table[HTTPDNSHostPolicy.normalize(entry.key), default: []].append(contentsOf: entry.value)
+        }
         let discovery = detectNetwork()
         let names = configuration.cache.preResolve
         if !names.isEmpty {
@@ -125,6 +130,22 @@ public final class HTTPDNSEngine: Sendable {
         }
     }
 
+    /// Resolves `host` for a client in `clientSubnet`: the subnet is sent to DNS upstreams as EDNS
+    /// Client Subnet (RFC 7871) and the answer is cached for that subnet alone. With `nil`, the same
+    /// as ``resolve(_:family:)``. For the server, which answers many clients.
+    package func resolve(
+        _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet?
+    ) async throws -> HTTPDNSAnswer {
+        let key = HTTPDNSCacheKey(
+            host: HTTPDNSHostPolicy.normalize(host), family: concreteFamily(family), clientSubnet: clientSubnet)
+        switch lookupCache(key) {
+        case .hit(let answer):
+            return answer
+        case .miss(let key, let staleFallback):
+            return try await resolveMiss(key, original: host, family: family, staleFallback: staleFallback)
+        }
+    }
+
     /// The synchronous half of ``resolve(_:family:)``.
     @usableFromInline
     enum CacheOutcome {
@@ -135,8 +156,11 @@ public final class HTTPDNSEngine: Sendable {
     /// Answers from the cache (reporting the hit, starting a refresh when due) or says what to ask.
     @usableFromInline
     func lookupCache(_ host: String, family: HTTPDNSAddressFamily?) -> CacheOutcome {
-        let family = concreteFamily(family)
-        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family)
+        lookupCache(HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: concreteFamily(family)))
+    }
+
+    func lookupCache(_ key: HTTPDNSCacheKey) -> CacheOutcome {
+        let family = key.family
         // IP literals and invalid names are never cached, so a hit needs no checks.
         switch cacheStep(key) {
         case .hit(let answer, let refresh):
@@ -237,6 +261,10 @@ public final class HTTPDNSEngine: Sendable {
         guard HTTPDNSHostPolicy.isValidHostName(key.host) else {
             throw HTTPDNSError(.invalidHost, "not a valid host name", host: host)
         }
+        // Static entries and unprotected names are never cached, so they always arrive here and the
+        // cache-hit path pays nothing for them.
+        if let pinned = staticAnswer(key) { return pinned }
+        if !protects(key.host) { return try await resolveUnprotected(key) }
         if key.family == .both, let discovery = state.withLock({ $0.nat64Discovery }) {
             await discovery.value
             // Without a NAT64 prefix `.auto` now means IPv6 only.
@@ -292,6 +320,7 @@ public final class HTTPDNSEngine: Sendable {
             let epoch = state.withLock { $0.networkEpoch }
             for provider in orderedProviders() where !remaining.isEmpty {
                 let batch = remaining
+                state.withLock { $0.upstreamLookups += 1 }
                 let sets = (try? await withDeadline(seconds: configuration.timeouts.httpdnsBudget.inSeconds, context: provider.name) {
                     try await provider.resolve(batch: batch, family: family)
                 }) ?? []

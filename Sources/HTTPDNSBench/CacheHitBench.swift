@@ -26,9 +26,9 @@ enum CacheHitBench {
         let spread = (0..<1_000).map { "h\($0).spread.httpdns-bench.example" }
         var table = Dictionary(uniqueKeysWithValues: spread.map { ($0, [address]) })
         table[host] = [address]
-        var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(table, ttl: 86_400)])
+        var configuration = HTTPDNSConfiguration(resolvers: [HTTPDNSStaticResolver(table, ttl: 86_400)])
         configuration.failover.httpdnsOnly = true
-        configuration.localDNS = .custom(StaticResolver([:]))
+        configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
         let engine = HTTPDNSEngine(configuration: configuration)
         _ = try await engine.resolve(host)
         for name in spread { _ = try await engine.resolve(name) }

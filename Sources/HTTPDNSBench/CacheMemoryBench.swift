@@ -4,7 +4,7 @@ import HTTPDNSCore
 
 /// Row 7: resident memory per cached host with 100,000 hosts in the cache.
 ///
-/// A ``StaticResolver`` with 100,000 names (`h12345.memory.bench.test`, 24-25 bytes: longer than
+/// A ``HTTPDNSStaticResolver`` with 100,000 names (`h12345.memory.bench.test`, 24-25 bytes: longer than
 /// Swift's 15-byte inline strings, as real host names are) is built first, and its memory is part
 /// of the "before" figure. Then an engine with capacity 150,000 resolves every name once, one at a
 /// time (so freed lookup tasks are reused rather than piling up), and the RSS growth (`VmRSS` from
@@ -15,7 +15,7 @@ enum CacheMemoryBench {
     static func run(_ runner: BenchRunner) async throws -> [BenchRow] {
         let address = HTTPDNSIPAddress("93.184.216.34")!
         let names = (0..<hosts).map { "h\($0).memory.bench.test" }
-        let resolver = StaticResolver(Dictionary(uniqueKeysWithValues: names.map { ($0, [address]) }), ttl: 86_400)
+        let resolver = HTTPDNSStaticResolver(Dictionary(uniqueKeysWithValues: names.map { ($0, [address]) }), ttl: 86_400)
         var perHost: [Double] = []
         var immediate: [Double] = []
         let rounds = runner.options.quick ? 1 : 3
@@ -24,7 +24,7 @@ enum CacheMemoryBench {
             if round > 0, ContinuousClock.now > deadline { break }
             var configuration = HTTPDNSConfiguration(resolvers: [resolver])
             configuration.failover.httpdnsOnly = true
-            configuration.localDNS = .custom(StaticResolver([:]))
+            configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
             configuration.cache.policy.capacity = 150_000
             BenchSystem.trimHeap()
             let before = BenchSystem.residentBytes()
@@ -71,12 +71,12 @@ enum CacheMemoryBench {
     }
 
     /// The engine of 7a with a one-entry cache: every lookup's memory should be freed again.
-    static func evictingEngine(_ names: [String], resolver: StaticResolver, rounds: Int) async throws -> [Double] {
+    static func evictingEngine(_ names: [String], resolver: HTTPDNSStaticResolver, rounds: Int) async throws -> [Double] {
         var results: [Double] = []
         for _ in 0..<rounds {
             var configuration = HTTPDNSConfiguration(resolvers: [resolver])
             configuration.failover.httpdnsOnly = true
-            configuration.localDNS = .custom(StaticResolver([:]))
+            configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
             configuration.cache.policy.capacity = 1
             BenchSystem.trimHeap()
             let before = BenchSystem.residentBytes()

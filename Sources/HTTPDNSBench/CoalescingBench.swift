@@ -25,7 +25,7 @@ enum CoalescingBench {
             if round > 1, ContinuousClock.now > deadline { break }
             var configuration = HTTPDNSConfiguration(resolvers: [provider])
             configuration.failover.httpdnsOnly = true
-            configuration.localDNS = .custom(StaticResolver([:]))
+            configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
             let engine = HTTPDNSEngine(configuration: configuration)
             let hosts = (0..<names).map { "r\(round)-n\($0).bench.test" }
             let before = server.requestCount

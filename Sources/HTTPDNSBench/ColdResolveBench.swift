@@ -24,7 +24,7 @@ enum ColdResolveBench {
             let provider = try makeProvider(kind, base: server.base, transport: transport)
             var configuration = HTTPDNSConfiguration(resolvers: [provider])
             configuration.failover.httpdnsOnly = true
-            configuration.localDNS = .custom(StaticResolver([:]))
+            configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
             configuration.cache.policy.capacity = 100_000
             let engine = HTTPDNSEngine(configuration: configuration)
 

@@ -12,7 +12,7 @@ import FoundationNetworking
 /// SAN (`https://127.0.0.1:PORT/`), the way code without HTTPDNS would reach it.
 ///
 /// The protected side asks for `https://bench.test:PORT/`; the engine answers 127.0.0.1 from a
-/// ``StaticResolver`` (cache hits after the first request), and the protocol sends through libcurl
+/// ``HTTPDNSStaticResolver`` (cache hits after the first request), and the protocol sends through libcurl
 /// with the real host in SNI and certificate checks. Both sides keep connections alive.
 enum URLSessionBench {
     static let inFlight = 16
@@ -65,10 +65,10 @@ enum URLSessionBench {
     /// A client whose engine answers `bench.test` with 127.0.0.1 and that trusts the bench CA.
     static func protectedClient(_ origin: BenchServers.Origin) -> HTTPDNSClient {
         var configuration = HTTPDNSConfiguration(
-            resolvers: [StaticResolver([BenchServers.Origin.host: [HTTPDNSIPAddress("127.0.0.1")!]], ttl: 86_400)])
+            resolvers: [HTTPDNSStaticResolver([BenchServers.Origin.host: [HTTPDNSIPAddress("127.0.0.1")!]], ttl: 86_400)])
         configuration.hygiene.allowPrivate = true
         configuration.failover.httpdnsOnly = true
-        configuration.localDNS = .custom(StaticResolver([:]))
+        configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
         configuration.trust = .caFile(origin.certificates.caCertificatePath)
         var transportConfiguration = HTTPTransport.Configuration()
         transportConfiguration.maxConnectionsPerHost = inFlight

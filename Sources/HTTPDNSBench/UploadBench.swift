@@ -29,10 +29,10 @@ enum UploadBench {
         defer { try? FileManager.default.removeItem(at: file) }
 
         let host = "upload.bench.test"
-        var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver([host: [HTTPDNSIPAddress("127.0.0.1")!]])])
+        var configuration = HTTPDNSConfiguration(resolvers: [HTTPDNSStaticResolver([host: [HTTPDNSIPAddress("127.0.0.1")!]])])
         configuration.hygiene.allowPrivate = true
         configuration.failover.httpdnsOnly = true
-        configuration.localDNS = .custom(StaticResolver([:]))
+        configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
         let client = HTTPDNSClient(engine: HTTPDNSEngine(configuration: configuration), transport: HTTPTransport())
         let url = URL(string: "http://\(host):\(server.port)/upload")!
 

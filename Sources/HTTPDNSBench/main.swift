@@ -26,6 +26,7 @@ let measurements: [(row: Int, name: String, run: @Sendable (BenchRunner) async t
     (5, "direct client vs curl CLI", DirectClientBench.run),
     (6, "64 MiB streamed upload", UploadBench.run),
     (7, "memory per cached host", CacheMemoryBench.run),
+    (8, "httpdns serve vs dnsdist", ServerBench.run),
 ]
 signal(SIGPIPE, SIG_IGN)
 

@@ -4,8 +4,12 @@ public struct HTTPDNSAnswer: Sendable, Hashable {
     public enum Origin: String, Sendable, Hashable, Codable {
         /// Fresh from an HTTPDNS provider.
         case httpdns
-        /// From the LocalDNS fallback (system resolver or a chosen DNS server).
+        /// From the LocalDNS fallback (system resolver or a chosen DNS server), or from the system
+        /// resolver placed among the resolvers.
         case localDNS
+        /// From a plain DNS server placed among the resolvers (`udp=`): neither encrypted nor
+        /// authenticated, so no better than LocalDNS against an on-path attacker.
+        case dns
         /// From a static entry.
         case `static`
     }

@@ -1,12 +1,23 @@
-/// The cache key: one entry per host and address family.
+/// The cache key: one entry per host and address family (and, for a server sending EDNS Client
+/// Subnet upstream, per client subnet).
 @usableFromInline
 package struct HTTPDNSCacheKey: Hashable, Sendable, Codable {
     package var host: String
     package var family: HTTPDNSAddressFamily
+    /// The client subnet the answer was asked for (RFC 7871), nil for the usual client-side cache.
+    /// Answers for different subnets may differ, so they are kept apart (RFC 7871 §7.3.1 allows a
+    /// coarser scope; keeping the source prefix is never wrong).
+    package var clientSubnet: HTTPDNSClientSubnet?
 
     package init(host: String, family: HTTPDNSAddressFamily) {
         self.host = host
         self.family = family
+    }
+
+    package init(host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet?) {
+        self.host = host
+        self.family = family
+        self.clientSubnet = clientSubnet
     }
 
     // Hand-written: only the host is hashed (the family, at most three values per host, is left to

@@ -67,7 +67,12 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
         return excluded.isEmpty || !excluded.matches(name)
     }
 
-    /// Lower-cases and drops one trailing dot, the form hosts are compared and cached in.
+    /// Lower-cases and drops the trailing dot of an absolute name, the form hosts are compared and
+    /// cached in.
+    ///
+    /// A name ending in two dots (`www..`) keeps them: it has an empty label, and dropping one dot
+    /// would turn it into `www.`, which ``isValidHostName(_:)`` accepts as absolute (a zone key
+    /// `www..` was stored as `www.` and never matched; a CNAME to `t..` pointed at `t`).
     ///
     /// Returns `host` itself (no allocation) when it is already in that form: this runs on every
     /// cache hit.
@@ -85,12 +90,12 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
         // ASCII (the usual case, often just a trailing dot): fold and trim the bytes directly.
         var bytes = Array(host.utf8)
         if bytes.allSatisfy({ $0 < 0x80 }) {
-            if bytes.last == UInt8(ascii: ".") { bytes.removeLast() }
+            if bytes.last == UInt8(ascii: "."), bytes.dropLast().last != UInt8(ascii: ".") { bytes.removeLast() }
             for index in bytes.indices where bytes[index] &- 0x41 < 26 { bytes[index] |= 0x20 }
             return String(decoding: bytes, as: UTF8.self)
         }
         var name = host.lowercased()
-        if name.hasSuffix(".") { name.removeLast() }
+        if name.hasSuffix("."), !name.hasSuffix("..") { name.removeLast() }
         return name
     }
 

@@ -6,6 +6,9 @@ public protocol HTTPDNSResolver: Sendable {
     /// A short label for reports and events, for example `dnspod http://127.0.0.1:8053`.
     var name: String { get }
 
+    /// How answers from this resolver are labelled (``HTTPDNSAnswer/origin``). Default `.httpdns`.
+    var origin: HTTPDNSAnswer.Origin { get }
+
     /// Resolves `host` (lower-case, no trailing dot, never an IP literal) for `family`.
     ///
     /// - Returns: the addresses in the provider's order; the engine filters and deduplicates them.
@@ -21,6 +24,8 @@ public protocol HTTPDNSResolver: Sendable {
 }
 
 extension HTTPDNSResolver {
+    public var origin: HTTPDNSAnswer.Origin { .httpdns }
+
     public func resolve(batch hosts: [String], family: HTTPDNSAddressFamily) async throws -> [HTTPDNSRecordSet] {
         var sets: [HTTPDNSRecordSet] = []
         for host in hosts {

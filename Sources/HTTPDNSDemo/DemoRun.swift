@@ -25,7 +25,7 @@ struct DemoRun {
         localDNS = HTTPDNSUDPResolver(server: bed.dnsmasq.address, port: bed.dnsmasq.port, timeout: .seconds(2))
         // The provider spec is what `--provider dnspod=URL` builds; LocalDNS is the lying dnsmasq.
         let provider = (try? HTTPDNSProviderSpec(parsing: "dnspod=\(bed.httpdnsURL)").makeResolver(transport: transport))
-            ?? StaticResolver([:])
+            ?? HTTPDNSStaticResolver([:])
         var configuration = HTTPDNSConfiguration(resolvers: [provider])
         configuration.localDNS = .server(bed.dnsmasq.address, port: bed.dnsmasq.port)
         configuration.protectedHosts = HTTPDNSHostPolicy(["*.demo.test"])

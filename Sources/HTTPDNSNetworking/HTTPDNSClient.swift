@@ -25,7 +25,8 @@ public final class HTTPDNSClient: Sendable {
         /// Limit for one whole exchange with one address (connect to last byte). Default nil: none.
         public var requestTimeout: Duration? = nil
         /// Where to ask for a redirect address when a host cannot be found or connected (the
-        /// domain-block redirect, seed 003); usually an ``HTTPDNSProvider`` with ``IPListFormat``.
+        /// domain-block redirect, seed 003); usually the app's IP-list endpoint, made with
+        /// `HTTPDNSProviderSpec(kind: .ips, location: URL).makeResolver()`.
         /// Default nil: no redirect.
         public var blockRedirect: (any HTTPDNSResolver)? = nil
         /// Cookies sent and stored by ``HTTPDNSClient/data(for:)`` and ``HTTPDNSClient/bytes(for:)``
@@ -83,8 +84,11 @@ public final class HTTPDNSClient: Sendable {
 
     /// Starts `request`; events go to `delegate`, which gets exactly one ``HTTPDNSClientDelegate/didComplete(error:)``.
     ///
-    /// - Parameter followRedirects: follow 3xx answers here (true), or hand them to the delegate (false),
-    ///   as the URL protocol does so that `URLSession` decides.
+    /// - Parameters:
+    ///   - request: the request; its host is resolved through the engine when protected.
+    ///   - followRedirects: follow 3xx answers here (true), or hand them to the delegate (false), as
+    ///     the URL protocol does so that `URLSession` decides.
+    ///   - delegate: receives the response, the body as it arrives, and the end.
     @discardableResult
     public func start(_ request: URLRequest, followRedirects: Bool, delegate: any HTTPDNSClientDelegate) -> HTTPDNSClientTask {
         let cookies: CookieHandling = configuration.cookieStorage.map { .sendAndStore($0) } ?? .none

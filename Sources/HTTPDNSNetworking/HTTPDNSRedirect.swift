@@ -3,17 +3,20 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// What a redirect does to a request (RFC 9110 §15.4), shared by the client and the URL protocol.
-public enum HTTPDNSRedirect {
+/// What a redirect does to a request (RFC 9110 §15.4), shared by the client, the URL protocol and
+/// `httpdns fetch -L`.
+package enum HTTPDNSRedirect {
     /// The status codes that redirect.
-    public static let statusCodes: Set<Int> = [301, 302, 303, 307, 308]
+    package static let statusCodes: Set<Int> = [301, 302, 303, 307, 308]
 
     /// The request to send after `response`, or nil when it is not a usable redirect.
     ///
     /// 301, 302 and 303 become GET without a body (HEAD stays HEAD), as browsers and curl do; 307 and 308
-    /// keep method and body. The new host is resolved again by whoever sends it. Credentials are not
-    /// carried to another host.
-    public static func nextRequest(after request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
+    /// keep method and body. The new host is resolved again by whoever sends it. Credentials
+    /// (`Authorization`, `Cookie`) are not carried to another origin: a change of scheme, host or port
+    /// drops them, as curl does (an https → http downgrade on the same host would otherwise send them
+    /// in clear text).
+    package static func nextRequest(after request: URLRequest, response: HTTPURLResponse) -> URLRequest? {
         guard statusCodes.contains(response.statusCode),
               let location = response.value(forHTTPHeaderField: "Location"),
               let base = request.url,
@@ -31,10 +34,21 @@ public enum HTTPDNSRedirect {
                 next.setValue(nil, forHTTPHeaderField: name)
             }
         }
-        if target.host?.lowercased() != base.host?.lowercased() {
+        if !sameOrigin(base, target) {
             next.setValue(nil, forHTTPHeaderField: "Authorization")
             next.setValue(nil, forHTTPHeaderField: "Cookie")
         }
         return next
+    }
+
+    /// Same scheme, host and port (default ports filled in), compared case-insensitively.
+    package static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && effectivePort(a) == effectivePort(b)
+    }
+
+    /// The URL's port, or the scheme's default.
+    package static func effectivePort(_ url: URL) -> Int {
+        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
     }
 }

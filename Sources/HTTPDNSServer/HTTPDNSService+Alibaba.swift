@@ -42,8 +42,9 @@ extension HTTPDNSService {
             return failure
         }
 
-        let clientIP = request.remoteAddress.map { HTTPDNSServiceJSON.string($0.description) } ?? "\"\""
-        let answers = names.map { lookup($0, family: family) }
+        let clientIP = clientAddress(of: request).map { HTTPDNSServiceJSON.string($0.description) } ?? "\"\""
+        let subnet = clientSubnet(of: request)
+        let answers = names.map { lookup($0, family: family, clientSubnet: subnet) }
         if !batch, answers[0].status == .failed { return Self.alibabaError("UpstreamFailed", status: 502) }
         func ips(_ list: [HTTPDNSIPAddress]) -> String { HTTPDNSServiceJSON.array(list.map(\.description)) }
         if !batch {

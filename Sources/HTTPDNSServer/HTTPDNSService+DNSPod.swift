@@ -21,7 +21,7 @@ extension HTTPDNSService {
         default: return Self.badRequest("type must be a, aaaa or addrs")
         }
         let withTTL = request.queryValue("ttl") == "1"
-        let clientIP = request.queryValue("clientip") == "1" ? request.remoteAddress?.description : nil
+        let clientIP = request.queryValue("clientip") == "1" ? clientAddress(of: request)?.description : nil
 
         var plain = dn
         var cipher: (format: DNSPodFormat, algorithm: DNSPodFormat.Algorithm)?
@@ -62,9 +62,10 @@ extension HTTPDNSService {
             return Self.badRequest("not a host name in dn")
         }
         let batch = names.count > 1
+        let subnet = clientSubnet(of: request)
         var lines: [String] = []
         for name in names {
-            let answer = lookup(name, family: family)
+            let answer = lookup(name, family: family, clientSubnet: subnet)
             if answer.status == .failed, !batch { return Self.text("upstream failed\n", status: 502) }
             var line = Self.dnspodPart(answer.status == .found ? answer.ipv4 : [], family: family, ttl: answer.ttl, withTTL: withTTL)
             if family != .ipv4 {

@@ -22,7 +22,7 @@ struct HTTPDNSServiceReply {
 extension HTTPDNSService {
     /// Answers `question`: A and AAAA from the zone or upstream, CNAMEs of the zone, NODATA for
     /// every other type (with the zone's SOA when the name lies in it), NXDOMAIN for unknown names.
-    func reply(to question: DNSQuestion) -> HTTPDNSServiceReply {
+    func reply(to question: DNSQuestion, clientSubnet: HTTPDNSClientSubnet? = nil) -> HTTPDNSServiceReply {
         guard question.recordClass == .IN else { return HTTPDNSServiceReply(rcode: .refused, authoritative: false) }
         let type = question.type
         let family: HTTPDNSAddressFamily
@@ -35,7 +35,7 @@ extension HTTPDNSService {
         let host = question.name.text(trailingDot: false)
         let answer = question.name.isRoot
             ? HTTPDNSServiceAnswer(status: .nameError, host: ".", ttl: 0, authoritative: false)
-            : lookup(host, family: family)
+            : lookup(host, family: family, clientSubnet: clientSubnet)
         var reply = HTTPDNSServiceReply(rcode: .noError, authoritative: answer.authoritative)
         switch answer.status {
         case .failed:

@@ -21,7 +21,7 @@ extension HTTPDNSService {
                 guard encoded.utf8.count <= 87_384 else { return Self.text("DNS message too large\n", status: 413) }
                 guard let bytes = Self.decodeBase64URL(encoded) else { return Self.badRequest("dns is not base64url") }
                 guard bytes.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
-                return answerWire(bytes)
+                return answerWire(bytes, clientSubnet: clientSubnet(of: request))
             }
             if request.queryValue("name") != nil { return handleDoHJSON(request) }
             return Self.badRequest("missing dns or name parameter")
@@ -32,14 +32,17 @@ extension HTTPDNSService {
                 return Self.text("content type must be \(Self.dnsMessageType)\n", status: 415)
             }
             guard request.body.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
-            return answerWire([UInt8](request.body))
+            return answerWire([UInt8](request.body), clientSubnet: clientSubnet(of: request))
         default:
             return Self.methodNotAllowed("GET, POST")
         }
     }
 
     /// Decodes and answers one wire-format query.
-    func answerWire(_ bytes: [UInt8]) -> HTTPServer.Response {
+    ///
+    /// - Parameter clientSubnet: sent upstream as EDNS Client Subnet, unless the query itself
+    ///   carries a Client Subnet option with source prefix 0 (the client opting out, RFC 7871 §7.1.2).
+    func answerWire(_ bytes: [UInt8], clientSubnet: HTTPDNSClientSubnet? = nil) -> HTTPServer.Response {
         let query: DNSMessage
         do {
             query = try DNSMessage(decoding: bytes)
@@ -59,7 +62,8 @@ extension HTTPDNSService {
         } else if query.opcode != 0 {
             response.rcode = .notImplemented
         } else {
-            let reply = reply(to: question)
+            let optedOut = edns.map { Self.optsOutOfClientSubnet($0.options) } ?? false
+            let reply = reply(to: question, clientSubnet: optedOut ? nil : clientSubnet)
             response.rcode = reply.rcode
             response.isAuthoritative = reply.authoritative && reply.rcode != .serverFailure
             response.answers = reply.answers

@@ -22,7 +22,7 @@ extension HTTPDNSService {
         } else {
             type = .A
         }
-        let reply = reply(to: DNSQuestion(name: name, type: type))
+        let reply = reply(to: DNSQuestion(name: name, type: type), clientSubnet: clientSubnet(of: request))
         let members: [(String, String)] = [
             ("Status", String(reply.rcode.rawValue)),
             ("TC", "false"), ("RD", "true"), ("RA", "true"), ("AD", "false"), ("CD", "false"),

@@ -13,7 +13,7 @@ extension HTTPDNSService {
         guard name.utf8.count <= 253, HTTPDNSHostPolicy.isValidHostName(name), !HTTPDNSIPAddress.isLiteral(name) else {
             return Self.badRequest("not a host name")
         }
-        let answer = lookup(name, family: .both)
+        let answer = lookup(name, family: .both, clientSubnet: clientSubnet(of: request))
         switch answer.status {
         case .failed:
             return Self.json(HTTPDNSServiceJSON.object([("error", "\"upstream failed\"")]), status: 502)

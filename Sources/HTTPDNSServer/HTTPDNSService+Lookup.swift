@@ -34,6 +34,10 @@ struct HTTPDNSServiceAnswer: Sendable {
     var authoritative: Bool
     /// The zone apex for the SOA of a negative answer, when the name lies in the zone.
     var apex: String?
+    /// Where the answer came from, for metrics and the access log (nil: no lookup was made).
+    var cacheOutcome: HTTPDNSServerMetrics.CacheOutcome?
+    /// What the upstream lookup did, when one was needed.
+    var upstreamOutcome: HTTPDNSServerMetrics.UpstreamOutcome?
 
     /// The addresses of `family`, IPv4 first.
     func addresses(_ family: HTTPDNSAddressFamily) -> [HTTPDNSIPAddress] {
@@ -49,10 +53,13 @@ extension HTTPDNSService {
     /// Looks `host` up in the zone, following CNAMEs inside it, then upstream.
     ///
     /// Blocks the calling (connection) thread while an upstream lookup runs.
-    func lookup(_ host: String, family: HTTPDNSAddressFamily) -> HTTPDNSServiceAnswer {
+    ///
+    /// - Parameter clientSubnet: the client's subnet, sent upstream as EDNS Client Subnet
+    ///   (``clientSubnet(of:)``). Default nil.
+    func lookup(_ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet? = nil) -> HTTPDNSServiceAnswer {
         let name = HTTPDNSHostPolicy.normalize(host)
         let zone = configuration.zone
-        var answer = HTTPDNSServiceAnswer(status: .found, host: name, ttl: 0, authoritative: true)
+        var answer = HTTPDNSServiceAnswer(status: .found, host: name, ttl: 0, authoritative: true, cacheOutcome: .zone)
         var current = name
         var chainTTL = Int.max
         for _ in 0...max(0, configuration.limits.maxCNAMEChain) {
@@ -72,7 +79,7 @@ extension HTTPDNSService {
                 return answer
             }
             if engine != nil, HTTPDNSHostPolicy.isValidHostName(current), !HTTPDNSIPAddress.isLiteral(current) {
-                var upstream = upstreamLookup(current, family: family)
+                var upstream = upstreamLookup(current, family: family, clientSubnet: clientSubnet)
                 upstream.host = name
                 upstream.aliases = answer.aliases
                 upstream.addressTTL = upstream.ttl
@@ -89,31 +96,49 @@ extension HTTPDNSService {
         return HTTPDNSServiceAnswer(status: .failed, host: name, ttl: 0, authoritative: false)
     }
 
-    /// Asks the engine, mapping its errors to DNS outcomes.
-    func upstreamLookup(_ host: String, family: HTTPDNSAddressFamily) -> HTTPDNSServiceAnswer {
+    /// Asks the engine, mapping its errors to DNS outcomes; a name that failed within
+    /// ``Upstream/failureTTL`` fails at once (`.negativeCached`).
+    func upstreamLookup(_ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet? = nil) -> HTTPDNSServiceAnswer {
         guard let engine else { return HTTPDNSServiceAnswer(status: .nameError, host: host, ttl: 0, authoritative: false) }
         let negativeTTL = configuration.limits.negativeTTL
-        let failed = HTTPDNSServiceAnswer(status: .failed, host: host, ttl: 0, authoritative: false)
+        let failed = HTTPDNSServiceAnswer(
+            status: .failed, host: host, ttl: 0, authoritative: false, cacheOutcome: .miss, upstreamOutcome: .failed)
+        let key = HTTPDNSCacheKey(host: host, family: family, clientSubnet: clientSubnet)
+        let failureTTL = configuration.upstream.failureTTL
+        if upstreamFailures.withLock({ $0.contains(key, now: .now) }) {
+            var answer = failed
+            answer.upstreamOutcome = .negativeCached
+            return answer
+        }
         let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 5
-        return Self.waitFor(seconds: limit, fallback: failed) {
+        let answer = Self.waitFor(seconds: limit, fallback: failed) {
             do {
-                let found = try await engine.resolve(host, family: family)
+                let found = try await engine.resolve(host, family: family, clientSubnet: clientSubnet)
+                let cache: HTTPDNSServerMetrics.CacheOutcome = found.isStale ? .stale : found.fromCache ? .hit : .miss
                 return HTTPDNSServiceAnswer(
                     status: .found, host: host, ipv4: found.addresses.filter { $0.family == .v4 },
-                    ipv6: found.addresses.filter { $0.family == .v6 }, ttl: max(0, found.ttl), authoritative: false)
+                    ipv6: found.addresses.filter { $0.family == .v6 }, ttl: max(0, found.ttl), authoritative: false,
+                    cacheOutcome: cache, upstreamOutcome: cache == .hit ? nil : .ok)
             } catch let error as HTTPDNSError {
-                var answer = HTTPDNSServiceAnswer(status: .failed, host: host, ttl: negativeTTL, authoritative: false)
+                var answer = failed
+                answer.ttl = negativeTTL
                 let codes = error.attempts.isEmpty ? [error.code] : error.attempts.map(\.error.code)
                 if codes.allSatisfy({ $0 == .nameNotFound }) {
                     answer.status = .nameError
+                    answer.upstreamOutcome = .ok
                 } else if codes.allSatisfy({ $0 == .nameNotFound || $0 == .noAddress }) {
                     answer.status = .found
+                    answer.upstreamOutcome = .ok
                 }
                 return answer
             } catch {
                 return failed
             }
         }
+        if answer.status == .failed {
+            upstreamFailures.withLock { $0.insert(key, ttl: failureTTL, now: .now) }
+        }
+        return answer
     }
 
     /// Runs `operation` on the cooperative pool and blocks this (non-pool) thread until it ends,

@@ -6,14 +6,14 @@ import HTTPDNSCore
 /// resolvers, in every wire format the clients of this package speak.
 ///
 /// Endpoints:
-/// - `/d?dn=…` DNSPod plain text (``DNSPodFormat``), with optional DES/AES enterprise encryption;
+/// - `/d?dn=…` DNSPod plain text, with optional DES/AES enterprise encryption;
 /// - `/{account}/d`, `/{account}/resolve`, `/{account}/sign_d`, `/{account}/sign_resolve` Alibaba
-///   JSON (``AlibabaFormat``, legacy API);
-/// - `/ips?host=…` the self-hosted IP list (``IPListFormat``);
+///   JSON (legacy API);
+/// - `/ips?host=…` the self-hosted IP list (`{"ips":[…],"ttl":N}`);
 /// - `/dns-query` DNS over HTTPS: RFC 8484 wire format (GET `?dns=`, POST) and Google-style JSON
 ///   (`?name=&type=`, also at `/resolve`).
 ///
-/// Names the zone lacks go to ``Configuration/Upstream/resolvers`` through an ``HTTPDNSEngine``, so
+/// Names the zone lacks go to ``Upstream/resolvers`` through an ``HTTPDNSEngine``, so
 /// upstream answers are cached and concurrent questions for one name share one upstream request.
 /// Requests are handled on libmicrohttpd's connection threads; upstream lookups block only their
 /// own connection's thread while the engine works on the cooperative pool.
@@ -38,6 +38,15 @@ public final class HTTPDNSService: Sendable {
         public var timeouts: HTTPDNSConfiguration.Timeouts = .init()
         /// Cache settings (TTL floor and ceiling, capacity). Default the engine's.
         public var cache: HTTPDNSCacheSettings = .init()
+        /// How long a name whose upstream lookup failed is answered `SERVFAIL` / 502 at once, without
+        /// asking again (RFC 9520 negative caching of resolution failures). Default 5 s; zero turns
+        /// it off. A stale cached answer, when there is one, is still preferred to the failure.
+        public var failureTTL: Duration = .seconds(5)
+        /// Send the client's subnet (/24 IPv4, /56 IPv6; never a private or loopback address) to
+        /// upstreams that speak DNS (plain DNS, DoH wire format) as EDNS Client Subnet (RFC 7871),
+        /// so that they can pick addresses near the client; answers are then cached per subnet.
+        /// Default true.
+        public var sendsClientSubnet: Bool = true
 
         public init(resolvers: [any HTTPDNSResolver] = []) {
             self.resolvers = resolvers
@@ -101,6 +110,10 @@ public final class HTTPDNSService: Sendable {
         public var alibaba: Alibaba = .init()
         /// Time source for signature expiry; tests inject ``HTTPDNSManualClock``.
         public var clock: any HTTPDNSClock = HTTPDNSSystemClock()
+        /// Peers whose `X-Forwarded-For` (and, in the server, PROXY protocol header) is believed for
+        /// the client's address: Alibaba's `client_ip`, DNSPod's `clientip=1` and the EDNS Client
+        /// Subnet sent upstream. Default none: the client is the connection's peer.
+        package var trustedProxies: HTTPDNSTrustedProxies = .init()
 
         public init(zone: HTTPDNSZone = .init()) {
             self.zone = zone
@@ -110,6 +123,8 @@ public final class HTTPDNSService: Sendable {
     /// The configuration the service was made with.
     public let configuration: Configuration
     let engine: HTTPDNSEngine?
+    /// Names whose upstream lookup failed recently (see ``Upstream/failureTTL``).
+    let upstreamFailures = HTTPDNSLock(HTTPDNSUpstreamFailureCache())
     private let server = HTTPDNSLock<HTTPServer?>(nil)
 
     /// Creates the service; nothing listens until ``start()``.

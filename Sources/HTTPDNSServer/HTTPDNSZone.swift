@@ -48,6 +48,10 @@ public struct HTTPDNSZone: Sendable, Hashable {
     public static let maxFileBytes = 16 << 20
     /// TTL used for entries without `ttl`, unless the loader is given another. 300 s.
     public static let defaultTTL = 300
+    /// Most CNAME links one name may follow inside the zone: 8, the service's default
+    /// ``HTTPDNSService/Limits/maxCNAMEChain``. A longer chain (or a loop) is refused at load rather
+    /// than answered `SERVFAIL` at query time.
+    public static let maxCNAMEChain = 8
 
     /// The entries by normalised name (lower case, no trailing dot; wildcards keep their `*.`).
     public let entries: [String: Entry]
@@ -62,23 +66,15 @@ public struct HTTPDNSZone: Sendable, Hashable {
 
     /// A zone from entries; names are checked and normalised.
     ///
-    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone` naming the first bad name or entry.
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone` naming the first bad name or entry, two
+    ///   names that differ only in case, or a CNAME loop or chain (see ``maxCNAMEChain``).
     public init(entries: [String: Entry]) throws(HTTPDNSServiceError) {
         guard entries.count <= Self.maxNames else {
             throw HTTPDNSServiceError(.invalidZone, "more than \(Self.maxNames) names")
         }
-        var normalised: [String: Entry] = [:]
-        var apexes = Set<String>()
-        for (raw, entry) in entries.sorted(by: { $0.key < $1.key }) {
-            let name = try Self.checkedName(raw)
-            guard normalised[name] == nil else {
-                throw HTTPDNSServiceError(.invalidZone, "\(Self.shown(raw)): name listed twice")
-            }
-            normalised[name] = try Self.checkedEntry(entry, name: name)
-            apexes.insert(Self.apex(of: name))
-        }
-        self.entries = normalised
-        self.apexes = apexes
+        // Sorted so that the error for a bad zone is the same on every run.
+        let items = entries.sorted { $0.key < $1.key }.map { HTTPDNSZoneFile.Item(name: $0.key, entry: $0.value, offset: nil) }
+        try self.init(items: items, file: HTTPDNSZoneFile(bytes: [], source: "zone"))
     }
 
     /// Parses zone file JSON.
@@ -86,37 +82,60 @@ public struct HTTPDNSZone: Sendable, Hashable {
     /// - Parameters:
     ///   - json: the file's bytes, at most ``maxFileBytes``.
     ///   - defaultTTL: TTL of entries without `ttl`. Default ``defaultTTL``.
-    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone`: not JSON, not an object of objects, a bad
-    ///   name, address, TTL or CNAME, or an unknown member.
-    public init(json: Data, defaultTTL: Int = HTTPDNSZone.defaultTTL) throws(HTTPDNSServiceError) {
+    ///   - source: how errors name the file. Default `zone`.
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone`, its detail starting `source:line:column:`:
+    ///   not JSON (duplicate keys included), not an object of objects, a bad name, address, TTL or
+    ///   CNAME, an unknown member, names that differ only in case, a CNAME loop or a chain longer than
+    ///   ``maxCNAMEChain``.
+    public init(json: Data, defaultTTL: Int = HTTPDNSZone.defaultTTL, source: String = "zone") throws(HTTPDNSServiceError) {
         guard json.count <= Self.maxFileBytes else {
-            throw HTTPDNSServiceError(.invalidZone, "zone file larger than \(Self.maxFileBytes) bytes")
+            throw HTTPDNSServiceError(.invalidZone, "\(source): zone file larger than \(Self.maxFileBytes) bytes")
         }
-        let file: HTTPDNSZoneFile
-        do {
-            let decoder = JSONDecoder()
-            decoder.userInfo[HTTPDNSZoneFile.defaultTTLKey] = defaultTTL
-            file = try decoder.decode(HTTPDNSZoneFile.self, from: json)
-        } catch let error as HTTPDNSServiceError {
-            throw error
-        } catch let error as DecodingError {
-            throw HTTPDNSServiceError(.invalidZone, HTTPDNSZoneFile.explain(error))
-        } catch {
-            throw HTTPDNSServiceError(.invalidZone, "zone file is not valid JSON")
-        }
-        try self.init(entries: file.entries)
+        let file = HTTPDNSZoneFile(bytes: [UInt8](json), source: source)
+        try self.init(items: try file.items(defaultTTL: defaultTTL), file: file)
     }
 
-    /// Reads and parses a zone file (see ``init(json:defaultTTL:)``).
+    /// Reads and parses a zone file (see ``init(json:defaultTTL:source:)``); errors name `path`.
     public init(contentsOfFile path: String, defaultTTL: Int = HTTPDNSZone.defaultTTL) throws(HTTPDNSServiceError) {
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         if let size = attributes?[.size] as? Int, size > Self.maxFileBytes {
-            throw HTTPDNSServiceError(.invalidZone, "zone file larger than \(Self.maxFileBytes) bytes")
+            throw HTTPDNSServiceError(.invalidZone, "\(path): zone file larger than \(Self.maxFileBytes) bytes")
         }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw HTTPDNSServiceError(.invalidZone, "cannot read zone file \(path)")
         }
-        try self.init(json: data, defaultTTL: defaultTTL)
+        try self.init(json: data, defaultTTL: defaultTTL, source: path)
+    }
+
+    /// Checks and normalises `items`, naming the item's position in `file` in errors.
+    private init(items: [HTTPDNSZoneFile.Item], file: HTTPDNSZoneFile) throws(HTTPDNSServiceError) {
+        var normalised: [String: Entry] = [:]
+        var firstOffset: [String: Int?] = [:]
+        var apexes = Set<String>()
+        for item in items {
+            let name: String
+            let entry: Entry
+            do {
+                name = try Self.checkedName(item.name)
+                entry = try Self.checkedEntry(item.entry, name: name)
+            } catch {
+                throw file.failure(at: item.offset, error.detail)
+            }
+            if let earlier = firstOffset[name] {
+                let first = earlier.map { offset in
+                    let (line, column) = HTTPDNSZoneFile.position(of: offset, in: file.bytes)
+                    return " (first at \(line):\(column))"
+                } ?? ""
+                throw file.failure(
+                    at: item.offset, "\(Self.shown(item.name)): name listed twice\(first); names are case-insensitive")
+            }
+            firstOffset[name] = item.offset
+            normalised[name] = entry
+            apexes.insert(Self.apex(of: name))
+        }
+        self.entries = normalised
+        self.apexes = apexes
+        if let (name, detail) = chainFault() { throw file.failure(at: firstOffset[name] ?? nil, detail) }
     }
 
     /// The entry for `host` (normalised), exact name first, then the closest wildcard.

@@ -1,88 +1,142 @@
-import Foundation
 import HTTPDNSCore
 
-/// The zone file's JSON shape, decoded strictly: an object of objects whose members are `A`,
-/// `AAAA` (arrays of address strings), `CNAME` (a string) and `ttl` (an integer), in any case.
-struct HTTPDNSZoneFile: Decodable {
-    static let defaultTTLKey = CodingUserInfoKey(rawValue: "httpdns.defaultTTL")!
-
-    var entries: [String: HTTPDNSZone.Entry] = [:]
-
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
+/// The zone file read strictly, with positions: an object of objects whose members are `A`, `AAAA`
+/// (arrays of address strings), `CNAME` (a string) and `ttl` (an integer), in any case.
+///
+/// Read with the project's own JSON reader rather than `JSONSerialization`, which keeps one of two
+/// duplicate keys silently and reports no position: every error here names the file and the
+/// `line:column` of the fault (of the name's key for a problem with an entry).
+package struct HTTPDNSZoneFile {
+    /// One name of the file, as written, with its entry and where its key starts.
+    struct Item {
+        var name: String
+        var entry: HTTPDNSZone.Entry
+        /// Byte offset of the name's key, or `nil` for entries not read from a file.
+        var offset: Int?
     }
 
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Key.self)
-        guard container.allKeys.count <= HTTPDNSZone.maxNames else {
-            throw HTTPDNSServiceError(.invalidZone, "more than \(HTTPDNSZone.maxNames) names")
+    /// The file's bytes, for turning offsets into positions.
+    let bytes: [UInt8]
+    /// How the file is named in errors (its path, or `zone` for bytes given directly).
+    let source: String
+
+    /// Reads the file's names in document order.
+    ///
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone` with `source:line:column:`: not JSON
+    ///   (including a duplicate key), not an object of objects, a bad address or TTL, an unknown
+    ///   member, or more than ``HTTPDNSZone/maxNames`` names.
+    func items(defaultTTL: Int) throws(HTTPDNSServiceError) -> [Item] {
+        var offsets: [Int]? = []
+        let document: HTTPDNSJSON
+        do {
+            document = try HTTPDNSJSON.parseDocument(bytes, topLevelKeyOffsets: &offsets)
+        } catch {
+            throw failure(at: error.offset, "not valid JSON: \(error.reason)")
         }
-        let defaultTTL = decoder.userInfo[Self.defaultTTLKey] as? Int ?? HTTPDNSZone.defaultTTL
-        for key in container.allKeys {
-            let name = key.stringValue
-            let members = try container.nestedContainer(keyedBy: Key.self, forKey: key)
-            var entry = HTTPDNSZone.Entry(ttl: defaultTTL)
-            for member in members.allKeys {
-                switch member.stringValue.lowercased() {
-                case "a":
-                    entry.ipv4 = try Self.addresses(members, member, name: name, family: .v4)
-                case "aaaa":
-                    entry.ipv6 = try Self.addresses(members, member, name: name, family: .v6)
-                case "cname":
-                    entry.cname = try members.decode(String.self, forKey: member)
-                case "ttl":
-                    // Decoded as a number and checked here, so that `1.5` gets a clear message.
-                    let ttl = try members.decode(Double.self, forKey: member)
-                    guard ttl.rounded() == ttl, ttl >= 0, ttl <= Double(HTTPDNSFormatLimits.maxTTL) else {
-                        throw HTTPDNSServiceError(
-                            .invalidZone, "\(HTTPDNSZone.shown(name)): ttl must be an integer 0...\(HTTPDNSFormatLimits.maxTTL)")
-                    }
-                    entry.ttl = Int(ttl)
-                default:
-                    throw HTTPDNSServiceError(
-                        .invalidZone, "\(HTTPDNSZone.shown(name)): unknown member \(HTTPDNSZone.shown(member.stringValue)) (expected A, AAAA, CNAME, ttl)")
-                }
+        guard case .object(let names) = document else {
+            throw failure(at: firstNonBlank, "wrong type: the zone is an object of names")
+        }
+        guard names.members.count <= HTTPDNSZone.maxNames else {
+            throw failure(at: 0, "more than \(HTTPDNSZone.maxNames) names")
+        }
+        var items: [Item] = []
+        items.reserveCapacity(names.members.count)
+        for (index, member) in names.members.enumerated() {
+            let offset = offsets?[index] ?? 0
+            let entry = try self.entry(member.value, name: member.key, offset: offset, defaultTTL: defaultTTL)
+            items.append(Item(name: member.key, entry: entry, offset: offset))
+        }
+        return items
+    }
+
+    private func entry(_ value: HTTPDNSJSON, name: String, offset: Int, defaultTTL: Int) throws(HTTPDNSServiceError) -> HTTPDNSZone.Entry {
+        let shown = HTTPDNSZone.shown(name)
+        guard case .object(let members) = value else {
+            throw failure(at: offset, "\(shown): wrong type (names map to objects)")
+        }
+        var entry = HTTPDNSZone.Entry(ttl: defaultTTL)
+        var seen = Set<String>()
+        for member in members.members {
+            let key = member.key.lowercased()
+            guard seen.insert(key).inserted else {
+                throw failure(at: offset, "\(shown): member \(HTTPDNSZone.shown(member.key)) listed twice (members are case-insensitive)")
             }
-            entries[name] = entry
+            switch key {
+            case "a":
+                entry.ipv4 = try addresses(member.value, name: name, offset: offset, family: .v4)
+            case "aaaa":
+                entry.ipv6 = try addresses(member.value, name: name, offset: offset, family: .v6)
+            case "cname":
+                guard let target = member.value.stringValue else {
+                    throw failure(at: offset, "\(shown): wrong type (CNAME is a string)")
+                }
+                entry.cname = target
+            case "ttl":
+                guard case .number = member.value else {
+                    throw failure(at: offset, "\(shown): wrong type (ttl is an integer)")
+                }
+                guard let ttl = member.value.intValue, (0...HTTPDNSFormatLimits.maxTTL).contains(ttl) else {
+                    throw failure(at: offset, "\(shown): ttl must be an integer 0...\(HTTPDNSFormatLimits.maxTTL)")
+                }
+                entry.ttl = ttl
+            default:
+                throw failure(
+                    at: offset, "\(shown): unknown member \(HTTPDNSZone.shown(member.key)) (expected A, AAAA, CNAME, ttl)")
+            }
         }
+        return entry
     }
 
-    private static func addresses(
-        _ members: KeyedDecodingContainer<Key>, _ member: Key, name: String, family: HTTPDNSIPAddress.Family
-    ) throws -> [HTTPDNSIPAddress] {
-        let texts = try members.decode([String].self, forKey: member)
-        guard texts.count <= HTTPDNSFormatLimits.maxAddressesPerName else {
-            throw HTTPDNSServiceError(.invalidZone, "\(HTTPDNSZone.shown(name)): more than \(HTTPDNSFormatLimits.maxAddressesPerName) addresses")
+    private func addresses(
+        _ value: HTTPDNSJSON, name: String, offset: Int, family: HTTPDNSIPAddress.Family
+    ) throws(HTTPDNSServiceError) -> [HTTPDNSIPAddress] {
+        let shown = HTTPDNSZone.shown(name)
+        guard let items = value.arrayValue else {
+            throw failure(at: offset, "\(shown): wrong type (A and AAAA are arrays of address strings)")
+        }
+        guard items.count <= HTTPDNSFormatLimits.maxAddressesPerName else {
+            throw failure(at: offset, "\(shown): more than \(HTTPDNSFormatLimits.maxAddressesPerName) addresses")
         }
         var out: [HTTPDNSIPAddress] = []
-        for text in texts {
+        for item in items {
+            guard let text = item.stringValue else {
+                throw failure(at: offset, "\(shown): wrong type (A and AAAA are arrays of address strings)")
+            }
             guard text.utf8.count <= 64, let address = HTTPDNSIPAddress(text), address.family == family else {
                 let kind = family == .v4 ? "an IPv4" : "an IPv6"
-                throw HTTPDNSServiceError(.invalidZone, "\(HTTPDNSZone.shown(name)): \(HTTPDNSZone.shown(text)) is not \(kind) address")
+                throw failure(at: offset, "\(shown): \(HTTPDNSZone.shown(text)) is not \(kind) address")
             }
             out.append(address)
         }
         return out
     }
 
-    /// A short, stable explanation of a decoding failure, naming where it happened.
-    static func explain(_ error: DecodingError) -> String {
-        func path(_ context: DecodingError.Context) -> String {
-            let keys = context.codingPath.map(\.stringValue)
-            return keys.isEmpty ? "zone file" : keys.map { HTTPDNSZone.shown($0) }.joined(separator: " ")
+    /// The offset of the first byte that is not JSON whitespace (where a wrong top-level value starts).
+    private var firstNonBlank: Int {
+        bytes.firstIndex { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0a || $0 == 0x0d) } ?? bytes.count
+    }
+
+    /// An `.invalidZone` error prefixed with `source:line:column:` of `offset`.
+    func failure(at offset: Int?, _ detail: String) -> HTTPDNSServiceError {
+        guard let offset else { return HTTPDNSServiceError(.invalidZone, "\(source): \(detail)") }
+        let (line, column) = Self.position(of: offset, in: bytes)
+        return HTTPDNSServiceError(.invalidZone, "\(source):\(line):\(column): \(detail)")
+    }
+
+    /// The 1-based line and column of byte `offset`: lines end at LF (a CR before it counts as part
+    /// of the line), columns count Unicode scalars (UTF-8 continuation bytes are not counted), as
+    /// editors and compilers show them.
+    package static func position(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
+        var line = 1
+        var column = 1
+        for byte in bytes[..<min(max(0, offset), bytes.count)] {
+            if byte == 0x0a {
+                line += 1
+                column = 1
+            } else if byte & 0xc0 != 0x80 {
+                column += 1
+            }
         }
-        switch error {
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            return "\(path(context)): wrong type (names map to objects; A/AAAA are string arrays, CNAME a string, ttl an integer)"
-        case .keyNotFound(_, let context):
-            return "\(path(context)): missing member"
-        case .dataCorrupted(let context):
-            return context.codingPath.isEmpty ? "zone file is not valid JSON" : "\(path(context)): invalid value"
-        @unknown default:
-            return "zone file could not be read"
-        }
+        return (line, column)
     }
 }

@@ -44,10 +44,7 @@ extension Command {
             do {
                 let endpoint = try HTTPDNSProviderSpec(kind: .ips, location: url)
                     .makeResolver(transport: transport, trust: trust, timeout: .milliseconds(Int64((shared.timeout ?? 5) * 1000)))
-                configuration.blockRedirect = FetcherBlockRedirect(
-                    endpoint: endpoint,
-                    hygiene: HTTPDNSAnswerHygiene(allowPrivate: shared.allowPrivate),
-                    monitor: monitor)
+                configuration.blockRedirect = FetcherBlockRedirect(endpoint: endpoint, monitor: monitor)
             } catch {
                 throw UsageError("bad --fallback-ips '\(url)': \(SharedOptions.detail(error))", command: command)
             }
@@ -60,25 +57,13 @@ extension Command {
         return try await task.value
     }
 
-    /// The shared options' engine, with `--resolve` entries as its first provider (curl's order; the
-    /// engine trusts static entries as given, loopback included) and their hosts protected, so that
-    /// they are pinned even when `--protect` leaves them out. The monitor learns what the engine does.
+    /// The shared options' engine (its static entries are the `--resolve` ones, always pinned); the
+    /// monitor learns what the engine does.
     static func makeFetchEngine(
         _ shared: SharedOptions, transport: HTTPTransport, trust: HTTPDNSTrust, monitor: FetcherMonitor, command: String
     ) throws(UsageError) -> HTTPDNSEngine {
         var configuration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
         configuration.monitor = monitor
-        if !shared.resolveEntries.isEmpty {
-            do {
-                configuration.resolvers.insert(try StaticResolver(curlStyle: shared.resolveEntries), at: 0)
-            } catch {
-                throw UsageError("bad --resolve: \(SharedOptions.detail(error))", command: command)
-            }
-            if !shared.protect.isEmpty {
-                let hosts = shared.resolveEntries.compactMap { $0.split(separator: ":").first.map(String.init) }
-                configuration.protectedHosts = HTTPDNSHostPolicy(shared.protect + hosts)
-            }
-        }
         return HTTPDNSEngine(configuration: configuration)
     }
 

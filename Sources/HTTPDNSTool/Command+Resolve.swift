@@ -31,17 +31,20 @@ extension Command {
         let options = try SharedOptions(parsed, command: command)
         let hosts = parsed.positionals
         guard !hosts.isEmpty else { throw UsageError("missing <host>", command: command) }
-        let transport = HTTPTransport()
-        let trust = try options.makeTrust(command: command)
-        let resolver = try options.makeResolver(transport: transport, trust: trust, command: command)
+        let engine = try options.makeEngine(transport: HTTPTransport(), trust: try options.makeTrust(command: command), command: command)
 
         let results = await withTaskGroup(of: (Int, Result<HTTPDNSAnswer, HTTPDNSError>).self) { group in
             for (index, host) in hosts.enumerated() {
                 group.addTask {
-                    do throws(HTTPDNSError) {
-                        return (index, .success(try await resolver.resolve(host)))
-                    } catch {
+                    // The library's policy: IP literal, static entry, protected → HTTPDNS with
+                    // LocalDNS fallback, otherwise LocalDNS alone.
+                    let name = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+                    do {
+                        return (index, .success(try await engine.resolve(name, family: options.family)))
+                    } catch let error as HTTPDNSError {
                         return (index, .failure(error))
+                    } catch {
+                        return (index, .failure(HTTPDNSError(.transport, String(describing: error), host: host)))
                     }
                 }
             }

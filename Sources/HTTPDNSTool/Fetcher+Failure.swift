@@ -12,9 +12,7 @@ extension Fetcher {
     /// (every address tried).
     func describe(_ error: URLError, url: URL) -> String {
         let host = Fetcher.bareHost(url)
-        if var failure = error.httpdnsUnderlyingError as? HTTPDNSError {
-            // "--resolve has no entry for this host" is no news in the line about why it failed.
-            failure.attempts.removeAll { $0.source == FetcherMonitor.staticSource && $0.error.code == .nameNotFound }
+        if let failure = error.httpdnsUnderlyingError as? HTTPDNSError {
             return "cannot resolve \(host): \(Command.explain(failure))"
         }
         guard let transport = error.httpdnsUnderlyingError as? HTTPTransportError else {

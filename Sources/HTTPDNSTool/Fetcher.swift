@@ -118,17 +118,13 @@ final class Fetcher: Sendable {
         return request
     }
 
-    /// The next hop's request as ``HTTPDNSRedirect`` made it, with a fresh file stream when the body
-    /// goes along (307/308: the previous stream was consumed) and without credentials when the
-    /// origin changes in any way (scheme, host or port), as curl does.
+    /// The next hop's request as ``HTTPDNSRedirect`` made it (credentials already dropped when the
+    /// origin changes), with a fresh file stream when the body goes along (307/308: the previous
+    /// stream was consumed).
     func prepareRedirect(_ next: URLRequest, after previous: URLRequest) throws(ToolFailure) -> URLRequest {
         var next = next
         if next.httpBodyStream != nil, case .file(let path) = options.body {
             try Fetcher.attachFile(path, to: &next)
-        }
-        if let from = previous.url, let to = next.url, !Fetcher.sameOrigin(from, to) {
-            next.setValue(nil, forHTTPHeaderField: "Authorization")
-            next.setValue(nil, forHTTPHeaderField: "Cookie")
         }
         return next
     }
@@ -146,14 +142,7 @@ final class Fetcher: Sendable {
         request.setValue(String(info.st_size), forHTTPHeaderField: "Content-Length")
     }
 
-    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
-            && effectivePort(a) == effectivePort(b)
-    }
-
-    static func effectivePort(_ url: URL) -> Int {
-        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
-    }
+    static func effectivePort(_ url: URL) -> Int { HTTPDNSRedirect.effectivePort(url) }
 
     static func secondsText(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)

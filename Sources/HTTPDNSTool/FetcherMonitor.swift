@@ -3,9 +3,6 @@ import HTTPDNSCore
 /// Tells `-v` what the fetch's engine does, as it happens: provider failures, the LocalDNS fallback,
 /// stale answers. (The one error line of a failed fetch comes from the client's `URLError`.)
 final class FetcherMonitor: HTTPDNSEventMonitor {
-    /// The name of the `--resolve` entries' resolver in the engine.
-    static let staticSource = "static"
-
     /// Print resolution events on stderr (`-v`).
     let verbose: Bool
 
@@ -18,7 +15,7 @@ final class FetcherMonitor: HTTPDNSEventMonitor {
     }
 
     func resolverFailed(resolver: String, host: String, error: HTTPDNSError) {
-        if verbose, !(resolver == FetcherMonitor.staticSource && error.code == .nameNotFound) { Output.diagnostic("* \(resolver) failed for \(host): \(error.code): \(error.detail)") }
+        if verbose { Output.diagnostic("* \(resolver) failed for \(host): \(error.code): \(error.detail)") }
     }
 
     func fellBackToLocalDNS(host: String) {

@@ -104,7 +104,7 @@ struct SharedOptions: Sendable {
         }
         resolveEntries = parsed.has("resolve") ? parsed.all("resolve") : (config.resolve ?? [])
         do {
-            _ = try StaticResolver(curlStyle: resolveEntries)
+            _ = try HTTPDNSStaticResolver(curlStyle: resolveEntries)
         } catch {
             throw bad("bad --resolve: \(SharedOptions.detail(error))")
         }
@@ -163,6 +163,11 @@ struct SharedOptions: Sendable {
         }
         var configuration = HTTPDNSConfiguration(resolvers: resolvers)
         configuration.trust = trust
+        do {
+            configuration.staticEntries = try HTTPDNSStaticResolver.curlStyleTable(resolveEntries)
+        } catch {
+            throw UsageError("bad --resolve: \(SharedOptions.detail(error))", command: command)
+        }
         switch localDNS {
         case .system: configuration.localDNS = .system
         case .server(let address, let port): configuration.localDNS = .server(address, port: port)
@@ -177,19 +182,6 @@ struct SharedOptions: Sendable {
             configuration.timeouts.localDNS = .seconds(timeout)
         }
         return HTTPDNSEngine(configuration: configuration)
-    }
-
-    /// The resolver every subcommand uses: static entries, then the engine.
-    func makeResolver(transport: HTTPTransport, trust: HTTPDNSTrust, command: String) throws(UsageError) -> ToolResolver {
-        let engine = try makeEngine(transport: transport, trust: trust, command: command)
-        let entries = (try? StaticResolver(curlStyle: resolveEntries)) ?? StaticResolver([:])
-        let local: any HTTPDNSResolver
-        let seconds = timeout ?? 5
-        switch localDNS {
-        case .system: local = HTTPDNSSystemResolver(timeout: .milliseconds(Int64(seconds * 1000)))
-        case .server(let address, let port): local = HTTPDNSUDPResolver(server: address, port: port, timeout: .seconds(seconds))
-        }
-        return ToolResolver(engine: engine, staticEntries: entries, hasStaticEntries: !resolveEntries.isEmpty, localDNS: local, family: family)
     }
 
     /// The short detail of an error from the library, without repeating the code name twice.

@@ -83,7 +83,7 @@ enum Bed {
         if let localDNS {
             configuration.localDNS = .server(localDNS.address, port: localDNS.port)
         } else {
-            configuration.localDNS = .custom(StaticResolver([:], name: "no-localdns"))
+            configuration.localDNS = .custom(HTTPDNSStaticResolver([:], name: "no-localdns"))
         }
         configure(&configuration)
         return HTTPDNSEngine(configuration: configuration)

@@ -35,9 +35,21 @@ final class HTTPDNSHostPolicyTests: XCTestCase {
                 UInt8.random(in: 0x20...0x7e, using: &generator)
             }, as: UTF8.self) + (Bool.random(using: &generator) ? "." : "")
             var expected = text.lowercased()
-            if expected.hasSuffix(".") { expected.removeLast() }
+            if expected.hasSuffix("."), !expected.hasSuffix("..") { expected.removeLast() }
             XCTAssertEqual(HTTPDNSHostPolicy.normalize(text), expected, text)
         }
+    }
+
+    /// Issue 12 finding 2: normalising dropped one of two trailing dots, so `www..` became the valid
+    /// absolute name `www.` (a zone key stored under `www.`, a CNAME to `t..` followed to `t`).
+    func testTwoTrailingDotsStayInvalidAfterNormalising() {
+        for text in ["www..", "T..", "a.b...", "ÄÖ..", ".."] {
+            let name = HTTPDNSHostPolicy.normalize(text)
+            XCTAssertTrue(name.hasSuffix(".."), "\(text) → \(name)")
+            XCTAssertFalse(HTTPDNSHostPolicy.isValidHostName(name), name)
+        }
+        XCTAssertEqual(HTTPDNSHostPolicy.normalize("WWW.."), "www..")
+        XCTAssertEqual(HTTPDNSHostPolicy.normalize("."), "")
     }
 
     func testHostNameSyntax() {

@@ -11,10 +11,10 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
     /// Counts lookups, to see the engine's cache at work.
     final class CountingResolver: HTTPDNSResolver {
         let name = "counting"
-        let inner: StaticResolver
+        let inner: HTTPDNSStaticResolver
         let calls = Atomic<Int>(0)
 
-        init(_ inner: StaticResolver) { self.inner = inner }
+        init(_ inner: HTTPDNSStaticResolver) { self.inner = inner }
 
         func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
             calls.add(1, ordering: .relaxed)
@@ -48,7 +48,7 @@ final class HTTPDNSServiceUpstreamTests: HTTPDNSServiceTestCase {
     }
 
     func testUpstreamAnswersAreCachedAndBogonsDropped() async throws {
-        let counting = CountingResolver(StaticResolver(
+        let counting = CountingResolver(HTTPDNSStaticResolver(
             ["cached.test": ips(["203.0.113.5"]), "bogon.test": ips(["10.0.0.1"])], ttl: 300))
         let front = try startService { configuration in
             configuration.upstream.resolvers = [counting]

@@ -108,4 +108,89 @@ final class HTTPDNSZoneTests: XCTestCase {
             XCTAssertThrowsError(try HTTPDNSZone(json: Data(json[..<length])), "length \(length)")
         }
     }
+
+    // MARK: - Load-time rejection with positions (issue 9) and the issue 12 reproducers
+
+    func testBadJSONNamesLineAndColumnOfTheFault() {
+        let json = "{\n  \"a.test\": {\"A\": [\"192.0.2.1\"]},\n  \"b.test\": {\"A\": [}\n}"
+        assertInvalid(json, mentions: "zone:3:20: not valid JSON")
+        // Columns count characters, not bytes: é is two bytes and one column.
+        assertInvalid("{\"é\": {}, x}", mentions: "zone:1:11: not valid JSON: expected a key")
+        assertInvalid("{", mentions: "zone:1:2: not valid JSON")
+        assertInvalid("\n\n  [1, 2]", mentions: "zone:3:3: wrong type")
+    }
+
+    func testPositionsOfOffsets() {
+        let bytes = Array("ab\r\ncé\nd".utf8)
+        XCTAssertTrue(HTTPDNSZoneFile.position(of: 0, in: bytes) == (1, 1))
+        XCTAssertTrue(HTTPDNSZoneFile.position(of: 2, in: bytes) == (1, 3))  // the CR
+        XCTAssertTrue(HTTPDNSZoneFile.position(of: 4, in: bytes) == (2, 1))
+        XCTAssertTrue(HTTPDNSZoneFile.position(of: 7, in: bytes) == (2, 3))  // the LF after é
+        XCTAssertTrue(HTTPDNSZoneFile.position(of: 8, in: bytes) == (3, 1))
+        XCTAssertTrue(HTTPDNSZoneFile.position(of: 999, in: bytes) == (3, 2))
+    }
+
+    /// Issue 12 finding 3: exact duplicates were kept silently (one of them), by JSONSerialization.
+    func testExactDuplicateNamesAndMembersAreRejectedWithTheirPosition() {
+        let json = "{\n\"a.test\": {\"A\": [\"192.0.2.1\"]},\n\"a.test\": {\"A\": [\"192.0.2.2\"]}\n}"
+        assertInvalid(json, mentions: "zone:3:1: not valid JSON: duplicate key")
+        assertInvalid(#"{"a.test": {"A": [], "A": []}}"#, mentions: "zone:1:22: not valid JSON: duplicate key")
+        assertInvalid(#"{"a.test": {"A": [], "a": []}}"#, mentions: "zone:1:2: \"a.test\": member \"a\" listed twice")
+    }
+
+    /// Issue 12 finding 3: names differing only in case loaded with a random winner.
+    func testNamesDifferingOnlyInCaseAreRejectedEveryTime() {
+        let json = #"{"a.test":{"A":["192.0.2.1"]},"A.TEST":{"A":["192.0.2.2"]}}"#
+        for _ in 0..<20 {
+            assertInvalid(json, mentions: #"zone:1:31: "A.TEST": name listed twice (first at 1:2); names are case-insensitive"#)
+        }
+        XCTAssertThrowsError(try HTTPDNSZone(entries: ["a.test": .init(), "A.Test.": .init()])) { error in
+            XCTAssertTrue((error as? HTTPDNSServiceError)?.detail.contains("listed twice") == true, "\(error)")
+        }
+    }
+
+    /// Issue 12 finding 2: `www..` was stored as `www.` (never matching), a CNAME to `t..` loaded as `t.`.
+    func testNamesEndingInTwoDotsAreRejected() throws {
+        assertInvalid(#"{"www..":{"A":["192.0.2.1"]}}"#, mentions: #"zone:1:2: "www..": not a valid host name"#)
+        assertInvalid(#"{"a":{"CNAME":"t.."}}"#, mentions: #"zone:1:2: a: CNAME "t.." is not a host name"#)
+        assertInvalid(#"{"*.a..":{"A":["192.0.2.1"]}}"#, mentions: "not a valid host name")
+        // One trailing dot is the absolute form and stays accepted.
+        XCTAssertEqual(try zone(#"{"www.":{"A":["192.0.2.1"]}, "b": {"CNAME": "www."}}"#).match("b")?.entry.cname, "www")
+    }
+
+    /// Issue 9: a CNAME loop loaded, then answered 502 `upstream failed` with no upstream configured.
+    func testCNAMELoopsAreRejectedAtLoad() {
+        assertInvalid(#"{"a.test": {"CNAME": "b.test"}, "b.test": {"CNAME": "A.test."}}"#,
+                      mentions: #"zone:1:2: "a.test": CNAME loop a.test → b.test → a.test"#)
+        // Through a wildcard: the target falls under the wildcard itself.
+        assertInvalid(#"{"*.w.test": {"CNAME": "x.w.test"}}"#, mentions: "CNAME loop *.w.test → *.w.test")
+        // A loop reached from a chain that does not start in it.
+        assertInvalid(#"{"a.test": {"CNAME": "b.test"}, "b.test": {"CNAME": "c.test"}, "c.test": {"CNAME": "b.test"}}"#,
+                      mentions: "CNAME loop b.test → c.test → b.test")
+    }
+
+    func testCNAMEChainsAreBoundedAtLoad() throws {
+        func chain(_ links: Int) -> String {
+            let aliases = (0..<links).map { #""n\#($0).test": {"CNAME": "n\#($0 + 1).test"}"# }
+            return "{" + (aliases + [#""n\#(links).test": {"A": ["192.0.2.1"]}"#]).joined(separator: ",\n") + "}"
+        }
+        XCTAssertEqual(try zone(chain(HTTPDNSZone.maxCNAMEChain)).entries.count, HTTPDNSZone.maxCNAMEChain + 1)
+        assertInvalid(chain(HTTPDNSZone.maxCNAMEChain + 1), mentions: "zone:1:2: \"n0.test\": CNAME chain of 9 links, at most 8")
+        // A chain leaving the zone counts only its links inside it.
+        XCTAssertNoThrow(try zone(#"{"a.test": {"CNAME": "b.test"}, "b.test": {"CNAME": "elsewhere.example"}}"#))
+        // A long zone of chains sharing a tail is walked once per name (no quadratic blow-up to fail on).
+        let fan = (0..<2_000).map { #""f\#($0).test": {"CNAME": "n0.test"}"# }.joined(separator: ",")
+        XCTAssertThrowsError(try zone("{" + fan + "," + chain(8).dropFirst()))
+        XCTAssertNoThrow(try zone("{" + fan + "," + chain(7).dropFirst()))
+    }
+
+    func testSemanticErrorsNameTheEntryPositionAndTheFile() throws {
+        assertInvalid("{\n  \"a.test\": {\"A\": [\"300.1.1.1\"]}}", mentions: "zone:2:3: \"a.test\": \"300.1.1.1\" is not an IPv4 address")
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("zone-\(UUID().uuidString).json").path
+        try Data("{\"a.test\": {\"A\": [\"192.0.2.1\"]},\n \"a.test\": {}}".utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        XCTAssertThrowsError(try HTTPDNSZone(contentsOfFile: path)) { error in
+            XCTAssertEqual((error as? HTTPDNSServiceError)?.detail, "\(path):2:2: not valid JSON: duplicate key")
+        }
+    }
 }

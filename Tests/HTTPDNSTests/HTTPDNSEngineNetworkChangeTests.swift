@@ -170,7 +170,7 @@ final class HTTPDNSEngineAutoFamilyTests: XCTestCase {
         XCTAssertTrue(cached.fromCache)
         XCTAssertEqual(cached.addresses.map(\.description), ["64:ff9b::c633:640a", "64:ff9b::c633:640b"])
         // The user's own pins to private space have no NAT64 form: they stay as they are.
-        let pins = StaticResolver(["intranet.example": [try XCTUnwrap(HTTPDNSIPAddress("10.0.0.7"))]])
+        let pins = HTTPDNSStaticResolver(["intranet.example": [try XCTUnwrap(HTTPDNSIPAddress("10.0.0.7"))]])
         let pinned = engine([pins], local: local) {
             $0.family = .auto
             $0.familyProbe = { (false, true) }

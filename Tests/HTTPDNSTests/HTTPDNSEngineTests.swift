@@ -236,7 +236,7 @@ final class HTTPDNSEngineCancellationTests: XCTestCase {
 
 final class HTTPDNSEngineStaticTests: XCTestCase {
     func testStaticEntriesAreTrustedAsGivenButServicesAreNot() async throws {
-        let pins = StaticResolver(["pinned.example": [HTTPDNSIPAddress("127.0.0.9")!]], name: "resolve")
+        let pins = HTTPDNSStaticResolver(["pinned.example": [HTTPDNSIPAddress("127.0.0.9")!]], name: "resolve")
         let service = FakeResolver("service", .answer(["127.0.0.9"], ttl: 60))
         let subject = engine([pins, service])
         let pinned = try await subject.resolve("pinned.example")

@@ -59,9 +59,9 @@ func makeClient(
     configure: (inout HTTPDNSConfiguration, inout HTTPDNSClient.Configuration) -> Void = { _, _ in }
 ) -> HTTPDNSClient {
     let entries = table.mapValues { $0.compactMap(HTTPDNSIPAddress.init) }
-    var configuration = HTTPDNSConfiguration(resolvers: [StaticResolver(entries, ttl: 600, name: "test-httpdns")])
+    var configuration = HTTPDNSConfiguration(resolvers: [HTTPDNSStaticResolver(entries, ttl: 600, name: "test-httpdns")])
     configuration.hygiene = .init(allowPrivate: true)
-    configuration.localDNS = .custom(StaticResolver(local.mapValues { $0.compactMap(HTTPDNSIPAddress.init) }, name: "test-localdns"))
+    configuration.localDNS = .custom(HTTPDNSStaticResolver(local.mapValues { $0.compactMap(HTTPDNSIPAddress.init) }, name: "test-localdns"))
     configuration.protectedHosts = HTTPDNSHostPolicy(["*.test"])
     var clientConfiguration = HTTPDNSClient.Configuration()
     clientConfiguration.connectTimeout = .seconds(2)

@@ -7,6 +7,7 @@ import HTTPDNSCore
 /// the engine applies its floor.
 public struct HTTPDNSSystemResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name = "system"
+    public var origin: HTTPDNSAnswer.Origin { .localDNS }
     private let resolver: DNSSystemResolver
 
     /// - Parameter timeout: how long to wait for `getaddrinfo`. Default 5 s.
@@ -33,10 +34,11 @@ public struct HTTPDNSSystemResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
 
 /// Plain DNS (UDP, TCP on truncation) to a chosen server, as an ``HTTPDNSResolver``.
 ///
-/// Spoofing resistance per RFC 5452 lives in ``DNSSocketClient``: random ID and source port, and a
+/// Spoofing resistance per RFC 5452 lives in the socket client underneath: random ID and source port, and a
 /// reply is accepted only when ID, question, server address and port match.
 public struct HTTPDNSUDPResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
+    public var origin: HTTPDNSAnswer.Origin { .dns }
     public let server: HTTPDNSIPAddress
     public let port: UInt16
     private let timeout: Duration

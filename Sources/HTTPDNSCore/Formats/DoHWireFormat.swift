@@ -47,7 +47,7 @@ package struct DoHWireFormat: HTTPDNSProviderFormat {
     func request(for hosts: [String], family: HTTPDNSAddressFamily) throws(HTTPDNSError) -> HTTPDNSProviderRequest {
         let names = try HTTPDNSFormatLimits.normalizeHosts(hosts, max: 1, source: Self.source)
         let base = try HTTPDNSURLQuery.checkedBase(url, source: Self.source)
-        let message = Self.query(host: names[0], type: family == .ipv6 ? .AAAA : .A)
+        let message = Self.query(host: names[0], type: family == .ipv6 ? .AAAA : .A, clientSubnet: HTTPDNSClientSubnet.current)
         switch method {
         case .get:
             var query = HTTPDNSURLQuery()
@@ -66,7 +66,10 @@ package struct DoHWireFormat: HTTPDNSProviderFormat {
     /// bytes: `host` is a checked host name (``HTTPDNSFormatLimits/normalizeHosts(_:max:source:)``:
     /// letters, digits, `-` and `_` in labels of 1 to 63 bytes, at most 253 in all), so its text is
     /// its labels. Same bytes as ``DNSMessage/query(name:type:id:recursionDesired:edns:)``.
-    static func query(host: String, type: DNSRecordType) -> [UInt8] {
+    ///
+    /// With `clientSubnet` (a server answering for a client), an OPT record (UDP size 1232) carries
+    /// its EDNS Client Subnet option (RFC 7871 §6).
+    static func query(host: String, type: DNSRecordType, clientSubnet: HTTPDNSClientSubnet? = nil) -> [UInt8] {
         let name = host.utf8
         var out: [UInt8] = [0, 0, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0]
         out.reserveCapacity(12 + name.count + 6)
@@ -82,6 +85,11 @@ package struct DoHWireFormat: HTTPDNSProviderFormat {
             }
         }
         out += [0, UInt8(type.rawValue >> 8), UInt8(type.rawValue & 0xff), 0, 1]
+        if let clientSubnet {
+            let option = clientSubnet.option
+            out[11] = 1  // ARCOUNT
+            out += [0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, UInt8(option.count >> 8), UInt8(option.count & 0xff)] + option
+        }
         return out
     }
 

@@ -4,7 +4,10 @@
 /// on every platform: at most ``maxDepth`` levels, duplicate object keys rejected (two different
 /// readings of one answer are a classic smuggling trick), strict UTF-8 and number grammar, numbers
 /// kept as text until a caller asks for an integer. Every error is `.malformedAnswer`.
-enum HTTPDNSJSON: Equatable, Sendable {
+///
+/// `package` so that the server's zone loader reads its file with the same rules (and can say
+/// where a fault is: ``SyntaxError`` carries the byte offset).
+package enum HTTPDNSJSON: Equatable, Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -13,42 +16,67 @@ enum HTTPDNSJSON: Equatable, Sendable {
     case object(HTTPDNSJSONObject)
 
     /// Deepest nesting accepted; provider answers use three or four levels.
-    static let maxDepth = 32
+    package static let maxDepth = 32
+
+    /// Where and why a document is not JSON.
+    package struct SyntaxError: Error, Sendable, Hashable {
+        /// What is wrong (`duplicate key`, `expected ',' or '}'`, …).
+        package var reason: String
+        /// The byte offset of the fault (of the key, for a duplicate key).
+        package var offset: Int
+    }
 
     /// Parses a whole document; trailing non-whitespace is an error.
     static func parse(_ bytes: [UInt8], source: String) throws(HTTPDNSError) -> HTTPDNSJSON {
         guard bytes.count <= HTTPDNSFormatLimits.maxBodyBytes else {
             throw HTTPDNSError.malformed("JSON body too large", source: source)
         }
-        var reader = Reader(bytes: bytes, source: source)
+        var keyOffsets: [Int]?
+        do {
+            return try parseDocument(bytes, topLevelKeyOffsets: &keyOffsets)
+        } catch {
+            throw HTTPDNSError.malformed("\(error.reason) at byte \(error.offset)", source: source)
+        }
+    }
+
+    /// Parses a whole document of any size (the caller bounds it), reporting where a fault is.
+    ///
+    /// - Parameter topLevelKeyOffsets: when not `nil`, receives the byte offset of each key of the
+    ///   top-level object, in document order (so that a later check can point at a member).
+    package static func parseDocument(
+        _ bytes: [UInt8], topLevelKeyOffsets: inout [Int]?
+    ) throws(SyntaxError) -> HTTPDNSJSON {
+        var reader = Reader(bytes: bytes)
+        reader.keyOffsets = topLevelKeyOffsets
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
         guard reader.index == bytes.count else { throw reader.failure("trailing data after JSON") }
+        topLevelKeyOffsets = reader.keyOffsets
         return value
     }
 
-    subscript(key: String) -> HTTPDNSJSON? {
+    package subscript(key: String) -> HTTPDNSJSON? {
         if case .object(let object) = self { return object[key] }
         return nil
     }
 
-    var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let text) = self { return text }
         return nil
     }
 
-    var arrayValue: [HTTPDNSJSON]? {
+    package var arrayValue: [HTTPDNSJSON]? {
         if case .array(let items) = self { return items }
         return nil
     }
 
-    var isObject: Bool {
+    package var isObject: Bool {
         if case .object = self { return true }
         return false
     }
 
     /// The value as an `Int` when it is a JSON integer (no fraction, no exponent) that fits.
-    var intValue: Int? {
+    package var intValue: Int? {
         guard case .number(let text) = self,
               !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") })
         else {
@@ -61,16 +89,16 @@ enum HTTPDNSJSON: Equatable, Sendable {
 extension HTTPDNSJSON {
     private struct Reader {
         let bytes: [UInt8]
-        let source: String
         var index = 0
+        /// Offsets of the top-level object's keys, when the caller asked for them.
+        var keyOffsets: [Int]?
 
-        init(bytes: [UInt8], source: String) {
+        init(bytes: [UInt8]) {
             self.bytes = bytes
-            self.source = source
         }
 
-        func failure(_ detail: String) -> HTTPDNSError {
-            HTTPDNSError.malformed("\(detail) at byte \(index)", source: source)
+        func failure(_ detail: String, at offset: Int? = nil) -> SyntaxError {
+            SyntaxError(reason: detail, offset: offset ?? index)
         }
 
         mutating func skipWhitespace() {
@@ -81,14 +109,14 @@ extension HTTPDNSJSON {
             }
         }
 
-        mutating func expect(_ literal: String) throws(HTTPDNSError) {
+        mutating func expect(_ literal: String) throws(SyntaxError) {
             for byte in literal.utf8 {
                 guard index < bytes.count, bytes[index] == byte else { throw failure("bad literal") }
                 index += 1
             }
         }
 
-        mutating func value(depth: Int) throws(HTTPDNSError) -> HTTPDNSJSON {
+        mutating func value(depth: Int) throws(SyntaxError) -> HTTPDNSJSON {
             guard depth < HTTPDNSJSON.maxDepth else { throw failure("JSON nested too deeply") }
             skipWhitespace()
             guard index < bytes.count else { throw failure("unexpected end of JSON") }
@@ -103,7 +131,7 @@ extension HTTPDNSJSON {
             }
         }
 
-        mutating func object(depth: Int) throws(HTTPDNSError) -> HTTPDNSJSON {
+        mutating func object(depth: Int) throws(SyntaxError) -> HTTPDNSJSON {
             index += 1
             var members = HTTPDNSJSONObject()
             // Keys seen, for the duplicate check once an object outgrows a linear scan.
@@ -118,16 +146,18 @@ extension HTTPDNSJSON {
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a key") }
+                let keyStart = index
+                if depth == 0, keyOffsets != nil { keyOffsets!.append(keyStart) }
                 let key = try string()
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
                 index += 1
                 let member = try value(depth: depth + 1)
                 if members.members.count < 16 {
-                    guard members[key] == nil else { throw failure("duplicate key") }
+                    guard members[key] == nil else { throw failure("duplicate key", at: keyStart) }
                 } else {
                     if keys == nil { keys = Set(members.members.map(\.key)) }
-                    guard keys!.insert(key).inserted else { throw failure("duplicate key") }
+                    guard keys!.insert(key).inserted else { throw failure("duplicate key", at: keyStart) }
                 }
                 members.members.append((key, member))
                 skipWhitespace()
@@ -139,7 +169,7 @@ extension HTTPDNSJSON {
             }
         }
 
-        mutating func array(depth: Int) throws(HTTPDNSError) -> HTTPDNSJSON {
+        mutating func array(depth: Int) throws(SyntaxError) -> HTTPDNSJSON {
             index += 1
             var items: [HTTPDNSJSON] = []
             skipWhitespace()
@@ -158,7 +188,7 @@ extension HTTPDNSJSON {
             }
         }
 
-        mutating func number() throws(HTTPDNSError) -> String {
+        mutating func number() throws(SyntaxError) -> String {
             let start = index
             func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
             if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
@@ -182,7 +212,7 @@ extension HTTPDNSJSON {
             return String(decoding: bytes[start..<index], as: UTF8.self)
         }
 
-        mutating func hex4() throws(HTTPDNSError) -> UInt32 {
+        mutating func hex4() throws(SyntaxError) -> UInt32 {
             guard index + 4 <= bytes.count else { throw failure("truncated \\u escape") }
             var value: UInt32 = 0
             for byte in bytes[index..<index + 4] {
@@ -199,7 +229,7 @@ extension HTTPDNSJSON {
             return value
         }
 
-        mutating func string() throws(HTTPDNSError) -> String {
+        mutating func string() throws(SyntaxError) -> String {
             index += 1
             // Fast path: no escape before the closing quote (every key and almost every value).
             var end = index
@@ -266,21 +296,21 @@ extension HTTPDNSJSON {
 ///
 /// An array rather than a dictionary: provider answers hold a handful of keys, read once or twice,
 /// so comparing keys costs less than hashing them and building hash tables.
-struct HTTPDNSJSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
-    var members: [(key: String, value: HTTPDNSJSON)] = []
+package struct HTTPDNSJSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
+    package var members: [(key: String, value: HTTPDNSJSON)] = []
 
-    init() {}
+    package init() {}
 
-    init(dictionaryLiteral elements: (String, HTTPDNSJSON)...) {
+    package init(dictionaryLiteral elements: (String, HTTPDNSJSON)...) {
         members = elements.map { (key: $0.0, value: $0.1) }
     }
 
-    subscript(key: String) -> HTTPDNSJSON? {
+    package subscript(key: String) -> HTTPDNSJSON? {
         members.first { $0.key == key }?.value
     }
 
     /// Equal when the same keys map to equal values, in any order (as JSON objects compare).
-    static func == (lhs: HTTPDNSJSONObject, rhs: HTTPDNSJSONObject) -> Bool {
+    package static func == (lhs: HTTPDNSJSONObject, rhs: HTTPDNSJSONObject) -> Bool {
         lhs.members.count == rhs.members.count && lhs.members.allSatisfy { rhs[$0.key] == $0.value }
     }
 }

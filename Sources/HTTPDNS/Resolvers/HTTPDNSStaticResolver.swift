@@ -1,8 +1,9 @@
 import HTTPDNSCore
 
 /// Fixed answers, like curl's `--resolve`: for pinning, and for tests.
-public struct StaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
+public struct HTTPDNSStaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
+    public var origin: HTTPDNSAnswer.Origin { .static }
     private let table: [String: [HTTPDNSIPAddress]]
     private let ttl: Int
 
@@ -22,6 +23,12 @@ public struct StaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     /// Parses curl-style entries `HOST:PORT:ADDR[,ADDR…]` (the port is accepted and ignored here;
     /// IPv6 addresses may be bracketed).
     public init(curlStyle entries: [String], ttl: Int = 3_600) throws {
+        self.init(try HTTPDNSStaticResolver.curlStyleTable(entries), ttl: ttl)
+    }
+
+    /// The table of curl-style entries `HOST:PORT:ADDR[,ADDR…]` (for ``HTTPDNSConfiguration/staticEntries``).
+    /// - Throws: `.invalidConfiguration` naming the bad entry.
+    package static func curlStyleTable(_ entries: [String]) throws -> [String: [HTTPDNSIPAddress]] {
         var table: [String: [HTTPDNSIPAddress]] = [:]
         for entry in entries {
             let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
@@ -40,7 +47,7 @@ public struct StaticResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
             }
             table[HTTPDNSHostPolicy.normalize(String(parts[0])), default: []].append(contentsOf: addresses)
         }
-        self.init(table, ttl: ttl)
+        return table
     }
 
     public func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {

@@ -1,0 +1,23 @@
+// swift-tools-version:6.2
+// The README's Swift examples, each a complete program, built against this checkout of swift-httpdns
+// exactly as an app would depend on the package (by URL in your own Package.swift; here by path).
+// `make test` builds them, checks that the README shows them verbatim, and runs them on loopback.
+import PackageDescription
+
+let package = Package(
+    name: "swift-httpdns-examples",
+    dependencies: [
+        .package(name: "swift-httpdns", path: ".."),
+    ],
+    targets: [
+        .executableTarget(
+            name: "ProtectURLSession",
+            dependencies: [.product(name: "HTTPDNSNetworking", package: "swift-httpdns")]
+        ),
+        .executableTarget(
+            name: "DirectClient",
+            dependencies: [.product(name: "HTTPDNSNetworking", package: "swift-httpdns")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
