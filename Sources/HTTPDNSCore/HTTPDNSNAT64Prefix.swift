@@ -24,7 +24,7 @@ public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     public let length: Int
 
     /// A prefix of `length` bits from `address` (the bits past the prefix are cleared); nil unless
-    /// `address` is IPv6 and `length` one of ``lengths``.
+    /// `address` is IPv6 and `length` is 32, 40, 48, 56, 64 or 96 (RFC 6052 section 2.2).
     public init?(_ address: HTTPDNSIPAddress, length: Int) {
         guard address.family == .v6, HTTPDNSNAT64Prefix.lengths.contains(length) else { return nil }
         var bytes = address.bytes
