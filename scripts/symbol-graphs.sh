@@ -10,8 +10,8 @@ all="$scratch/all-symbol-graphs"
 # The graphs are written when a module compiles; an up-to-date module keeps the ones it wrote.
 rm -rf "$graphs"
 mkdir -p "$graphs" "$all"
-for product in HTTPDNSNetworking HTTPDNSServer; do
-  swift build --scratch-path "$scratch" --product "$product" -Xswiftc -warnings-as-errors \
+for target in HTTPDNSNetworking HTTPDNSServer; do
+  swift build --scratch-path "$scratch" --target "$target" -Xswiftc -warnings-as-errors \
     -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$all" >&2
 done
 # The modules a user imports (HTTPDNSCore's types reach users through `import HTTPDNS`).

@@ -45,8 +45,14 @@ public final class HTTPDNSManualClock: HTTPDNSClock {
         current.withLock { $0 }
     }
 
-    /// Moves the clock forward by `seconds`.
-    public func advance(by seconds: Double) {
+    /// Moves the clock forward by `duration`.
+    public func advance(by duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        advance(by: Double(seconds) + Double(attoseconds) / 1e18)
+    }
+
+    /// Moves the clock forward by `seconds` (the package's tests count in plain seconds).
+    package func advance(by seconds: Double) {
         current.withLock { $0 += seconds }
     }
 }

@@ -209,7 +209,7 @@ extension HTTPDNSIPAddress {
     private var firstByte: UInt8 { UInt8(truncatingIfNeeded: high >> 56) }
 
     /// True when `text` is an IP literal (with or without IPv6 brackets); such hosts are never resolved.
-    public static func isLiteral(_ text: String) -> Bool {
+    package static func isLiteral(_ text: String) -> Bool {
         HTTPDNSIPAddress(text) != nil
     }
 }

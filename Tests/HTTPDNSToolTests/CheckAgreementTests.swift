@@ -16,14 +16,6 @@ final class CheckAgreementTests: ToolTestCase {
         var caPath: String?
     }
 
-    private func dnsmasq(_ configure: (inout Dnsmasq.Configuration) -> Void) throws -> Dnsmasq {
-        var configuration = Dnsmasq.Configuration()
-        configure(&configuration)
-        let server = try Dnsmasq(configuration)
-        addCleanup { server.stop() }
-        return server
-    }
-
     /// The conclusion of both routes: (verdict, hijack) from the command's JSON and from the engine.
     private func bothConclusions(_ network: Network) async throws -> (command: [String], library: [String]) {
         var arguments = ["check", "--json", "--local-dns", "udp=127.0.0.1:\(network.localPort)",

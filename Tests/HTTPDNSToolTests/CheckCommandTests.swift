@@ -8,14 +8,6 @@ import XCTest
 final class CheckCommandTests: ToolTestCase {
     let zone = #"{"www.example.test": {"A": ["127.0.0.1"], "ttl": 60}}"#
 
-    private func dnsmasq(_ configure: (inout Dnsmasq.Configuration) -> Void) throws -> Dnsmasq {
-        var configuration = Dnsmasq.Configuration()
-        configure(&configuration)
-        let server = try Dnsmasq(configuration)
-        addCleanup { server.stop() }
-        return server
-    }
-
     func testLyingLocalDNSIsReportedAsHijackWithExitTwo() throws {
         let liar = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!) }
         let provider = try dnspod(zone: zone)

@@ -80,10 +80,7 @@ final class ReadmeExamplesTests: ToolTestCase {
 
     func testDirectClientExampleResolvesFetchesStreamsAndChecks() throws {
         let (url, provider) = try bed()
-        var configuration = Dnsmasq.Configuration()
-        configuration.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!)
-        let liar = try Dnsmasq(configuration)
-        addCleanup { liar.stop() }
+        let liar = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!) }
         let result = try example("DirectClient").run([url, provider, "udp=127.0.0.1:\(liar.port)", "--allow-private"])
         XCTAssertEqual(result.status, 0, result.stdoutText + result.stderrText)
         XCTAssertTrue(result.stdoutText.contains("www.example.test -> 127.0.0.1"), result.stdoutText)

@@ -43,6 +43,15 @@ class ToolTestCase: XCTestCase {
         ["--provider", "dnspod=" + (try startService(zone: zone)), "--allow-private", "--httpdns-only"]
     }
 
+    /// A dnsmasq on loopback (a lying or honest LocalDNS), stopped at tear-down.
+    func dnsmasq(_ configure: (inout Dnsmasq.Configuration) -> Void) throws -> Dnsmasq {
+        var configuration = Dnsmasq.Configuration()
+        configure(&configuration)
+        let server = try Dnsmasq(configuration)
+        addCleanup { server.stop() }
+        return server
+    }
+
     /// A file in a fresh temporary directory removed at tear-down.
     func temporaryDirectory() throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-tooltest-\(UUID().uuidString)")
