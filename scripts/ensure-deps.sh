@@ -13,7 +13,8 @@ packages=(
   dnsmasq-base           # a real (and lying) DNS server in tests and the demo
   curl                   # interoperability tests: curl --doh-url against httpdns serve
   dnsutils               # dig, for captured fixtures and interoperability
-  iproute2               # ip: the network-namespace tests (network changes, NAT64) build their networks
+  iproute2               # ip netns / veth: tests build their own networks (network changes, NAT64, blackholed addresses)
+  nftables               # nft: the drop rule that blackholes a test namespace's addresses
   unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module)
 )
 

@@ -48,6 +48,11 @@ static inline CURLcode httpdns_easy_setopt_xferinfo_function(CURL *handle, CURLo
     return curl_easy_setopt(handle, option, value);
 }
 
+/* Called once the connection (and any TLS handshake) is ready, before the request is sent. */
+static inline CURLcode httpdns_easy_setopt_prereq_function(CURL *handle, CURLoption option, curl_prereq_callback value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
 static inline CURLcode httpdns_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -5,7 +5,8 @@ extension HTTPDNSEngine {
     ///
     /// Answers and cool-downs learnt on the old network say nothing about the new one: a CDN
     /// answers by the resolver's location, an address that timed out behind one gateway may work
-    /// behind the next. So this drops every address and provider cool-down and every cached answer —
+    /// behind the next. So this drops every address and provider cool-down, every remembered connect
+    /// time, and every cached answer —
     /// or, with ``HTTPDNSConfiguration/Network/keepsStaleAnswersOnChange`` (the default), keeps the
     /// answers as expired entries that are served only if HTTPDNS and LocalDNS both fail. Lookups in
     /// flight finish for their callers but store nothing. The address families for
@@ -24,6 +25,7 @@ extension HTTPDNSEngine {
             state.inFlight.removeAll()
             state.addressCooldown.removeAll()
             state.providerCooldown.removeAll()
+            state.ranking.removeAll()
             state.nat64Prefix = nil
             state.previousNetwork.removeAll()
             guard keeps else {

@@ -16,6 +16,8 @@ public final class HTTPDNSEngine: Sendable {
         var inFlight: [HTTPDNSCacheKey: HTTPDNSFlight] = [:]
         var providerCooldown: [String: Double] = [:]
         var addressCooldown: [HTTPDNSIPAddress: Double] = [:]
+        /// Connect times per address (``connectOrder(_:unknown:)``).
+        var ranking = HTTPDNSAddressRanking()
         var upstreamLookups = 0
         /// Bumped by ``networkDidChange()``: work started on an earlier network stores nothing.
         var networkEpoch: UInt64 = 0

@@ -24,6 +24,11 @@ public protocol HTTPDNSEventMonitor: Sendable {
     func fellBackToLocalDNS(host: String)
     /// Something non-fatal went wrong (a corrupt cache file, say).
     func warning(_ message: String)
+    /// A connection to `address` failed (refused, timed out, TLS); `error` is a `URLError` with the
+    /// code apps know (`cannotConnectToHost`, `timedOut`, …) and libcurl's details under
+    /// `NSDebugDescription`. Sent by `HTTPDNSClient` once per failed address; an address that another
+    /// address's connection merely beat in a race is not reported.
+    func connectionFailed(address: HTTPDNSIPAddress, error: any Error)
 }
 
 extension HTTPDNSEventMonitor {
@@ -36,6 +41,7 @@ extension HTTPDNSEventMonitor {
     public func resolverFailed(resolver: String, host: String, error: HTTPDNSError) {}
     public func fellBackToLocalDNS(host: String) {}
     public func warning(_ message: String) {}
+    public func connectionFailed(address: HTTPDNSIPAddress, error: any Error) {}
 }
 
 /// The default monitor: ignores everything.

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
 #if canImport(FoundationNetworking)
@@ -15,7 +16,7 @@ final class AttemptDelegate: HTTPTransportDelegate {
     }
 
     private struct State {
-        var continuation: CheckedContinuation<Result, Never>?
+        var onResult: (@Sendable (Result) -> Void)?
         var transfer: HTTPTransportTask?
         var headSeen = false
         var redirecting = false
@@ -26,44 +27,59 @@ final class AttemptDelegate: HTTPTransportDelegate {
     private let originalURL: URL
     private let interceptRedirects: Bool
     private let client: any HTTPDNSClientDelegate
+    /// The exchange's report, shared by its attempts: what one attempt's head carries includes what
+    /// the others learnt (addresses raced past, failures).
     private let report: HTTPDNSLock<HTTPDNSConnectionReport>
     private let request: URLRequest
     private let cookieStorage: HTTPCookieStorage?
+    /// When the exchange started (before resolution): first-byte and total times count from here.
+    private let started: ContinuousClock.Instant
+    /// Where to remember the connect time of a new connection to the pinned address.
+    private let ranking: (engine: HTTPDNSEngine, address: HTTPDNSIPAddress)?
 
     init(
-        originalURL: URL, interceptRedirects: Bool, client: any HTTPDNSClientDelegate, report: HTTPDNSConnectionReport,
-        request: URLRequest, cookieStorage: HTTPCookieStorage?
+        originalURL: URL, interceptRedirects: Bool, client: any HTTPDNSClientDelegate,
+        report: HTTPDNSLock<HTTPDNSConnectionReport>, request: URLRequest, cookieStorage: HTTPCookieStorage?,
+        started: ContinuousClock.Instant, ranking: (HTTPDNSEngine, HTTPDNSIPAddress)? = nil
     ) {
+        self.ranking = ranking
         self.originalURL = originalURL
         self.interceptRedirects = interceptRedirects
         self.client = client
-        self.report = HTTPDNSLock(report)
+        self.report = report
         self.request = request
         self.cookieStorage = cookieStorage
+        self.started = started
     }
 
-    func run(transport: HTTPTransport, request: HTTPTransportRequest, task: HTTPDNSClientTask) async -> Result {
-        await withCheckedContinuation { continuation in
-            state.withLock { $0.continuation = continuation }
-            do throws(HTTPTransportError) {
-                let transfer = try transport.start(request, delegate: self)
-                let cancelNow = state.withLock { state -> Bool in
-                    state.transfer = transfer
-                    return state.cancelWhenKnown
-                }
-                if cancelNow || !task.setTransfer(transfer) { transfer.cancel() }
-            } catch {
-                resume(.failed(error))
+    /// Starts the transfer; `onResult` is called once, with its head or failure (on the transport's
+    /// thread, or on this one when the request cannot start).
+    ///
+    /// - Parameter register: told the transfer as soon as it exists; returning false cancels it
+    ///   (the request was cancelled, or another attempt won the race meanwhile).
+    func start(
+        transport: HTTPTransport, request: HTTPTransportRequest, register: (HTTPTransportTask) -> Bool,
+        onResult: @escaping @Sendable (Result) -> Void
+    ) {
+        state.withLock { $0.onResult = onResult }
+        do throws(HTTPTransportError) {
+            let transfer = try transport.start(request, delegate: self)
+            let cancelNow = state.withLock { state -> Bool in
+                state.transfer = transfer
+                return state.cancelWhenKnown
             }
+            if cancelNow || !register(transfer) { transfer.cancel() }
+        } catch {
+            resume(.failed(error))
         }
     }
 
     private func resume(_ result: Result) {
-        let continuation = state.withLock { state -> CheckedContinuation<Result, Never>? in
-            defer { state.continuation = nil }
-            return state.continuation
+        let onResult = state.withLock { state -> (@Sendable (Result) -> Void)? in
+            defer { state.onResult = nil }
+            return state.onResult
         }
-        continuation?.resume(returning: result)
+        onResult?(result)
     }
 
     func didReceiveResponse(_ head: HTTPTransportResponseHead) {
@@ -83,11 +99,18 @@ final class AttemptDelegate: HTTPTransportDelegate {
             return
         }
         state.withLock { $0.headSeen = true }
+        let firstByte = started.duration(to: .now)
+        if let ranking, head.timings.newConnection {
+            ranking.engine.recordConnectTime(ranking.address, head.timings.tcpConnect)
+        }
         let report = self.report.withLock { report -> HTTPDNSConnectionReport in
             report.connectedAddress = head.connectedAddress
             report.httpVersion = head.httpVersion
             report.responseHeaders = head.headers
             report.attempts.append(.init(address: head.connectedAddress, failure: nil))
+            report.timings.connect = head.timings.tcpConnect
+            report.timings.tls = head.timings.tls
+            report.timings.firstByte = firstByte
             return report
         }
         client.didReceive(response: response, connection: report)
@@ -112,8 +135,23 @@ final class AttemptDelegate: HTTPTransportDelegate {
         }
         guard !redirecting else { return }
         switch result {
-        case .success: client.didComplete(error: nil)
-        case .failure(let error): client.didComplete(error: error.urlError)
+        case .success:
+            if let receiver = client as? any FinalReportReceiver {
+                let total = started.duration(to: .now)
+                receiver.didFinish(connection: report.withLock { report in
+                    report.timings.total = total
+                    return report
+                })
+            }
+            client.didComplete(error: nil)
+        case .failure(let error):
+            client.didComplete(error: error.urlError)
         }
     }
+}
+
+/// A client delegate that wants the report once more when the body is complete, with the total
+/// time (``HTTPDNSClient/send(_:)``); called just before `didComplete(error: nil)`.
+protocol FinalReportReceiver: HTTPDNSClientDelegate {
+    func didFinish(connection: HTTPDNSConnectionReport)
 }

@@ -36,79 +36,111 @@ extension HTTPDNSClient {
             throw URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "only http and https URLs with a host are supported"])
         }
         let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
+        let started = ContinuousClock.now
         let body = try RequestBody(request)
-        var report = HTTPDNSConnectionReport(
+        let report = HTTPDNSLock(HTTPDNSConnectionReport(
             host: host, answer: nil, attempts: [], connectedAddress: nil, certificateVerified: scheme == "https",
-            viaBlockRedirect: false, httpVersion: "")
+            viaBlockRedirect: false, httpVersion: ""))
 
         // Every failure from here on carries the story so far (answer, addresses tried): callers get it
         // through `URLError.httpdnsConnectionReport`.
         do {
             var plan = AddressPlan()
-            if engine.protects(host) {
-                do {
-                    let answer = try await engine.resolve(host)
-                    report.answer = answer
-                    plan.add(answer.addresses)
-                    plan.localTried = answer.origin == .localDNS
-                } catch {
-                    plan.resolutionError = error
-                    plan.localTried = true  // the engine already fell back to LocalDNS (unless HTTPDNS-only)
+            plan.host = HTTPDNSHostPolicy.normalize(host)
+            plan.protected = engine.protects(host)
+            let proxy = proxies.proxy(for: url)
+            let sticky = plan.protected
+                ? blockedHosts.withLock { $0.addresses(for: plan.host, now: engine.configuration.clock.now()) } : nil
+            if let sticky {
+                // A host found blocked lately goes straight to the redirect addresses (direct, as pinned
+                // requests always are): no lookup, no walk over dead addresses.
+                plan.sticky = true
+                plan.add(sticky)
+                plan.localTried = true
+                plan.redirectTried = true
+                report.withLock { report in
+                    report.viaBlockRedirect = true
+                    if let proxy { report.proxy = .bypassed(ProxyEnvironment.redacted(proxy)) }
                 }
+            } else if let proxy, !plan.protected || configuration.proxyPolicy == .respect {
+                plan.unpinned = true
+                plan.proxy = proxy
+                report.withLock { $0.proxy = .used(ProxyEnvironment.redacted(proxy)) }
+            } else if plan.protected {
+                if let proxy { report.withLock { $0.proxy = .bypassed(ProxyEnvironment.redacted(proxy)) } }
+                await resolve(host, into: &plan, report: report)
             } else {
                 plan.unpinned = true
             }
-
-            var lastError: HTTPTransportError?
-            while true {
-                try Task.checkCancellation()
-                guard let address = await nextAddress(&plan, host: host, lastError: lastError, report: &report) else {
-                    if let lastError { throw lastError }
-                    if let error = plan.resolutionError { throw error }
-                    throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(host)"])
-                }
-                let transportRequest = makeTransportRequest(request, url: url, pinned: address, body: body)
-                let attempt = AttemptDelegate(
-                    originalURL: url, interceptRedirects: interceptRedirects, client: delegate, report: report,
-                    request: request, cookieStorage: cookieStorage)
-                let result = await attempt.run(transport: transport, request: transportRequest, task: task)
-                switch result {
-                case .delivered:
-                    return .delivered
-                case .redirect(let next):
-                    return .redirect(next)
-                case .failed(let error):
-                    report.attempts.append(.init(address: address, failure: error.description))
-                    if error.code == .cancelled || task.isCancelled { throw CancellationError() }
-                    if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
-                        // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
-                        engine.invalidate(host)
-                        throw error
-                    }
-                    guard let address, HTTPDNSClient.isConnectFailure(error) else { throw error }
-                    engine.reportUnreachable(address)
-                    guard body.isReplayable(after: error) else { throw error }
-                    lastError = error
-                }
-            }
+            let context = AttemptContext(
+                request: request, url: url, body: body, interceptRedirects: interceptRedirects, cookieStorage: cookieStorage,
+                delegate: delegate, task: task, report: report, started: started)
+            return try await connect(&plan, context)
         } catch {
-            throw HTTPDNSClientFailure(underlying: error, report: report)
+            throw HTTPDNSClientFailure(underlying: error, report: report.withLock { $0 })
         }
     }
 
-    /// Picks the next address: the answer's, then LocalDNS's, then the block-redirect endpoint's.
-    private func nextAddress(
-        _ plan: inout AddressPlan, host: String, lastError: HTTPTransportError?, report: inout HTTPDNSConnectionReport
+    /// What every attempt of one exchange shares.
+    struct AttemptContext: Sendable {
+        var request: URLRequest
+        var url: URL
+        var body: RequestBody
+        var interceptRedirects: Bool
+        var cookieStorage: HTTPCookieStorage?
+        var delegate: any HTTPDNSClientDelegate
+        var task: HTTPDNSClientTask
+        var report: HTTPDNSLock<HTTPDNSConnectionReport>
+        var started: ContinuousClock.Instant
+    }
+
+    /// Asks the engine for `host` and queues its addresses, fastest known first.
+    func resolve(_ host: String, into plan: inout AddressPlan, report: HTTPDNSLock<HTTPDNSConnectionReport>) async {
+        let start = ContinuousClock.now
+        do {
+            let answer = try await engine.resolve(host)
+            plan.add(engine.connectOrder(answer.addresses, unknown: unmeasuredConnectTime))
+            plan.localTried = answer.origin == .localDNS
+            report.withLock { $0.answer = answer }
+        } catch {
+            plan.resolutionError = error
+            plan.localTried = true  // the engine already fell back to LocalDNS (unless HTTPDNS-only)
+        }
+        let elapsed = start.duration(to: .now)
+        report.withLock { $0.timings.resolution = elapsed }
+    }
+
+    /// Keeps the block-redirect addresses for the host when one of them answered (seed 003, sticky).
+    func rememberBlockRedirect(_ plan: AddressPlan, reachedAt address: HTTPDNSIPAddress?) {
+        guard let (addresses, ttl) = plan.redirect, let address, addresses.contains(address) else { return }
+        let now = engine.configuration.clock.now()
+        blockedHosts.withLock { $0.remember(plan.host, addresses: addresses, ttl: ttl, now: now) }
+    }
+
+    /// Picks the next address when every attempt so far failed: the answer's, then LocalDNS's, then
+    /// the block-redirect endpoint's (remembered for its TTL).
+    func nextAddress(
+        _ plan: inout AddressPlan, lastError: HTTPTransportError?, report: HTTPDNSLock<HTTPDNSConnectionReport>
     ) async -> HTTPDNSIPAddress?? {
-        if plan.unpinned {
-            guard !plan.unpinnedUsed else { return nil }
+        if plan.unpinned, !plan.unpinnedUsed {
             plan.unpinnedUsed = true
             return .some(nil)
         }
         if let next = plan.next() { return next }
-        if !plan.localTried {
+        if plan.sticky {
+            // The remembered redirect addresses failed too: forget them and go through HTTPDNS again.
+            plan.sticky = false
+            plan.localTried = false
+            plan.redirectTried = false
+            blockedHosts.withLock { $0.forget(plan.host) }
+            report.withLock { $0.viaBlockRedirect = false }
+            await resolve(plan.host, into: &plan, report: report)
+            if let next = plan.next() { return next }
+        }
+        guard plan.protected else { return nil }
+        if !plan.localTried, !plan.unpinned {
             plan.localTried = true
-            if let local = try? await engine.resolveLocally(host) {
+            if let local = try? await engine.resolveLocally(plan.host) {
                 plan.add(local.addresses)
                 if let next = plan.next() { return next }
             }
@@ -116,23 +148,32 @@ extension HTTPDNSClient {
         let blocked = lastError.map(HTTPDNSClient.isBlockSignal) ?? (plan.resolutionError != nil)
         if !plan.redirectTried, blocked, let redirect = configuration.blockRedirect {
             plan.redirectTried = true
-            if let records = try? await redirect.resolve(host, family: engine.configuration.family) {
+            let family = engine.configuration.family
+            if let records = try? await redirect.resolve(plan.host, family: family) {
                 // The redirect endpoint is a network answer like any HTTPDNS one: same hygiene rules.
-                plan.add(engine.configuration.hygiene.filter(records, family: engine.configuration.family).kept)
-                report.viaBlockRedirect = true
+                let kept = engine.configuration.hygiene.filter(records, family: family).kept
+                plan.redirect = (kept, blockRedirectTTL(records.ttl))
+                plan.add(kept)
+                report.withLock { report in
+                    report.viaBlockRedirect = true
+                    if let proxy = plan.proxy { report.proxy = .bypassed(ProxyEnvironment.redacted(proxy)) }
+                }
                 if let next = plan.next() { return next }
             }
         }
         return nil
     }
 
-    func makeTransportRequest(_ request: URLRequest, url: URL, pinned: HTTPDNSIPAddress?, body: RequestBody) -> HTTPTransportRequest {
+    func makeTransportRequest(
+        _ request: URLRequest, url: URL, pinned: HTTPDNSIPAddress?, body: RequestBody, proxy: String? = nil
+    ) -> HTTPTransportRequest {
         var transportRequest = HTTPTransportRequest(url: url, method: request.httpMethod ?? "GET")
         transportRequest.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
             .map { HTTPTransportHeader(name: $0.key, value: $0.value) }
         transportRequest.body = body.transportBody()
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
         transportRequest.trust = engine.configuration.trust
+        transportRequest.proxy = proxy
         let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
         transportRequest.timeouts = .init(
             connect: configuration.connectTimeout, total: configuration.requestTimeout,
@@ -143,15 +184,10 @@ extension HTTPDNSClient {
     /// Failures where the request surely or probably did not reach a server: worth the next address.
     static func isConnectFailure(_ error: HTTPTransportError) -> Bool {
         switch error.code {
-        case .cannotConnectToHost, .cannotFindHost: true
+        case .cannotConnectToHost, .cannotFindHost, .proxyConnectionFailed: true
         case .timedOut, .networkConnectionLost: error.requestBytesSent == 0
         default: false
         }
-    }
-
-    /// Failures that look like a blocked domain (seed 003: cannot find host / cannot connect / proxy).
-    static func isBlockSignal(_ error: HTTPTransportError) -> Bool {
-        error.code == .cannotFindHost || error.code == .cannotConnectToHost
     }
 
     /// The `URLError` an app expects for `error`.
@@ -175,38 +211,5 @@ extension HTTPDNSClient {
             return URLError(code, userInfo: info)
         }
         return URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "The request failed.", "NSDebugDescription": String(describing: error)])
-    }
-}
-
-/// The addresses still to try for one request, in order, without repeats.
-struct AddressPlan {
-    private var queue: [HTTPDNSIPAddress] = []
-    private var tried = Set<HTTPDNSIPAddress>()
-    var unpinned = false
-    var unpinnedUsed = false
-    var localTried = false
-    var redirectTried = false
-    var resolutionError: (any Error)?
-
-    /// Adds addresses, alternating IPv6 and IPv4 when both are present (RFC 8305's interleaving).
-    mutating func add(_ addresses: [HTTPDNSIPAddress]) {
-        let fresh = addresses.filter { !tried.contains($0) && !queue.contains($0) }
-        let v6 = fresh.filter { $0.family == .v6 }
-        let v4 = fresh.filter { $0.family == .v4 }
-        var merged: [HTTPDNSIPAddress] = []
-        let first = fresh.first?.family == .v6 ? v6 : v4
-        let second = fresh.first?.family == .v6 ? v4 : v6
-        for index in 0..<max(first.count, second.count) {
-            if index < first.count { merged.append(first[index]) }
-            if index < second.count { merged.append(second[index]) }
-        }
-        queue += merged
-    }
-
-    mutating func next() -> HTTPDNSIPAddress? {
-        guard !queue.isEmpty else { return nil }
-        let address = queue.removeFirst()
-        tried.insert(address)
-        return address
     }
 }

@@ -31,7 +31,7 @@ extension HTTPDNSClient {
 }
 
 /// Collects one response with its report.
-private final class ReportingCollector: HTTPDNSClientDelegate {
+private final class ReportingCollector: FinalReportReceiver {
     private struct State {
         var head: (HTTPURLResponse, HTTPDNSConnectionReport)?
         var body = Data()
@@ -58,6 +58,10 @@ private final class ReportingCollector: HTTPDNSClientDelegate {
 
     func didReceive(data: Data) {
         state.withLock { $0.body.append(data) }
+    }
+
+    func didFinish(connection: HTTPDNSConnectionReport) {
+        state.withLock { state in state.head?.1 = connection }
     }
 
     func didComplete(error: (any Error)?) {

@@ -10,11 +10,13 @@ import FoundationNetworking
 /// certificate verification: IP direct connect without breaking HTTPS.
 ///
 /// The path of one request: the engine resolves the host (cache → HTTPDNS providers → LocalDNS);
-/// the transport connects to one address at a time, pinned with `CURLOPT_CONNECT_TO`; an address that
-/// refuses or times out is cooled down in the engine and the next is tried (IPv6 and IPv4
-/// alternating), then LocalDNS's addresses, then — for a blocked domain — a redirect address from the
-/// app's own IP-list endpoint (seed 003). A certificate that does not verify is a hard failure and
-/// is never retried elsewhere with weaker checks.
+/// the transport connects to the addresses, fastest remembered first, each attempt pinned with
+/// `CURLOPT_CONNECT_TO` and started 250 ms after the previous one unless that one connected (RFC 8305,
+/// IPv6 and IPv4 alternating); an address that refuses or times out is cooled down in the engine,
+/// then LocalDNS's addresses are tried, then — for a blocked domain — a redirect address from the
+/// app's own IP-list endpoint (seed 003), used directly for its TTL afterwards. With a proxy set in
+/// the environment the request goes through it unpinned (``Configuration/proxyPolicy``). A
+/// certificate that does not verify is a hard failure and is never retried elsewhere with weaker checks.
 public final class HTTPDNSClient: Sendable {
     /// Settings of one client.
     public struct Configuration: Sendable {
@@ -34,6 +36,20 @@ public final class HTTPDNSClient: Sendable {
         public var cookieStorage: HTTPCookieStorage? = nil
         /// Most redirects followed by ``HTTPDNSClient/data(for:)`` and ``HTTPDNSClient/bytes(for:)``. Default 20.
         public var maximumRedirects: Int = 20
+        /// Connection racing (Happy Eyeballs v2, RFC 8305 §5): when an address has not connected after
+        /// this long, the next one is tried alongside it, and the first connection made carries the
+        /// request (the others are dropped before a byte of the request is sent). At least 10 ms.
+        /// nil tries addresses one after another, each when the previous failed. Default 250 ms.
+        ///
+        /// Either way the connect time of every new connection is remembered per address by the
+        /// engine and later attempts try the fastest address first.
+        public var connectionAttemptDelay: Duration? = .milliseconds(250)
+        /// What to do for a protected host when a proxy is configured for it in the environment.
+        /// Default ``HTTPDNSProxyPolicy/respect``: through the proxy, unpinned.
+        public var proxyPolicy: HTTPDNSProxyPolicy = .respect
+        /// The environment the proxy settings are read from; nil reads the process's when the client
+        /// is made. For tests.
+        package var proxyEnvironment: [String: String]? = nil
 
         public init() {}
     }
@@ -44,9 +60,13 @@ public final class HTTPDNSClient: Sendable {
     package let transport: HTTPTransport
     /// The settings the client was made with.
     public let configuration: Configuration
+    /// The proxy variables, read once when the client is made.
+    let proxies: ProxyEnvironment
+    /// Hosts sent to the block-redirect addresses for now (seed 003, made sticky).
+    let blockedHosts = HTTPDNSLock(BlockRedirectMemory())
 
     /// A client sending through `engine`'s answers; origins are verified against the engine's
-    /// ``HTTPDNSConfiguration/trust``.
+    /// ``HTTPDNSConfiguration/trust``. The proxy environment variables are read here.
     public convenience init(engine: HTTPDNSEngine, configuration: Configuration = .init()) {
         self.init(engine: engine, transport: .shared, configuration: configuration)
     }
@@ -57,6 +77,7 @@ public final class HTTPDNSClient: Sendable {
         var configuration = configuration
         configuration.blockRedirect = configuration.blockRedirect.map { HTTPDNSEngine.trusting(engine.configuration.trust, $0) }
         self.configuration = configuration
+        self.proxies = ProxyEnvironment(configuration.proxyEnvironment ?? ProcessInfo.processInfo.environment)
     }
 
     /// Sends `request` and collects the whole response, following redirects (re-resolving each host).
@@ -181,6 +202,10 @@ public struct HTTPDNSConnectionReport: Sendable {
     /// The response's header fields in the order received, repeats kept (`HTTPURLResponse` merges
     /// them); for `curl -i`-style output.
     package var responseHeaders: [HTTPTransportHeader] = []
+    /// Whether a proxy was configured for the URL, and whether the request used it.
+    public var proxy: ProxyUse = .none
+    /// Where the time went.
+    public var timings = Timings()
 }
 
 /// A running request; cancel it with ``cancel()``.

@@ -29,6 +29,12 @@ let curlSeekCallback: curl_seek_callback = { context, offset, origin in
     return transfer.seekBody(to: offset, origin: origin) ? Int32(CURL_SEEKFUNC_OK) : Int32(CURL_SEEKFUNC_CANTSEEK)
 }
 
+let curlPrereqCallback: curl_prereq_callback = { context, _, _, _, _ in
+    guard let context else { return Int32(CURL_PREREQFUNC_ABORT) }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.connectionReady() ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
+}
+
 extension CurlTransfer {
     /// Copies the next request-body bytes for libcurl (loop thread).
     func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
@@ -70,12 +76,30 @@ extension CurlTransfer {
         var message = String(cString: errorBuffer)
         if message.isEmpty { message = String(cString: curl_easy_strerror(code)) }
         if !pinned.isEmpty { message = CurlPinning.humanize(message, host: host, addresses: pinned) }
-        var error = abortError ?? HTTPTransportError(Self.errorCode(for: code), message)
+        var error = abortError ?? HTTPTransportError(isProxyFailure(code) ? .proxyConnectionFailed : Self.errorCode(for: code), message)
         error.curlCode = Int(code.rawValue)
         error.host = host
         error.attemptedAddress = primaryAddress ?? (pinned.count == 1 ? pinned[0] : nil)
         error.requestBytesSent = requestBytesSent
         return error
+    }
+
+    /// Whether `code` means the proxy this transfer went through failed, rather than the origin.
+    ///
+    /// Through a proxy libcurl connects only to the proxy, so a failed connect is the proxy's; a
+    /// refused tunnel is reported by libcurl 7.88 as `CURLE_RECV_ERROR` ("CONNECT tunnel failed,
+    /// response 403"; later versions use `CURLE_COULDNT_CONNECT`), told apart by the proxy's answer
+    /// to CONNECT (`CURLINFO_HTTP_CONNECTCODE`).
+    func isProxyFailure(_ code: CURLcode) -> Bool {
+        guard proxy != nil else { return false }
+        switch code {
+        case CURLE_COULDNT_RESOLVE_PROXY, CURLE_PROXY, CURLE_COULDNT_CONNECT:
+            return true
+        default:
+            var connectCode = 0
+            if let easy { _ = httpdns_easy_getinfo_long(easy, CURLINFO_HTTP_CONNECTCODE, &connectCode) }
+            return connectCode >= 300
+        }
     }
 
     static func errorCode(for code: CURLcode) -> HTTPTransportError.Code {

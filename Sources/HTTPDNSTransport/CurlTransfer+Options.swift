@@ -30,9 +30,17 @@ extension CurlTransfer {
         try check(httpdns_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2), "verify host")
         let version = configuration.enableHTTP2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1
         try check(httpdns_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, version), "HTTP version")
-        if !configuration.useEnvironmentProxy {
+        if let proxy = request.proxy {
+            try check(httpdns_easy_setopt_string(easy, CURLOPT_PROXY, proxy), "proxy")
+            // The caller applied no_proxy already; libcurl would otherwise read it again from the environment.
+            try check(httpdns_easy_setopt_string(easy, CURLOPT_NOPROXY, ""), "no proxy")
+        } else if !configuration.useEnvironmentProxy {
             // An empty proxy disables http_proxy and friends: a pinned address must be the peer.
             try check(httpdns_easy_setopt_string(easy, CURLOPT_PROXY, ""), "proxy")
+        }
+        if request.connectGate != nil {
+            try check(httpdns_easy_setopt_prereq_function(easy, CURLOPT_PREREQFUNCTION, curlPrereqCallback), "prereq callback")
+            try check(httpdns_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context), "prereq data")
         }
         if let userAgent = configuration.userAgent {
             try check(httpdns_easy_setopt_string(easy, CURLOPT_USERAGENT, userAgent), "user agent")

@@ -26,6 +26,8 @@ final class CurlTransfer: @unchecked Sendable {
     let maxResponseBytes: Int?
     let maxHeaderBytes: Int
     let pinned: [HTTPDNSIPAddress]
+    let proxy: String?
+    let connectGate: (@Sendable (HTTPTransportConnection) -> Bool)?
 
     // Response state, loop thread only.
     private var headers: [HTTPTransportHeader] = []
@@ -50,6 +52,8 @@ final class CurlTransfer: @unchecked Sendable {
         self.maxResponseBytes = request.maxResponseBytes
         self.maxHeaderBytes = configuration.maxResponseHeaderBytes
         self.pinned = request.pinnedAddresses
+        self.proxy = request.proxy
+        self.connectGate = request.connectGate
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         _ = CurlGlobal.initialized
@@ -170,10 +174,22 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func deliverHead(status: Int) {
         headDelivered = true
-        let head = HTTPTransportResponseHead(
+        var head = HTTPTransportResponseHead(
             statusCode: status, headers: headers, connectedAddress: primaryAddress, httpVersion: httpVersion)
+        if let easy { head.timings = HTTPTransportTimings(easy: easy) }
         headers = []
         delegate.didReceiveResponse(head)
+    }
+
+    /// The connection is ready and the request not sent yet: asks the connect gate (loop thread).
+    func connectionReady() -> Bool {
+        guard let connectGate, let easy else { return true }
+        let connection = HTTPTransportConnection(address: primaryAddress, timings: HTTPTransportTimings(easy: easy))
+        guard connectGate(connection) else {
+            abortError = HTTPTransportError(.cancelled, "another connection was ready first", host: host)
+            return false
+        }
+        return true
     }
 
     // MARK: Completion (loop thread)
@@ -251,6 +267,7 @@ final class CurlTransfer: @unchecked Sendable {
         metrics.requestBytesSent = requestBytesSent
         metrics.responseBodyBytes = bodyBytes
         metrics.totalTime = .microseconds(total)
+        metrics.timings = HTTPTransportTimings(easy: easy)
         return metrics
     }
 }

@@ -21,6 +21,7 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
             case badURL
             case invalidRequest
             case bodySourceFailed
+            case proxyConnectionFailed
             case unknown
         }
 
@@ -51,6 +52,9 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         package static let invalidRequest = Code(.invalidRequest)
         /// The streaming body source threw.
         package static let bodySourceFailed = Code(.bodySourceFailed)
+        /// The proxy could not be reached, or refused to connect to the origin (a non-2xx answer to
+        /// CONNECT). Apple's CFNetwork reports this as error 310 (`kCFErrorHTTPSProxyConnectionFailure`).
+        package static let proxyConnectionFailed = Code(.proxyConnectionFailed)
         /// Anything else; see ``HTTPTransportError/curlCode`` and ``HTTPTransportError/detail``.
         package static let unknown = Code(.unknown)
 
@@ -112,6 +116,7 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case .badURL: return "The address of the request is not valid."
         case .invalidRequest: return "The request is not valid."
         case .bodySourceFailed: return "The request body could not be read."
+        case .proxyConnectionFailed: return "The proxy could not connect to \(name)."
         default: return "The request to \(name) failed."
         }
     }
@@ -123,7 +128,11 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         let urlCode: URLError.Code
         switch code {
         case .cannotFindHost: urlCode = .cannotFindHost
-        case .cannotConnectToHost: urlCode = .cannotConnectToHost
+        // CFNetwork's 310 (kCFErrorHTTPSProxyConnectionFailure) is in another domain, and corelibs
+        // has no proxy code: its MultiHandle maps a refused proxy (ECONNREFUSED) to cannotConnectToHost
+        // and a refused tunnel or unresolvable proxy to unknown. cannotConnectToHost for all of them is
+        // what apps following seed 003 already handle (-1004).
+        case .cannotConnectToHost, .proxyConnectionFailed: urlCode = .cannotConnectToHost
         case .timedOut: urlCode = .timedOut
         case .secureConnectionFailed: urlCode = .secureConnectionFailed
         case .serverCertificateUntrusted: urlCode = .serverCertificateUntrusted

@@ -44,6 +44,13 @@ package struct HTTPTransportRequest: Sendable {
     package var maxResponseBytes: Int? = nil
     /// Which certificate authorities verify the server. Verification itself is always on.
     package var trust: HTTPDNSTrust = .system
+    /// Send the request through this proxy (`CURLOPT_PROXY`, libcurl's `no_proxy` handling off: the
+    /// caller already decided); nil leaves it to ``HTTPTransport/Configuration/useEnvironmentProxy``.
+    package var proxy: String? = nil
+    /// Called on the loop thread once the connection (and TLS) is ready, before the request is sent
+    /// (`CURLOPT_PREREQFUNCTION`); returning false aborts the transfer with `cancelled` before a
+    /// byte of the request leaves. Connection racing uses it to let only the first connection through.
+    package var connectGate: (@Sendable (HTTPTransportConnection) -> Bool)? = nil
 
     package init(
         url: URL,

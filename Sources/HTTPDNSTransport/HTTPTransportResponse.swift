@@ -11,6 +11,8 @@ package struct HTTPTransportResponseHead: Sendable {
     package var connectedAddress: HTTPDNSIPAddress?
     /// The protocol version used: `"1.0"`, `"1.1"`, `"2"` or `"3"`.
     package var httpVersion: String
+    /// libcurl's phase times up to the response head.
+    package var timings = HTTPTransportTimings()
 
     package init(statusCode: Int, headers: [HTTPTransportHeader], connectedAddress: HTTPDNSIPAddress?, httpVersion: String) {
         self.statusCode = statusCode
@@ -35,6 +37,8 @@ package struct HTTPTransportMetrics: Sendable, Hashable {
     package var responseBodyBytes: Int64 = 0
     /// Wall time of the transfer as libcurl measured it.
     package var totalTime: Duration = .zero
+    /// libcurl's phase times for the whole transfer.
+    package var timings = HTTPTransportTimings()
 
     package init() {}
 }

@@ -57,6 +57,17 @@ final class HTTPDNSEngineNetworkChangeTests: XCTestCase {
         XCTAssertEqual(provider.calls, 2)
     }
 
+    func testNetworkChangeForgetsConnectTimes() async throws {
+        let subject = engine([FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))])
+        let slow = try XCTUnwrap(HTTPDNSIPAddress("198.51.100.1")), fast = try XCTUnwrap(HTTPDNSIPAddress("198.51.100.2"))
+        subject.recordConnectTime(slow, .milliseconds(400))
+        subject.recordConnectTime(fast, .milliseconds(5))
+        XCTAssertEqual(subject.connectOrder([slow, fast], unknown: .milliseconds(100)), [fast, slow])
+        await subject.networkDidChange().value
+        XCTAssertNil(subject.connectTimeEstimate(fast), "connect times describe the old network's paths")
+        XCTAssertEqual(subject.connectOrder([slow, fast], unknown: .milliseconds(100)), [slow, fast])
+    }
+
     func testNetworkChangeProviderCooldownsAreCleared() async throws {
         let first = FakeResolver("first", .fail(.transport))
         let second = FakeResolver("second", .answer(["198.51.100.1"], ttl: 600))

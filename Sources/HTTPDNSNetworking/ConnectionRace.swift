@@ -1,0 +1,177 @@
+import Foundation
+import HTTPDNS
+import HTTPDNSCore
+import HTTPDNSTransport
+
+/// The attempts of one exchange at its addresses, and which of them got a connection first.
+///
+/// Every attempt is a whole transfer whose connect gate (`CURLOPT_PREREQFUNCTION`) asks ``claim(_:_:)``
+/// once its connection (and TLS) is ready: the first to ask wins and sends the request; the others
+/// are cancelled before they send anything. The bookkeeping of the losers happens inside the claim,
+/// on the transport's thread, so the report handed over with the response head already lists the
+/// addresses raced past (the winner's connect time is recorded with its head, as for any attempt).
+final class ConnectionRace: Sendable {
+    enum Event: Sendable {
+        /// Attempt `index` ended: its head came, or it failed (or was cancelled).
+        case finished(Int, AttemptDelegate.Result)
+        /// Attempt `index` has run for the connection attempt delay.
+        case delayElapsed(Int)
+    }
+
+    enum Role {
+        case undecided
+        case winner
+        case loser
+    }
+
+    private struct Racer {
+        var address: HTTPDNSIPAddress?
+        var started: ContinuousClock.Instant
+        var transfer: HTTPTransportTask?
+        var lost = false
+        var requeued = false
+        var finished = false
+        /// Whether the attempt asks ``claim(_:_:)`` before its request; one that does not runs alone
+        /// and is the request's transfer from the start.
+        var gated: Bool
+    }
+
+    private struct State {
+        var racers: [Int: Racer] = [:]
+        var winner: Int?
+        var cancelled = false
+        var timers: [Task<Void, Never>] = []
+    }
+
+    private let state = HTTPDNSLock(State())
+    let events: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+    private let engine: HTTPDNSEngine
+    private let report: HTTPDNSLock<HTTPDNSConnectionReport>
+    private let task: HTTPDNSClientTask
+
+    init(engine: HTTPDNSEngine, report: HTTPDNSLock<HTTPDNSConnectionReport>, task: HTTPDNSClientTask) {
+        (events, continuation) = AsyncStream<Event>.makeStream()
+        self.engine = engine
+        self.report = report
+        self.task = task
+    }
+
+    /// Announces attempt `index` before its transfer starts.
+    func add(_ index: Int, address: HTTPDNSIPAddress?, gated: Bool) {
+        state.withLock { $0.racers[index] = Racer(address: address, started: .now, gated: gated) }
+    }
+
+    /// Records the transfer of attempt `index`; false when it must not run (cancelled, or lost already).
+    func register(_ index: Int, _ transfer: HTTPTransportTask) -> Bool {
+        let (keep, isWinner) = state.withLock { state -> (Bool, Bool) in
+            state.racers[index]?.transfer = transfer
+            guard !state.cancelled else { return (false, false) }
+            if state.racers[index]?.gated == false { return (true, true) }
+            if let winner = state.winner { return (winner == index, winner == index) }
+            return (true, false)
+        }
+        if isWinner { return task.setTransfer(transfer) }
+        return keep
+    }
+
+    /// The connect gate of attempt `index`: true lets it send its request.
+    func claim(_ index: Int, _ connection: HTTPTransportConnection) -> Bool {
+        let now = ContinuousClock.now
+        let outcome = state.withLock { state -> (winner: Racer, losers: [Racer])? in
+            guard !state.cancelled, let racer = state.racers[index] else { return nil }
+            if let winner = state.winner { return winner == index ? (racer, []) : nil }
+            state.winner = index
+            var losers: [Racer] = []
+            for (other, loser) in state.racers where other != index && !loser.lost && !loser.finished {
+                state.racers[other]?.lost = true
+                losers.append(loser)
+            }
+            return (racer, losers)
+        }
+        guard let (winner, losers) = outcome else { return false }
+        for loser in losers { loser.transfer?.cancel() }
+        if let transfer = winner.transfer, !task.setTransfer(transfer) { return false }
+        let raced = losers.compactMap { loser in loser.address.map { (address: $0, waited: loser.started.duration(to: now)) } }
+            .sorted { $0.waited > $1.waited }
+        guard !raced.isEmpty else { return true }
+        for loser in raced { engine.recordUnfinishedConnect(loser.address, after: loser.waited) }
+        report.withLock { report in
+            for loser in raced {
+                report.attempts.append(.init(
+                    address: loser.address, failure: "raced past: not connected after \(HTTPDNSClient.milliseconds(loser.waited)) ms"))
+            }
+        }
+        return true
+    }
+
+    func role(of index: Int) -> Role {
+        state.withLock { state in
+            if state.winner == index { return .winner }
+            if state.racers[index]?.lost == true { return .loser }
+            return .undecided
+        }
+    }
+
+    /// The winner failed after connecting: the race is open again. Returns the addresses of the
+    /// attempts it had beaten, which never failed and may be tried again.
+    func reopen() -> [HTTPDNSIPAddress] {
+        state.withLock { state in
+            state.winner = nil
+            var beaten: [(ContinuousClock.Instant, HTTPDNSIPAddress)] = []
+            for (index, racer) in state.racers where racer.lost && !racer.requeued {
+                state.racers[index]?.requeued = true
+                if let address = racer.address { beaten.append((racer.started, address)) }
+            }
+            return beaten.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+    }
+
+    /// The address attempt `index` was pinned to.
+    func address(of index: Int) -> HTTPDNSIPAddress? {
+        state.withLock { $0.racers[index]?.address }
+    }
+
+    var hasWinner: Bool { state.withLock { $0.winner != nil } }
+
+    /// Cancels every attempt (the request was cancelled or failed for good).
+    func cancelAll() {
+        let (transfers, timers) = state.withLock { state -> ([HTTPTransportTask], [Task<Void, Never>]) in
+            state.cancelled = true
+            return (state.racers.values.compactMap(\.transfer), state.timers)
+        }
+        for transfer in transfers { transfer.cancel() }
+        for timer in timers { timer.cancel() }
+        continuation.finish()
+    }
+
+    /// Attempt `index` ended with `result`.
+    func finished(_ index: Int, _ result: AttemptDelegate.Result) {
+        state.withLock { $0.racers[index]?.finished = true }
+        continuation.yield(.finished(index, result))
+    }
+
+    /// Reports ``Event/delayElapsed(_:)`` for attempt `index` after `delay`, unless the race ends first.
+    func startTimer(_ index: Int, delay: Duration) {
+        let continuation = self.continuation
+        let timer = Task {
+            guard (try? await Task.sleep(for: delay)) != nil else { return }
+            continuation.yield(.delayElapsed(index))
+        }
+        let ended = state.withLock { state -> Bool in
+            state.timers.append(timer)
+            return state.cancelled
+        }
+        if ended { timer.cancel() }
+    }
+
+    /// Ends the event stream (the winner carries on); attempts still running report into nothing.
+    func finish() {
+        let timers = state.withLock { state -> [Task<Void, Never>] in
+            defer { state.timers.removeAll() }
+            return state.timers
+        }
+        for timer in timers { timer.cancel() }
+        continuation.finish()
+    }
+}
