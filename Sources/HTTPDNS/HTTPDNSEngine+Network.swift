@@ -130,6 +130,13 @@ extension HTTPDNSEngine {
         }
     }
 
+    /// `addresses` from a resolver the engine did not ask (the client's block-redirect endpoint), as
+    /// this network can use them: the family `.auto` stands for, IPv4 synthesized on NAT64 networks.
+    package func usableAddresses(_ addresses: [HTTPDNSIPAddress], family: HTTPDNSAddressFamily?) -> [HTTPDNSIPAddress] {
+        let family = concreteFamily(family)
+        return usableAddresses(addresses, family: family, prefix: nat64Prefix)
+    }
+
     /// Addresses as this network can use them: with a NAT64 prefix, the IPv4 addresses of a `.both`
     /// answer become IPv6 (RFC 6052), after the native IPv6 ones.
     func usableAddresses(_ addresses: [HTTPDNSIPAddress], family: HTTPDNSAddressFamily, prefix: HTTPDNSNAT64Prefix?) -> [HTTPDNSIPAddress] {

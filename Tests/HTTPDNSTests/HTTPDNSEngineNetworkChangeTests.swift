@@ -180,6 +180,9 @@ final class HTTPDNSEngineAutoFamilyTests: XCTestCase {
         let cached = try await subject.resolve("v4only.example")
         XCTAssertTrue(cached.fromCache)
         XCTAssertEqual(cached.addresses.map(\.description), ["64:ff9b::c633:640a", "64:ff9b::c633:640b"])
+        // Addresses from elsewhere (the client's block-redirect endpoint) get the same treatment.
+        let redirected = subject.usableAddresses([try XCTUnwrap(HTTPDNSIPAddress("198.51.100.20"))], family: nil)
+        XCTAssertEqual(redirected.map(\.description), ["64:ff9b::c633:6414"])
         // The user's own pins to private space have no NAT64 form: they stay as they are.
         let pins = HTTPDNSStaticResolver(["intranet.example": [try XCTUnwrap(HTTPDNSIPAddress("10.0.0.7"))]])
         let pinned = engine([pins], local: local) {
