@@ -92,6 +92,14 @@ let package = Package(
             dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking", "HTTPDNSTestSupport"]
         ),
 
+        // The differential suite's scenarios and routes (issue 8), and the runner that executes one
+        // scenario through one route in a child process (`HTTPDNSDifferentialRunner`, test-only, no product).
+        .target(
+            name: "HTTPDNSDifferential",
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "CCrypto"]
+        ),
+        .executableTarget(name: "HTTPDNSDifferentialRunner", dependencies: ["HTTPDNSDifferential"]),
+
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
         .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
 
@@ -110,6 +118,10 @@ let package = Package(
         .testTarget(
             name: "HTTPDNSAcceptanceTests",
             dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
+        ),
+        .testTarget(
+            name: "HTTPDNSDifferentialTests",
+            dependencies: ["HTTPDNSDifferential", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),

@@ -8,19 +8,24 @@ import FoundationNetworking
 
 /// One attempt at one address: waits for the response head (or a failure before it), then streams
 /// the body straight to the client delegate.
+///
+/// A redirect's body is kept (up to ``redirectBodyLimit``) and the attempt's result comes when it is
+/// complete, so that a redirect the app refuses is delivered whole, as `URLSession` delivers it.
 final class AttemptDelegate: HTTPTransportDelegate {
     enum Result: Sendable {
         case delivered
-        case redirect(URLRequest)
+        case redirect(URLRequest, RedirectAnswer)
         case failed(HTTPTransportError)
     }
+
+    /// The most bytes of a redirect's body kept; a longer one is cut off (and its transfer stopped).
+    static let redirectBodyLimit = 1 << 20
 
     private struct State {
         var onResult: (@Sendable (Result) -> Void)?
         var transfer: HTTPTransportTask?
         var headSeen = false
-        var redirecting = false
-        var cancelWhenKnown = false
+        var redirect: (next: URLRequest, answer: RedirectAnswer)?
     }
 
     private let state = HTTPDNSLock(State())
@@ -64,11 +69,8 @@ final class AttemptDelegate: HTTPTransportDelegate {
         state.withLock { $0.onResult = onResult }
         do throws(HTTPTransportError) {
             let transfer = try transport.start(request, delegate: self)
-            let cancelNow = state.withLock { state -> Bool in
-                state.transfer = transfer
-                return state.cancelWhenKnown
-            }
-            if cancelNow || !register(transfer) { transfer.cancel() }
+            state.withLock { $0.transfer = transfer }
+            if !register(transfer) { transfer.cancel() }
         } catch {
             resume(.failed(error))
         }
@@ -87,18 +89,6 @@ final class AttemptDelegate: HTTPTransportDelegate {
         if let cookieStorage, request.httpShouldHandleCookies {
             HTTPDNSClient.storeCookies(from: head, url: originalURL, in: cookieStorage)
         }
-        if interceptRedirects, let next = HTTPDNSRedirect.nextRequest(after: request, response: response) {
-            let transfer = state.withLock { state -> HTTPTransportTask? in
-                state.headSeen = true
-                state.redirecting = true
-                if state.transfer == nil { state.cancelWhenKnown = true }
-                return state.transfer
-            }
-            transfer?.cancel()
-            resume(.redirect(next))
-            return
-        }
-        state.withLock { $0.headSeen = true }
         let firstByte = started.duration(to: .now)
         if let ranking, head.timings.newConnection {
             ranking.engine.recordConnectTime(ranking.address, head.timings.tcpConnect)
@@ -113,17 +103,32 @@ final class AttemptDelegate: HTTPTransportDelegate {
             report.timings.firstByte = firstByte
             return report
         }
+        if interceptRedirects, let next = HTTPDNSRedirect.nextRequest(after: request, response: response) {
+            state.withLock { state in
+                state.headSeen = true
+                state.redirect = (next, RedirectAnswer(response: response, body: Data(), connection: report))
+            }
+            return
+        }
+        state.withLock { $0.headSeen = true }
         client.didReceive(response: response, connection: report)
         resume(.delivered)
     }
 
     func didReceiveData(_ data: Data) {
-        guard !state.withLock({ $0.redirecting }) else { return }
+        let (redirecting, overflow) = state.withLock { state -> (Bool, HTTPTransportTask?) in
+            guard state.redirect != nil else { return (false, nil) }
+            let room = Self.redirectBodyLimit - state.redirect!.answer.body.count
+            state.redirect!.answer.body.append(data.prefix(max(0, room)))
+            return (true, data.count > room ? state.transfer : nil)
+        }
+        overflow?.cancel()
+        guard !redirecting else { return }
         client.didReceive(data: data)
     }
 
     func didComplete(_ result: Swift.Result<HTTPTransportMetrics, HTTPTransportError>) {
-        let (headSeen, redirecting) = state.withLock { ($0.headSeen, $0.redirecting) }
+        let (headSeen, redirect) = state.withLock { ($0.headSeen, $0.redirect) }
         guard headSeen else {
             switch result {
             case .failure(let error):
@@ -133,7 +138,11 @@ final class AttemptDelegate: HTTPTransportDelegate {
             }
             return
         }
-        guard !redirecting else { return }
+        if let redirect {
+            // A redirect cut off (too long, or the connection dropped) is still a redirect.
+            resume(.redirect(redirect.next, redirect.answer))
+            return
+        }
         switch result {
         case .success:
             if let receiver = client as? any FinalReportReceiver {

@@ -10,18 +10,18 @@ extension HTTPDNSClient {
     enum Outcome {
         /// The response went to the delegate; the body and completion follow from the transport.
         case delivered
-        /// A redirect to follow with this request.
-        case redirect(URLRequest)
+        /// A redirect to follow with this request, and the redirect answer itself.
+        case redirect(URLRequest, RedirectAnswer)
     }
 
     /// One request/response, over as many addresses as failover needs.
     func exchange(
-        _ request: URLRequest, interceptRedirects: Bool, cookies: CookieHandling, delegate: any HTTPDNSClientDelegate,
-        task: HTTPDNSClientTask
+        _ request: URLRequest, body: RequestBody, interceptRedirects: Bool, options: RequestOptions,
+        delegate: any HTTPDNSClientDelegate, task: HTTPDNSClientTask
     ) async throws -> Outcome {
         var request = request
         var cookieStorage: HTTPCookieStorage?
-        switch cookies {
+        switch options.cookies {
         case .none:
             break
         case .storeOnly(let storage):
@@ -37,7 +37,6 @@ extension HTTPDNSClient {
         }
         let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
         let started = ContinuousClock.now
-        let body = try RequestBody(request)
         let report = HTTPDNSLock(HTTPDNSConnectionReport(
             host: host, answer: nil, attempts: [], connectedAddress: nil, certificateVerified: scheme == "https",
             viaBlockRedirect: false, httpVersion: ""))
@@ -74,7 +73,7 @@ extension HTTPDNSClient {
             }
             let context = AttemptContext(
                 request: request, url: url, body: body, interceptRedirects: interceptRedirects, cookieStorage: cookieStorage,
-                delegate: delegate, task: task, report: report, started: started)
+                delegate: delegate, task: task, report: report, started: started, options: options)
             return try await connect(&plan, context)
         } catch {
             throw HTTPDNSClientFailure(underlying: error, report: report.withLock { $0 })
@@ -92,6 +91,8 @@ extension HTTPDNSClient {
         var task: HTTPDNSClientTask
         var report: HTTPDNSLock<HTTPDNSConnectionReport>
         var started: ContinuousClock.Instant
+        /// Timeouts, decoding and upload progress as the URL protocol asks.
+        var options: RequestOptions
     }
 
     /// Asks the engine for `host` and queues its addresses, fastest known first.
@@ -166,19 +167,26 @@ extension HTTPDNSClient {
     }
 
     func makeTransportRequest(
-        _ request: URLRequest, url: URL, pinned: HTTPDNSIPAddress?, body: RequestBody, proxy: String? = nil
+        _ request: URLRequest, url: URL, pinned: HTTPDNSIPAddress?, body: RequestBody, proxy: String? = nil,
+        options: RequestOptions = .init()
     ) -> HTTPTransportRequest {
         var transportRequest = HTTPTransportRequest(url: url, method: request.httpMethod ?? "GET")
         transportRequest.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }
             .map { HTTPTransportHeader(name: $0.key, value: $0.value) }
-        transportRequest.body = body.transportBody()
+        transportRequest.body = body.transportBody(progress: options.bodyProgress)
         transportRequest.pinnedAddresses = pinned.map { [$0] } ?? []
         transportRequest.trust = engine.configuration.trust
         transportRequest.proxy = proxy
-        let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
-        transportRequest.timeouts = .init(
-            connect: configuration.connectTimeout, total: configuration.requestTimeout,
-            idle: min(total ?? configuration.idleTimeout, configuration.idleTimeout))
+        transportRequest.decodesContent = options.decodesContent
+        if let idle = options.idleTimeout {
+            transportRequest.timeouts = .init(
+                connect: min(configuration.connectTimeout, idle), total: configuration.requestTimeout, idle: idle)
+        } else {
+            let total = request.timeoutInterval > 0 ? Duration.milliseconds(Int64(request.timeoutInterval * 1000)) : nil
+            transportRequest.timeouts = .init(
+                connect: configuration.connectTimeout, total: configuration.requestTimeout,
+                idle: min(total ?? configuration.idleTimeout, configuration.idleTimeout))
+        }
         return transportRequest
     }
 

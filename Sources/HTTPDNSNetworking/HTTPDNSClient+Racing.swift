@@ -38,7 +38,8 @@ extension HTTPDNSClient {
             let gated = attemptDelay != nil && (plan.hasNext || running > 1)
             race.add(index, address: address, gated: gated)
             var transportRequest = makeTransportRequest(
-                context.request, url: context.url, pinned: address, body: context.body, proxy: address == nil ? plan.proxy : nil)
+                context.request, url: context.url, pinned: address, body: context.body, proxy: address == nil ? plan.proxy : nil,
+                options: context.options)
             if gated { transportRequest.connectGate = { race.claim(index, $0) } }
             let attempt = AttemptDelegate(
                 originalURL: context.url, interceptRedirects: context.interceptRedirects, client: context.delegate,
@@ -74,9 +75,9 @@ extension HTTPDNSClient {
                     case .delivered:
                         rememberBlockRedirect(plan, reachedAt: race.address(of: index))
                         return .delivered
-                    case .redirect(let next):
+                    case .redirect(let next, let answer):
                         rememberBlockRedirect(plan, reachedAt: race.address(of: index))
-                        return .redirect(next)
+                        return .redirect(next, answer)
                     case .failed(let failure):
                         error = failure
                     }

@@ -127,32 +127,51 @@ public final class HTTPDNSClient: Sendable {
     func start(
         _ request: URLRequest, followRedirects: Bool, cookies: CookieHandling, delegate: any HTTPDNSClientDelegate
     ) -> HTTPDNSClientTask {
+        start(request, followRedirects: followRedirects, options: RequestOptions(cookies: cookies), delegate: delegate)
+    }
+
+    func start(
+        _ request: URLRequest, followRedirects: Bool, options: RequestOptions, delegate: any HTTPDNSClientDelegate
+    ) -> HTTPDNSClientTask {
         let task = HTTPDNSClientTask()
         let driver = Task {
-            await self.run(request, followRedirects: followRedirects, cookies: cookies, delegate: delegate, task: task)
+            await self.run(request, followRedirects: followRedirects, options: options, delegate: delegate, task: task)
         }
         task.setDriver(driver)
         return task
     }
 
     private func run(
-        _ request: URLRequest, followRedirects: Bool, cookies: CookieHandling, delegate: any HTTPDNSClientDelegate,
+        _ request: URLRequest, followRedirects: Bool, options: RequestOptions, delegate: any HTTPDNSClientDelegate,
         task: HTTPDNSClientTask
     ) async {
         var request = request
-        var cookies = cookies
+        var options = options
+        var body = options.body ?? RequestBody(request, newStream: options.newBodyStream)
         var hops = 0
         while true {
             do {
                 let outcome = try await exchange(
-                    request, interceptRedirects: followRedirects, cookies: cookies, delegate: delegate, task: task)
-                guard case .redirect(let next) = outcome else { return }
+                    request, body: body, interceptRedirects: followRedirects, options: options, delegate: delegate, task: task)
+                guard case .redirect(var next, let answer) = outcome else { return }
+                if let decide = options.redirect {
+                    guard let chosen = await decide(answer.response, next) else {
+                        // Not followed: the redirect itself is the answer, body included.
+                        task.finish()
+                        delegate.didReceive(response: answer.response, connection: answer.connection)
+                        if !answer.body.isEmpty { delegate.didReceive(data: answer.body) }
+                        delegate.didComplete(error: nil)
+                        return
+                    }
+                    next = chosen
+                }
                 // URLSession added the first request's cookies; later hops get theirs from the storage.
-                if case .storeOnly(let storage) = cookies { cookies = .sendAndStore(storage) }
+                if case .storeOnly(let storage) = options.cookies { options.cookies = .sendAndStore(storage) }
                 hops += 1
                 guard hops <= configuration.maximumRedirects else {
                     throw URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "more than \(configuration.maximumRedirects) redirects"])
                 }
+                body = try await body.following(to: next)
                 request = next
             } catch {
                 task.finish()

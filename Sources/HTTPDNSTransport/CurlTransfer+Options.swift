@@ -51,6 +51,8 @@ extension CurlTransfer {
         try configurePinning(request, easy: easy)
         try configureMethodAndBody(request, easy: easy, context: context)
 
+        // "" offers every coding libcurl was built with; NULL turns decoding off.
+        try check(httpdns_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, request.decodesContent ? "" : nil), "accept encoding")
         if let maxResponseBytes = request.maxResponseBytes {
             try check(httpdns_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxResponseBytes)), "max size")
         }

@@ -44,6 +44,9 @@ package struct HTTPTransportRequest: Sendable {
     package var maxResponseBytes: Int? = nil
     /// Which certificate authorities verify the server. Verification itself is always on.
     package var trust: HTTPDNSTrust = .system
+    /// Ask for every content coding libcurl can decode (`Accept-Encoding`) and deliver the body
+    /// decoded, as `URLSession` does; the `Content-Encoding` header stays as received. Default false.
+    package var decodesContent: Bool = false
     /// Send the request through this proxy (`CURLOPT_PROXY`, libcurl's `no_proxy` handling off: the
     /// caller already decided); nil leaves it to ``HTTPTransport/Configuration/useEnvironmentProxy``.
     package var proxy: String? = nil

@@ -29,7 +29,9 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
 
     func testUnprotectedHostsAndIPLiteralsAreNotTaken() throws {
         let client = makeClient(["app.test": ["127.0.0.3"]])
-        HTTPDNSURLProtocol.install(client, into: .ephemeral)
+        let configuration = URLSessionConfiguration.ephemeral
+        HTTPDNSURLProtocol.install(client, into: configuration)
+        defer { withExtendedLifetime(configuration) {} }
         XCTAssertTrue(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://app.test/")!)))
         XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://other.example/")!)))
         XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "http://127.0.0.1/")!)))
