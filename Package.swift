@@ -1,6 +1,6 @@
 // swift-tools-version:6.2
 // Swift 6.2 or newer: the engine starts cache-miss lookups with `Task.immediate` (SE-0472). Linux only:
-// the transport is libcurl, the server h2o/libmicrohttpd, the watchers rtnetlink; nothing is built or
+// the transport is libcurl, the server h2o, the watchers rtnetlink; nothing is built or
 // tested on Apple platforms, so none is declared.
 //
 // The layout follows the path of one request:
@@ -30,10 +30,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        .systemLibrary(
-            name: "CMicroHTTPD",
-            pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]
+        // h2o's evloop library (HTTP/1.1, HTTP/2, TLS with ALPN) behind a narrow C face of our own:
+        // Swift never imports h2o's headers (see Sources/CH2O/include/httpdns_h2o.h).
+        .target(
+            name: "CH2O",
+            cSettings: [.define("H2O_USE_EPOLL", to: "1")],
+            linkerSettings: [.linkedLibrary("h2o-evloop"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
 
         // Linux rtnetlink headers, for the network-change watcher.
@@ -60,8 +62,8 @@ let package = Package(
         // IP direct connect for apps: the URLProtocol, the direct client API, connection failover.
         .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
-        // The self-hostable HTTPDNS server (libmicrohttpd).
-        .target(name: "HTTPDNSServer", dependencies: ["CMicroHTTPD", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
+        // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
+        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.

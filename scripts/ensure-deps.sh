@@ -6,13 +6,16 @@ set -euo pipefail
 packages=(
   libcurl4-openssl-dev   # the transport (libcurl, multi interface)
   libssl-dev             # libcrypto: MD5, HMAC-SHA256, AES, DES for provider signatures
-  libmicrohttpd-dev      # the HTTP layer of `httpdns serve` and of test servers
+  libh2o-evloop-dev      # the HTTP/1.1 + HTTP/2 event loop of `httpdns serve` and of test servers
   pkg-config             # SwiftPM finds the C libraries through it
   openssl                # tests and the demo make a private CA and certificates on the fly
   nginx-light            # the real HTTPS origin in tests and the demo
   dnsmasq-base           # a real (and lying) DNS server in tests and the demo
   curl                   # interoperability tests: curl --doh-url against httpdns serve
-  dnsutils               # dig, for captured fixtures and interoperability
+  dnsutils               # dig, for captured fixtures and interoperability (dig +https against serve)
+  knot-dnsutils          # kdig +https against httpdns serve (interoperability)
+  dnsperf                # dnsperf -m doh against httpdns serve (interoperability)
+  nghttp2-client         # h2load, the HTTP/2 load generator of `make bench`
   iproute2               # ip netns / veth: tests build their own networks (network changes, NAT64, blackholed addresses)
   nftables               # nft: the drop rule that blackholes a test namespace's addresses
   unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module)

@@ -29,11 +29,11 @@ enum BenchServers {
             let counter = Counter()
             self.service = service
             self.counter = counter
-            // The service's own routing (`handle`) behind a front that counts: the same code
-            // `HTTPDNSService.start()` puts behind libmicrohttpd.
-            self.server = try HTTPServer(configuration: .init()) { request in
+            // The service's own responder behind a front that counts: the same code
+            // `HTTPDNSService.start()` puts on the server's event loop.
+            self.server = try HTTPServer(configuration: .init(), bodySink: nil) { request, _, exchange in
                 counter.value.add(1, ordering: .relaxed)
-                return service.handle(request)
+                service.respond(to: request, exchange: exchange)
             }
         }
 

@@ -45,7 +45,16 @@ extension HTTPDNSClient {
                 originalURL: context.url, interceptRedirects: context.interceptRedirects, client: context.delegate,
                 report: context.report, request: context.request, cookieStorage: context.cookieStorage, started: context.started,
                 ranking: address.map { (engine, $0) })
+            // A redirect address that answers is remembered where its head arrives, before the caller
+            // can see the response: the next request to the host must find it (sticky, seed 003).
+            let redirectPlan = plan.redirect == nil ? nil : plan
             attempt.start(transport: transport, request: transportRequest) { race.register(index, $0) } onResult: { result in
+                if let redirectPlan {
+                    switch result {
+                    case .delivered, .redirect: self.rememberBlockRedirect(redirectPlan, reachedAt: address)
+                    case .failed: break
+                    }
+                }
                 race.finished(index, result)
             }
             if let delay = attemptDelay, address != nil, plan.hasNext {

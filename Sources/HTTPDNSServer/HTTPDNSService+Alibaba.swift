@@ -8,7 +8,7 @@ extension HTTPDNSService {
     /// `400 LimitExceeded`); `query=4|6|4,6` picks the families (default 4). Signed endpoints need
     /// `t` (Unix expiry) and `s` = md5hex("HOST-SECRET-t") with the account's secret: a wrong or
     /// missing signature is `403 InvalidSignature`, a past `t` is `403 SignatureExpired`.
-    func handleAlibaba(_ request: HTTPServer.Request, account: String, endpoint: String) -> HTTPServer.Response {
+    func handleAlibaba(_ request: HTTPServer.Request, account: String, endpoint: String, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
         guard !account.isEmpty, account.utf8.count <= 64,
               account.utf8.allSatisfy({ Self.isAccountByte($0) })
         else {
@@ -44,7 +44,7 @@ extension HTTPDNSService {
 
         let clientIP = clientAddress(of: request).map { HTTPDNSServiceJSON.string($0.description) } ?? "\"\""
         let subnet = clientSubnet(of: request)
-        let answers = names.map { lookup($0, family: family, clientSubnet: subnet) }
+        let answers = names.map { lookup($0, family: family, clientSubnet: subnet, lookups) }
         if !batch, answers[0].status == .failed { return Self.alibabaError("UpstreamFailed", status: 502) }
         func ips(_ list: [HTTPDNSIPAddress]) -> String { HTTPDNSServiceJSON.array(list.map(\.description)) }
         if !batch {

@@ -8,7 +8,7 @@ extension HTTPDNSService {
     /// `id=…&alg=des|aes` the `dn` value and the answer are encrypted with the account's key (an
     /// appended `;<unix time>` expiry anchor is checked). Unknown accounts and undecryptable or expired
     /// `dn` values get 401, which clients take as "drop the cached entry".
-    func handleDNSPod(_ request: HTTPServer.Request) -> HTTPServer.Response {
+    func handleDNSPod(_ request: HTTPServer.Request, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
         guard let dn = request.queryValue("dn"), !dn.isEmpty, !Self.isRepeated(request, "dn") else {
             return Self.badRequest("missing dn")
         }
@@ -52,6 +52,7 @@ extension HTTPDNSService {
                 plain = String(plain[..<semicolon])
             }
             cipher = (format, algorithm)
+            lookups.encrypted = true
         }
 
         let names = plain.split(separator: ",", omittingEmptySubsequences: false).map { HTTPDNSHostPolicy.normalize(String($0)) }
@@ -65,7 +66,7 @@ extension HTTPDNSService {
         let subnet = clientSubnet(of: request)
         var lines: [String] = []
         for name in names {
-            let answer = lookup(name, family: family, clientSubnet: subnet)
+            let answer = lookup(name, family: family, clientSubnet: subnet, lookups)
             if answer.status == .failed, !batch { return Self.text("upstream failed\n", status: 502) }
             var line = Self.dnspodPart(answer.status == .found ? answer.ipv4 : [], family: family, ttl: answer.ttl, withTTL: withTTL)
             if family != .ipv4 {

@@ -22,7 +22,7 @@ struct HTTPDNSServiceReply {
 extension HTTPDNSService {
     /// Answers `question`: A and AAAA from the zone or upstream, CNAMEs of the zone, NODATA for
     /// every other type (with the zone's SOA when the name lies in it), NXDOMAIN for unknown names.
-    func reply(to question: DNSQuestion, clientSubnet: HTTPDNSClientSubnet? = nil) -> HTTPDNSServiceReply {
+    func reply(to question: DNSQuestion, clientSubnet: HTTPDNSClientSubnet? = nil, _ lookups: HTTPDNSServiceLookups) -> HTTPDNSServiceReply {
         guard question.recordClass == .IN else { return HTTPDNSServiceReply(rcode: .refused, authoritative: false) }
         let type = question.type
         let family: HTTPDNSAddressFamily
@@ -35,7 +35,7 @@ extension HTTPDNSService {
         let host = question.name.text(trailingDot: false)
         let answer = question.name.isRoot
             ? HTTPDNSServiceAnswer(status: .nameError, host: ".", ttl: 0, authoritative: false)
-            : lookup(host, family: family, clientSubnet: clientSubnet)
+            : lookup(host, family: family, clientSubnet: clientSubnet, lookups)
         var reply = HTTPDNSServiceReply(rcode: .noError, authoritative: answer.authoritative)
         switch answer.status {
         case .failed:
@@ -57,7 +57,7 @@ extension HTTPDNSService {
                 reply.answers += answer.ipv6.map { DNSRecord(name: owner, ttl: ttl, data: .aaaa($0.bytes)) }
             }
         }
-        let apex = answer.apex ?? (answer.authoritative ? configuration.zone.apex(for: host) : nil)
+        let apex = answer.apex ?? (answer.authoritative ? lookups.zone.apex(for: host) : nil)
         if reply.answers.isEmpty, let apex, let soa = soaRecord(apex) {
             reply.authorities.append(soa)
         }

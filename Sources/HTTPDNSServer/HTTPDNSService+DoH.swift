@@ -12,27 +12,25 @@ extension HTTPDNSService {
     /// tolerated), POST with `content-type: application/dns-message`, or GET `?name=&type=` for
     /// JSON. Other methods get 405, a wrong POST type 415, bodies over 65,535 bytes 413, bad base64
     /// or a message that is not one query 400.
-    func handleDoH(_ request: HTTPServer.Request) -> HTTPServer.Response {
+    func handleDoH(_ request: HTTPServer.Request, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
         switch request.method {
         case "GET":
             if let encoded = Self.rawQueryValue(request, "dns") {
                 guard !Self.isRepeated(request, "dns") else { return Self.badRequest("dns given twice") }
                 // 65,535 bytes take at most 87,380 base64 characters.
-                guard encoded.utf8.count <= 87_384 else { return Self.text("DNS message too large\n", status: 413) }
+                guard encoded.count <= 87_384 else { return Self.text("DNS message too large\n", status: 413) }
                 guard let bytes = Self.decodeBase64URL(encoded) else { return Self.badRequest("dns is not base64url") }
                 guard bytes.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
-                return answerWire(bytes, clientSubnet: clientSubnet(of: request))
+                return answerWire(bytes, clientSubnet: clientSubnet(of: request), lookups)
             }
-            if request.queryValue("name") != nil { return handleDoHJSON(request) }
+            if request.queryValue("name") != nil { return handleDoHJSON(request, lookups) }
             return Self.badRequest("missing dns or name parameter")
         case "POST":
-            let type = (request.header("Content-Type") ?? "").split(separator: ";").first
-                .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-            guard type == Self.dnsMessageType else {
+            guard Self.mediaType(request.header("Content-Type") ?? "") == Self.dnsMessageType else {
                 return Self.text("content type must be \(Self.dnsMessageType)\n", status: 415)
             }
             guard request.body.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
-            return answerWire([UInt8](request.body), clientSubnet: clientSubnet(of: request))
+            return answerWire([UInt8](request.body), clientSubnet: clientSubnet(of: request), lookups)
         default:
             return Self.methodNotAllowed("GET, POST")
         }
@@ -42,7 +40,7 @@ extension HTTPDNSService {
     ///
     /// - Parameter clientSubnet: sent upstream as EDNS Client Subnet, unless the query itself
     ///   carries a Client Subnet option with source prefix 0 (the client opting out, RFC 7871 §7.1.2).
-    func answerWire(_ bytes: [UInt8], clientSubnet: HTTPDNSClientSubnet? = nil) -> HTTPServer.Response {
+    func answerWire(_ bytes: [UInt8], clientSubnet: HTTPDNSClientSubnet? = nil, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
         let query: DNSMessage
         do {
             query = try DNSMessage(decoding: bytes)
@@ -63,7 +61,8 @@ extension HTTPDNSService {
             response.rcode = .notImplemented
         } else {
             let optedOut = edns.map { Self.optsOutOfClientSubnet($0.options) } ?? false
-            let reply = reply(to: question, clientSubnet: optedOut ? nil : clientSubnet)
+            let reply = reply(to: question, clientSubnet: optedOut ? nil : clientSubnet, lookups)
+            lookups.described(question, reply)
             response.rcode = reply.rcode
             response.isAuthoritative = reply.authoritative && reply.rcode != .serverFailure
             response.answers = reply.answers
@@ -89,23 +88,47 @@ extension HTTPDNSService {
             body: Data(bytes))
     }
 
+    /// The media type of a `Content-Type` value: before any `;`, without spaces and tabs, lower case.
+    static func mediaType(_ value: String) -> String {
+        var bytes: [UInt8] = []
+        for byte in value.utf8 {
+            if byte == UInt8(ascii: ";") { break }
+            if byte == UInt8(ascii: " ") || byte == 0x09 { continue }
+            bytes.append(byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// base64url (RFC 4648 §5) without padding, as RFC 8484 sends it; padding and the standard
     /// alphabet's `+` and `/` are tolerated. Nil for anything else.
-    static func decodeBase64URL(_ text: String) -> [UInt8]? {
-        var body = Substring(text)
-        while body.hasSuffix("=") { body = body.dropLast() }
-        guard !body.isEmpty, body.utf8.count % 4 != 1 else { return nil }
-        var standard = ""
-        standard.reserveCapacity(body.utf8.count + 3)
-        for scalar in body.unicodeScalars {
-            switch scalar {
-            case "A"..."Z", "a"..."z", "0"..."9", "+", "/": standard.unicodeScalars.append(scalar)
-            case "-": standard += "+"
-            case "_": standard += "/"
+    static func decodeBase64URL<Bytes: Collection<UInt8>>(_ text: Bytes) -> [UInt8]? {
+        var end = text.count
+        let bytes = Array(text)
+        while end > 0, bytes[end - 1] == UInt8(ascii: "=") { end -= 1 }
+        guard end > 0, end % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(end * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for index in 0..<end {
+            let byte = bytes[index]
+            let value: UInt32
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(byte - UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(byte - UInt8(ascii: "a")) + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(byte - UInt8(ascii: "0")) + 52
+            case UInt8(ascii: "-"), UInt8(ascii: "+"): value = 62
+            case UInt8(ascii: "_"), UInt8(ascii: "/"): value = 63
             default: return nil
             }
+            accumulator = accumulator << 6 | value
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                accumulator &= (1 << UInt32(bits)) - 1
+            }
         }
-        standard += String(repeating: "=", count: (4 - standard.utf8.count % 4) % 4)
-        return Data(base64Encoded: standard).map { [UInt8]($0) }
+        return output
     }
 }

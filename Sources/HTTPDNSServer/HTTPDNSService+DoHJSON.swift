@@ -5,7 +5,7 @@ extension HTTPDNSService {
     /// Google-style JSON DoH (`/dns-query?name=&type=` and `/resolve?name=&type=`): `Status` is the
     /// RCODE, `Answer` holds `name`, `type`, `TTL`, `data` (``DoHJSONFormat``); answers
     /// `application/dns-json` with `cache-control: max-age`.
-    func handleDoHJSON(_ request: HTTPServer.Request) -> HTTPServer.Response {
+    func handleDoHJSON(_ request: HTTPServer.Request, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
         guard let text = request.queryValue("name"), !text.isEmpty, !Self.isRepeated(request, "name") else {
             return Self.badRequest("missing name")
         }
@@ -22,7 +22,8 @@ extension HTTPDNSService {
         } else {
             type = .A
         }
-        let reply = reply(to: DNSQuestion(name: name, type: type), clientSubnet: clientSubnet(of: request))
+        let reply = reply(to: DNSQuestion(name: name, type: type), clientSubnet: clientSubnet(of: request), lookups)
+        lookups.described(DNSQuestion(name: name, type: type), reply)
         let members: [(String, String)] = [
             ("Status", String(reply.rcode.rawValue)),
             ("TC", "false"), ("RD", "true"), ("RA", "true"), ("AD", "false"), ("CD", "false"),

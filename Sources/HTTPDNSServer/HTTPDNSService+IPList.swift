@@ -5,7 +5,7 @@ extension HTTPDNSService {
     ///
     /// Both families always come back (the client picks); a name without addresses answers an empty
     /// list with 200, which clients read as "no address" rather than a broken service.
-    func handleIPList(_ request: HTTPServer.Request) -> HTTPServer.Response {
+    func handleIPList(_ request: HTTPServer.Request, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
         guard let host = request.queryValue("host"), !host.isEmpty, !Self.isRepeated(request, "host") else {
             return Self.badRequest("missing host")
         }
@@ -13,7 +13,7 @@ extension HTTPDNSService {
         guard name.utf8.count <= 253, HTTPDNSHostPolicy.isValidHostName(name), !HTTPDNSIPAddress.isLiteral(name) else {
             return Self.badRequest("not a host name")
         }
-        let answer = lookup(name, family: .both, clientSubnet: clientSubnet(of: request))
+        let answer = lookup(name, family: .both, clientSubnet: clientSubnet(of: request), lookups)
         switch answer.status {
         case .failed:
             return Self.json(HTTPDNSServiceJSON.object([("error", "\"upstream failed\"")]), status: 502)

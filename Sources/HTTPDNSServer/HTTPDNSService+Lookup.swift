@@ -1,3 +1,4 @@
+import DNSWire
 import Dispatch
 import HTTPDNS
 import HTTPDNSCore
@@ -50,15 +51,26 @@ struct HTTPDNSServiceAnswer: Sendable {
 }
 
 extension HTTPDNSService {
-    /// Looks `host` up in the zone, following CNAMEs inside it, then upstream.
-    ///
-    /// Blocks the calling (connection) thread while an upstream lookup runs.
+    /// Looks `host` up in the zone, following CNAMEs inside it, then in the upstream answers fetched
+    /// for this request. Never waits: a name that needs upstream is noted in `lookups.missing` and
+    /// answered as failed for now; the request is then answered again once those are fetched (a
+    /// name that failed within ``Upstream/failureTTL`` fails at once, `.negativeCached`).
     ///
     /// - Parameter clientSubnet: the client's subnet, sent upstream as EDNS Client Subnet
     ///   (``clientSubnet(of:)``). Default nil.
-    func lookup(_ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet? = nil) -> HTTPDNSServiceAnswer {
+    func lookup(
+        _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet? = nil, _ lookups: HTTPDNSServiceLookups
+    ) -> HTTPDNSServiceAnswer {
+        let answer = answer(host, family: family, clientSubnet: clientSubnet, lookups)
+        lookups.note(answer, family: family)
+        return answer
+    }
+
+    private func answer(
+        _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet?, _ lookups: HTTPDNSServiceLookups
+    ) -> HTTPDNSServiceAnswer {
         let name = HTTPDNSHostPolicy.normalize(host)
-        let zone = configuration.zone
+        let zone = lookups.zone
         var answer = HTTPDNSServiceAnswer(status: .found, host: name, ttl: 0, authoritative: true, cacheOutcome: .zone)
         var current = name
         var chainTTL = Int.max
@@ -79,7 +91,18 @@ extension HTTPDNSService {
                 return answer
             }
             if engine != nil, HTTPDNSHostPolicy.isValidHostName(current), !HTTPDNSIPAddress.isLiteral(current) {
-                var upstream = upstreamLookup(current, family: family, clientSubnet: clientSubnet)
+                let key = HTTPDNSCacheKey(host: current, family: family, clientSubnet: clientSubnet)
+                var upstream: HTTPDNSServiceAnswer
+                if let known = lookups.known[key] {
+                    upstream = known
+                } else if upstreamFailures.withLock({ $0.contains(key, now: .now) }) {
+                    upstream = HTTPDNSServiceAnswer(
+                        status: .failed, host: current, ttl: 0, authoritative: false, cacheOutcome: .miss,
+                        upstreamOutcome: .negativeCached)
+                } else {
+                    if !lookups.missing.contains(key) { lookups.missing.append(key) }
+                    return HTTPDNSServiceAnswer(status: .failed, host: name, ttl: 0, authoritative: false)
+                }
                 upstream.host = name
                 upstream.aliases = answer.aliases
                 upstream.addressTTL = upstream.ttl
@@ -96,49 +119,66 @@ extension HTTPDNSService {
         return HTTPDNSServiceAnswer(status: .failed, host: name, ttl: 0, authoritative: false)
     }
 
-    /// Asks the engine, mapping its errors to DNS outcomes; a name that failed within
-    /// ``Upstream/failureTTL`` fails at once (`.negativeCached`).
-    func upstreamLookup(_ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet? = nil) -> HTTPDNSServiceAnswer {
+    /// Asks the engine, mapping its errors to DNS outcomes; gives up (failed) after the upstream
+    /// budget and 5 s more, should the engine not return. A failure is remembered for
+    /// ``Upstream/failureTTL``.
+    func upstreamLookup(_ key: HTTPDNSCacheKey) async -> HTTPDNSServiceAnswer {
+        let host = key.host
         guard let engine else { return HTTPDNSServiceAnswer(status: .nameError, host: host, ttl: 0, authoritative: false) }
         let negativeTTL = configuration.limits.negativeTTL
         let failed = HTTPDNSServiceAnswer(
             status: .failed, host: host, ttl: 0, authoritative: false, cacheOutcome: .miss, upstreamOutcome: .failed)
-        let key = HTTPDNSCacheKey(host: host, family: family, clientSubnet: clientSubnet)
-        let failureTTL = configuration.upstream.failureTTL
-        if upstreamFailures.withLock({ $0.contains(key, now: .now) }) {
-            var answer = failed
-            answer.upstreamOutcome = .negativeCached
-            return answer
-        }
         let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 5
-        let answer = Self.waitFor(seconds: limit, fallback: failed) {
-            do {
-                let found = try await engine.resolve(host, family: family, clientSubnet: clientSubnet)
-                let cache: HTTPDNSServerMetrics.CacheOutcome = found.isStale ? .stale : found.fromCache ? .hit : .miss
-                return HTTPDNSServiceAnswer(
-                    status: .found, host: host, ipv4: found.addresses.filter { $0.family == .v4 },
-                    ipv6: found.addresses.filter { $0.family == .v6 }, ttl: max(0, found.ttl), authoritative: false,
-                    cacheOutcome: cache, upstreamOutcome: cache == .hit ? nil : .ok)
-            } catch let error as HTTPDNSError {
-                var answer = failed
-                answer.ttl = negativeTTL
-                let codes = error.attempts.isEmpty ? [error.code] : error.attempts.map(\.error.code)
-                if codes.allSatisfy({ $0 == .nameNotFound }) {
-                    answer.status = .nameError
-                    answer.upstreamOutcome = .ok
-                } else if codes.allSatisfy({ $0 == .nameNotFound || $0 == .noAddress }) {
-                    answer.status = .found
-                    answer.upstreamOutcome = .ok
+        let answer = await withTaskGroup(of: HTTPDNSServiceAnswer?.self) { group in
+            group.addTask {
+                do {
+                    let found = try await engine.resolve(host, family: key.family, clientSubnet: key.clientSubnet)
+                    let cache: HTTPDNSServerMetrics.CacheOutcome = found.isStale ? .stale : found.fromCache ? .hit : .miss
+                    return HTTPDNSServiceAnswer(
+                        status: .found, host: host, ipv4: found.addresses.filter { $0.family == .v4 },
+                        ipv6: found.addresses.filter { $0.family == .v6 }, ttl: max(0, found.ttl), authoritative: false,
+                        cacheOutcome: cache, upstreamOutcome: cache == .hit ? nil : .ok)
+                } catch let error as HTTPDNSError {
+                    var answer = failed
+                    answer.ttl = negativeTTL
+                    let codes = error.attempts.isEmpty ? [error.code] : error.attempts.map(\.error.code)
+                    if codes.allSatisfy({ $0 == .nameNotFound }) {
+                        answer.status = .nameError
+                        answer.upstreamOutcome = .ok
+                    } else if codes.allSatisfy({ $0 == .nameNotFound || $0 == .noAddress }) {
+                        answer.status = .found
+                        answer.upstreamOutcome = .ok
+                    }
+                    return answer
+                } catch {
+                    return failed
                 }
-                return answer
-            } catch {
-                return failed
             }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int64(limit * 1000)))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? failed
         }
         if answer.status == .failed {
+            let failureTTL = configuration.upstream.failureTTL
             upstreamFailures.withLock { $0.insert(key, ttl: failureTTL, now: .now) }
         }
         return answer
+    }
+
+    /// Fetches every name a first pass found missing, concurrently.
+    func fetchMissing(_ keys: [HTTPDNSCacheKey]) async -> [HTTPDNSCacheKey: HTTPDNSServiceAnswer] {
+        await withTaskGroup(of: (HTTPDNSCacheKey, HTTPDNSServiceAnswer).self) { group in
+            for key in keys {
+                group.addTask { (key, await self.upstreamLookup(key)) }
+            }
+            var answers: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]
+            for await (key, answer) in group { answers[key] = answer }
+            return answers
+        }
     }
 
     /// Runs `operation` on the cooperative pool and blocks this (non-pool) thread until it ends,
@@ -158,5 +198,50 @@ extension HTTPDNSService {
             return fallback
         }
         return box.withLock { $0 } ?? fallback
+    }
+}
+
+/// One request's view of the names: the zone it started with (a reload does not change an answer
+/// halfway), upstream answers fetched so far, and the names still to fetch. Used by one thread at a
+/// time: the loop thread for the first pass, then the task that fetched what was missing.
+final class HTTPDNSServiceLookups {
+    let zone: HTTPDNSZone
+    var known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer]
+    var missing: [HTTPDNSCacheKey] = []
+    // What the answer was made of, for the metrics and the access log.
+    var name: String?
+    var type: String?
+    var rcode: DNSResponseCode?
+    var answers = 0
+    var encrypted = false
+    var cacheOutcomes: HTTPDNSServerMetrics.Outcomes<HTTPDNSServerMetrics.CacheOutcome> = []
+    var upstreamOutcomes: HTTPDNSServerMetrics.Outcomes<HTTPDNSServerMetrics.UpstreamOutcome> = []
+    var firstCacheOutcome: HTTPDNSServerMetrics.CacheOutcome?
+
+    /// Notes the question and the DNS answer of a DoH request.
+    func described(_ question: DNSQuestion, _ reply: HTTPDNSServiceReply) {
+        name = question.name.text(trailingDot: false)
+        type = question.type.description
+        rcode = reply.rcode
+        answers = reply.answers.count
+    }
+
+    /// Notes one name's answer.
+    func note(_ answer: HTTPDNSServiceAnswer, family: HTTPDNSAddressFamily) {
+        if name == nil {
+            name = answer.host
+            type = family == .ipv4 ? "A" : family == .ipv6 ? "AAAA" : "A,AAAA"
+        }
+        if answer.status == .found { answers += answer.ipv4.count + answer.ipv6.count }
+        if let outcome = answer.cacheOutcome {
+            cacheOutcomes.add(outcome)
+            if firstCacheOutcome == nil { firstCacheOutcome = outcome }
+        }
+        if let outcome = answer.upstreamOutcome { upstreamOutcomes.add(outcome) }
+    }
+
+    init(zone: HTTPDNSZone, known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]) {
+        self.zone = zone
+        self.known = known
     }
 }

@@ -19,22 +19,15 @@ extension HTTPDNSService {
         text(reason + "\n", status: 400)
     }
 
-    /// Every query parameter called `name`, percent-decoded but with `+` kept (base64 uses it),
-    /// from the raw query; nil when absent.
-    static func rawQueryValue(_ request: HTTPServer.Request, _ name: String) -> String? {
-        guard let raw = request.rawQuery else { return nil }
-        for part in raw.split(separator: "&") {
-            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard pieces[0] == name[...] else { continue }
-            let value = pieces.count > 1 ? String(pieces[1]) : ""
-            return value.removingPercentEncoding ?? value
-        }
-        return nil
+    /// The first query parameter called `name`, percent-decoded but with `+` kept (base64 uses it);
+    /// nil when absent.
+    static func rawQueryValue(_ request: HTTPServer.Request, _ name: String) -> [UInt8]? {
+        request.query.rawValue(name)
     }
 
     /// True when `request` carries the parameter `name` more than once (a smuggling attempt: two
     /// readers of one URL must not see different names).
     static func isRepeated(_ request: HTTPServer.Request, _ name: String) -> Bool {
-        request.queryItems.filter { $0.name == name }.count > 1
+        request.query.count(name) > 1
     }
 }

@@ -15,8 +15,10 @@ import HTTPDNSCore
 ///
 /// Names the zone lacks go to ``Upstream/resolvers`` through an ``HTTPDNSEngine``, so
 /// upstream answers are cached and concurrent questions for one name share one upstream request.
-/// Requests are handled on libmicrohttpd's connection threads; upstream lookups block only their
-/// own connection's thread while the engine works on the cooperative pool.
+/// Requests arrive on the HTTP server's event loop (HTTP/1.1 and HTTP/2, plain and TLS) and are
+/// answered there when the zone has the name; names that need upstream are fetched on the
+/// cooperative pool while the loop serves other connections. `/health` answers `200 ready`
+/// (`503 draining` once stopping).
 ///
 /// ```swift
 /// var configuration = HTTPDNSService.Configuration()
@@ -88,20 +90,59 @@ public final class HTTPDNSService: Sendable {
         public init() {}
     }
 
+    /// One address to listen on.
+    public struct Listener: Sendable, Hashable {
+        /// The address to bind. Default 127.0.0.1.
+        public var address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!
+        /// The port; 0 lets the system pick (read ``HTTPDNSService/ports``). Default 0.
+        public var port: Int = 0
+        /// PEM certificate chain; with ``tlsKeyPEM`` this listener speaks HTTPS (HTTP/2 or HTTP/1.1
+        /// by ALPN). Default nil: plain HTTP/1.1 and h2c.
+        public var tlsCertificatePEM: String? = nil
+        /// PEM private key for ``tlsCertificatePEM``. Default nil.
+        public var tlsKeyPEM: String? = nil
+
+        public init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
+            self.address = address
+            self.port = port
+        }
+    }
+
+    /// Bounds on connections, so that no client can take the service from the others; past a bound
+    /// the service refuses visibly (plain HTTP: `503`, TLS: closed; HTTP/2 GOAWAY on shutdown).
+    public struct Connections: Sendable, Hashable {
+        /// Open connections in all. Default 10,000.
+        public var maxConnections: Int = 10_000
+        /// Open connections from one client address. Default 1,000.
+        public var maxConnectionsPerClient: Int = 1_000
+        /// HTTP/1: deadline for a request's head and body from its first byte (slowloris), and the
+        /// idle time of a keep-alive connection. Default 10 s.
+        public var requestTimeout: Duration = .seconds(10)
+        /// Deadline for a TLS handshake. Default 10 s.
+        public var handshakeTimeout: Duration = .seconds(10)
+        /// HTTP/2: idle time of a connection. Default 30 s.
+        public var idleTimeout: Duration = .seconds(30)
+        /// HTTP/2: requests of one connection handled at once. Default 100.
+        public var maxConcurrentStreams: Int = 100
+        /// On ``HTTPDNSService/stop()``: how long requests in flight may finish. Default 5 s.
+        public var drainTimeout: Duration = .seconds(5)
+        /// `SO_REUSEPORT`, so that several instances share a port. Default false.
+        public var reusePort: Bool = false
+
+        public init() {}
+    }
+
     /// Everything the service needs, with documented defaults.
     public struct Configuration: Sendable {
         /// The names answered here. Default empty.
         public var zone: HTTPDNSZone = .init()
         /// Upstream resolvers for other names. Default none.
         public var upstream: Upstream = .init()
-        /// Address to listen on. Default 127.0.0.1.
-        public var address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!
-        /// Port to listen on; 0 lets the system pick (read ``HTTPDNSService/port``). Default 0.
-        public var port: Int = 0
-        /// PEM certificate chain; with ``tlsKeyPEM`` the service speaks HTTPS only. Default nil.
-        public var tlsCertificatePEM: String? = nil
-        /// PEM private key for ``tlsCertificatePEM``. Default nil.
-        public var tlsKeyPEM: String? = nil
+        /// Where to listen; the first listener is what ``address``, ``port`` and the TLS properties
+        /// describe. Default one plain listener on 127.0.0.1, port picked by the system.
+        public var listeners: [Listener] = [Listener()]
+        /// Connection limits and deadlines.
+        public var connections: Connections = .init()
         /// Request bounds.
         public var limits: Limits = .init()
         /// DNSPod enterprise accounts.
@@ -114,22 +155,53 @@ public final class HTTPDNSService: Sendable {
         /// the client's address: Alibaba's `client_ip`, DNSPod's `clientip=1` and the EDNS Client
         /// Subnet sent upstream. Default none: the client is the connection's peer.
         package var trustedProxies: HTTPDNSTrustedProxies = .init()
+        /// Counters behind `/metrics` (Prometheus text). Default a fresh set.
+        package var metrics: HTTPDNSServerMetrics = .init()
+        /// One JSON line per answered request, when given. Default nil.
+        package var accessLog: HTTPDNSAccessLog? = nil
 
         public init(zone: HTTPDNSZone = .init()) {
             self.zone = zone
         }
+
+        /// The first listener's address. Default 127.0.0.1.
+        public var address: HTTPDNSIPAddress {
+            get { listeners[0].address }
+            set { listeners[0].address = newValue }
+        }
+
+        /// The first listener's port; 0 lets the system pick. Default 0.
+        public var port: Int {
+            get { listeners[0].port }
+            set { listeners[0].port = newValue }
+        }
+
+        /// The first listener's PEM certificate chain (HTTPS with ``tlsKeyPEM``). Default nil.
+        public var tlsCertificatePEM: String? {
+            get { listeners[0].tlsCertificatePEM }
+            set { listeners[0].tlsCertificatePEM = newValue }
+        }
+
+        /// The first listener's PEM private key. Default nil.
+        public var tlsKeyPEM: String? {
+            get { listeners[0].tlsKeyPEM }
+            set { listeners[0].tlsKeyPEM = newValue }
+        }
     }
 
-    /// The configuration the service was made with.
+    /// The configuration the service was made with (the zone in it is the first one; see ``zone``).
     public let configuration: Configuration
     let engine: HTTPDNSEngine?
     /// Names whose upstream lookup failed recently (see ``Upstream/failureTTL``).
     let upstreamFailures = HTTPDNSLock(HTTPDNSUpstreamFailureCache())
     private let server = HTTPDNSLock<HTTPServer?>(nil)
+    private let currentZone: HTTPDNSLock<HTTPDNSZone>
+    private let draining = HTTPDNSLock(false)
 
     /// Creates the service; nothing listens until ``start()``.
     public init(configuration: Configuration) {
         self.configuration = configuration
+        self.currentZone = HTTPDNSLock(configuration.zone)
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
@@ -145,75 +217,165 @@ public final class HTTPDNSService: Sendable {
     }
 
     deinit {
-        stop()
+        server.withLock { $0 }?.stop(drain: .zero)
     }
 
-    /// Starts listening. Calling it while running does nothing.
+    /// Starts listening on every listener. Calling it while running does nothing.
     ///
-    /// - Throws: ``HTTPDNSServiceError`` `.cannotListen` when the address cannot be bound or the TLS
-    ///   material is rejected, `.invalidConfiguration` for a certificate without a key.
+    /// - Throws: ``HTTPDNSServiceError`` `.cannotListen` when an address cannot be bound (the
+    ///   detail names it and the errno, e.g. `Address already in use (EADDRINUSE)`) or the TLS
+    ///   material is rejected (e.g. a key that does not match its certificate),
+    ///   `.invalidConfiguration` for a certificate without a key.
     public func start() throws(HTTPDNSServiceError) {
-        guard (configuration.tlsCertificatePEM == nil) == (configuration.tlsKeyPEM == nil) else {
+        for listener in configuration.listeners where (listener.tlsCertificatePEM == nil) != (listener.tlsKeyPEM == nil) {
             throw HTTPDNSServiceError(.invalidConfiguration, "TLS needs both a certificate and a key")
         }
-        var serverConfiguration = HTTPServer.Configuration(address: configuration.address, port: configuration.port)
-        serverConfiguration.tlsCertificatePEM = configuration.tlsCertificatePEM
-        serverConfiguration.tlsKeyPEM = configuration.tlsKeyPEM
+        var serverConfiguration = HTTPServer.Configuration()
+        serverConfiguration.listeners = configuration.listeners.map { listener in
+            var converted = HTTPServer.Listener(address: listener.address, port: listener.port)
+            converted.tlsCertificatePEM = listener.tlsCertificatePEM
+            converted.tlsKeyPEM = listener.tlsKeyPEM
+            return converted
+        }
         // RFC 8484 §6: DNS messages are at most 65,535 bytes; larger bodies get 413 before reading.
         serverConfiguration.maxRequestBodyBytes = Self.maxMessageBytes
+        let connections = configuration.connections
+        serverConfiguration.limits.maxConnections = connections.maxConnections
+        serverConfiguration.limits.maxConnectionsPerClient = connections.maxConnectionsPerClient
+        serverConfiguration.limits.requestTimeout = connections.requestTimeout
+        serverConfiguration.limits.handshakeTimeout = connections.handshakeTimeout
+        serverConfiguration.limits.idleTimeout = connections.idleTimeout
+        serverConfiguration.limits.maxConcurrentStreams = connections.maxConcurrentStreams
+        serverConfiguration.reusePort = connections.reusePort
+        serverConfiguration.connectionEvents = Self.connectionEvents(configuration.metrics)
+        serverConfiguration.proxyProtocol = Self.proxyProtocol(trusting: configuration.trustedProxies)
         try server.withLock { (server: inout HTTPServer?) throws(HTTPDNSServiceError) in
             guard server == nil else { return }
-            do {
-                server = try HTTPServer(configuration: serverConfiguration) { [weak self] request in
-                    self?.handle(request) ?? .text("service stopped\n", status: 503)
+            draining.withLock { $0 = false }
+            do throws(HTTPServer.StartError) {
+                server = try HTTPServer(configuration: serverConfiguration, bodySink: nil) { [weak self] request, _, exchange in
+                    guard let self else { return exchange.respond(.text("service stopped\n", status: 503)) }
+                    self.respond(to: request, exchange: exchange)
                 }
-            } catch let error as HTTPServer.StartError {
-                throw HTTPDNSServiceError(.cannotListen, error.detail)
             } catch {
-                throw HTTPDNSServiceError(.cannotListen, "\(error)")
+                throw HTTPDNSServiceError(.cannotListen, error.detail)
             }
         }
     }
 
-    /// Stops listening and closes every connection. Safe to call more than once.
+    /// Stops accepting connections, lets requests in flight finish within
+    /// ``Connections/drainTimeout``, then closes every connection. Safe to call more than once.
     public func stop() {
+        draining.withLock { $0 = true }
         let running = server.withLock { server -> HTTPServer? in
             defer { server = nil }
             return server
         }
-        running?.stop()
+        running?.stop(drain: configuration.connections.drainTimeout)
     }
 
-    /// The bound port while running, else nil.
+    /// The bound port of the first listener while running, else nil.
     public var port: Int? { server.withLock { $0?.port } }
 
-    /// `http(s)://address:port` while running, else nil.
+    /// The bound port of every listener, in order, while running; else empty.
+    public var ports: [Int] { server.withLock { $0?.ports ?? [] } }
+
+    /// `http(s)://address:port` of the first listener while running, else nil.
     public var baseURL: URL? { server.withLock { $0?.baseURL } }
+
+    /// The zone answered from now on.
+    public var zone: HTTPDNSZone { currentZone.withLock { $0 } }
+
+    /// Replaces the zone at once: requests already started finish with the old one.
+    public func reload(zone: HTTPDNSZone) {
+        currentZone.withLock { $0 = zone }
+    }
+
+    /// Replaces the certificate and key of listener `index` for new connections.
+    ///
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` naming what is wrong (the old pair stays).
+    public func reloadTLS(listener index: Int, certificatePEM: String, keyPEM: String) throws(HTTPDNSServiceError) {
+        guard let running = server.withLock({ $0 }) else { return }
+        guard running.configuration.listeners.indices.contains(index), running.configuration.listeners[index].isTLS else {
+            throw HTTPDNSServiceError(.invalidConfiguration, "listener \(index) does not speak TLS")
+        }
+        do throws(HTTPServer.StartError) {
+            try running.reloadTLS(listener: index, certificatePEM: certificatePEM, keyPEM: keyPEM)
+        } catch {
+            throw HTTPDNSServiceError(.invalidConfiguration, error.detail)
+        }
+    }
+
+    /// Connection counters of the running server (open, accepted, refused at a limit), for metrics.
+    package var connectionCounts: (open: Int, accepted: Int, refused: Int) {
+        server.withLock { server in
+            guard let server else { return (0, 0, 0) }
+            return (server.openConnectionCount, server.connectionCount, server.refusedConnectionCount)
+        }
+    }
 
     /// Largest DNS message accepted (RFC 8484 §6, the TCP message limit).
     public static let maxMessageBytes = 65_535
 
-    /// Answers one request; what the listening server calls, public so that other HTTP front ends
-    /// (and tests) can reuse the routing.
-    public func handle(_ request: HTTPServer.Request) -> HTTPServer.Response {
+    /// Answers one request, blocking the calling thread while upstream lookups run; for tests and
+    /// other front ends. The listening server uses ``respond(to:exchange:)``, which never blocks.
+    package func handle(_ request: HTTPServer.Request) -> HTTPServer.Response {
+        let lookups = HTTPDNSServiceLookups(zone: zone)
+        let first = route(request, lookups)
+        guard !lookups.missing.isEmpty else { return first }
+        let keys = lookups.missing
+        let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 10
+        let known = Self.waitFor(seconds: limit, fallback: [:]) { await self.fetchMissing(keys) }
+        return route(request, HTTPDNSServiceLookups(zone: lookups.zone, known: known))
+    }
+
+    /// Answers one request from the loop thread: at once when the zone (or nothing) answers it,
+    /// else after fetching the missing names on the cooperative pool; the loop goes on meanwhile.
+    package func respond(to request: HTTPServer.Request, exchange: HTTPServer.Exchange) {
+        let started = ContinuousClock.now
+        let lookups = HTTPDNSServiceLookups(zone: zone)
+        let first = route(request, lookups)
+        guard !lookups.missing.isEmpty else {
+            observe(request, first, lookups, since: started)
+            return exchange.respond(first)
+        }
+        let keys = lookups.missing
+        let zone = lookups.zone
+        Task {
+            let known = await self.fetchMissing(keys)
+            let second = HTTPDNSServiceLookups(zone: zone, known: known)
+            let response = self.route(request, second)
+            self.observe(request, response, second, since: started)
+            exchange.respond(response)
+        }
+    }
+
+    /// Picks the endpoint.
+    func route(_ request: HTTPServer.Request, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
         let path = request.path
         switch path {
         case "/dns-query":
-            return handleDoH(request)
+            return handleDoH(request, lookups)
         case "/resolve":
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
-            return handleDoHJSON(request)
+            return handleDoHJSON(request, lookups)
         case "/d":
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
-            return handleDNSPod(request)
+            return handleDNSPod(request, lookups)
         case "/ips":
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
-            return handleIPList(request)
+            return handleIPList(request, lookups)
+        case "/metrics":
+            guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
+            return Self.json(configuration.metrics.render(), contentType: HTTPDNSServerMetrics.contentType)
+        case "/health":
+            // Ready once listening with its zone loaded; 503 while draining, so balancers move on.
+            return draining.withLock { $0 } ? Self.text("draining\n", status: 503) : Self.text("ready\n")
         default:
             let parts = path.split(separator: "/", omittingEmptySubsequences: false)
             if parts.count == 3, parts[0].isEmpty, Self.alibabaEndpoints.contains(String(parts[2])) {
                 guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
-                return handleAlibaba(request, account: String(parts[1]), endpoint: String(parts[2]))
+                return handleAlibaba(request, account: String(parts[1]), endpoint: String(parts[2]), lookups)
             }
             return .text("not found\n", status: 404)
         }

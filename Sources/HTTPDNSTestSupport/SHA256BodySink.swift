@@ -5,15 +5,15 @@ import HTTPDNSServer
 /// A request-body sink for ``HTTPServer`` that hashes the body with SHA-256 as it arrives and counts
 /// its bytes, so a server can prove a 64 MiB upload arrived byte-exact without holding it.
 ///
-/// libmicrohttpd calls ``append(_:)`` on the connection's thread, one call at a time; the lock makes
-/// the result safe to read from the handler or the test.
+/// The server calls ``append(_:)`` on its loop thread, one call at a time; the lock makes the
+/// result safe to read from the handler or the test.
 package final class SHA256BodySink: HTTPServer.BodySink, @unchecked Sendable {
     private let lock = NSLock()
     private var context: OpaquePointer?
     private var count = 0
     private var digest: [UInt8]?
 
-    package init() {
+    public init() {
         context = EVP_MD_CTX_new()
         if let context, EVP_DigestInit_ex(context, EVP_sha256(), nil) != 1 {
             EVP_MD_CTX_free(context)
@@ -25,7 +25,7 @@ package final class SHA256BodySink: HTTPServer.BodySink, @unchecked Sendable {
         if let context { EVP_MD_CTX_free(context) }
     }
 
-    package func append(_ bytes: UnsafeRawBufferPointer) {
+    public func append(_ bytes: UnsafeRawBufferPointer) {
         lock.withLock {
             count += bytes.count
             guard let context, let base = bytes.baseAddress, digest == nil else { return }
@@ -34,11 +34,11 @@ package final class SHA256BodySink: HTTPServer.BodySink, @unchecked Sendable {
     }
 
     /// Bytes received so far.
-    package var byteCount: Int { lock.withLock { count } }
+    public var byteCount: Int { lock.withLock { count } }
 
     /// The SHA-256 of everything appended, lower-case hex; ends the hashing (later bytes are only
     /// counted). Empty when libcrypto could not hash.
-    package func finish() -> String {
+    public func finish() -> String {
         lock.withLock {
             if digest == nil, let context {
                 var output = [UInt8](repeating: 0, count: 32)
@@ -50,7 +50,7 @@ package final class SHA256BodySink: HTTPServer.BodySink, @unchecked Sendable {
     }
 
     /// SHA-256 of a file, read in 1 MiB pieces: the client side of a large-upload check.
-    package static func hashFile(atPath path: String) throws -> (hex: String, count: Int) {
+    public static func hashFile(atPath path: String) throws -> (hex: String, count: Int) {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: path])
         }

@@ -39,12 +39,15 @@ class HTTPDNSServiceInteropTestsBase: HTTPDNSServiceTestCase {
     }
 
     /// An HTTPS service whose certificate (IP SAN 127.0.0.1) is issued by a fresh private CA.
-    func startHTTPSService() throws -> (HTTPDNSService, TestCertificates) {
+    func startHTTPSService(
+        _ configure: (inout HTTPDNSService.Configuration) -> Void = { _ in }
+    ) throws -> (HTTPDNSService, TestCertificates) {
         let certificates = try TestCertificates()
         let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let service = try startService { configuration in
             configuration.tlsCertificatePEM = leaf.certificatePEM
             configuration.tlsKeyPEM = leaf.keyPEM
+            configure(&configuration)
         }
         return (service, certificates)
     }
@@ -96,9 +99,8 @@ final class HTTPDNSServiceInteropTests: HTTPDNSServiceInteropTestsBase {
 }
 
 /// dig 9.18 speaks DNS over HTTPS only over HTTP/2 (it fails with "ALPN for HTTP/2 failed" against
-/// an HTTP/1.1 server, and `+http-plain` is h2c), while libmicrohttpd speaks HTTP/1.1. So dig
-/// reaches the service the way a deployment would: through nginx terminating TLS and HTTP/2 and
-/// proxying `/dns-query` to the service over HTTP/1.1.
+/// an HTTP/1.1-only server, and `+http-plain` is h2c). The service speaks HTTP/2 itself, so dig
+/// reaches it directly; behind nginx (TLS and HTTP/2 in front, HTTP/1.1 to the service) as well.
 final class HTTPDNSServiceDigTests: HTTPDNSServiceInteropTestsBase {
     func testDigOverHTTPSThroughNginx() throws {
         let service = try startService()
@@ -125,17 +127,30 @@ final class HTTPDNSServiceDigTests: HTTPDNSServiceInteropTestsBase {
         XCTAssertTrue(missing.output.contains("example.test.\t\t60\tIN\tSOA"), missing.output)
     }
 
-    func testDigCannotSpeakToHTTP1DirectlyWhichIsWhyNginxIsInFront() throws {
+    func testDigSpeaksHTTP2ToTheServiceDirectlyOverTLSAndH2C() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
         let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
         let service = try startService { configuration in
             configuration.tlsCertificatePEM = leaf.certificatePEM
             configuration.tlsKeyPEM = leaf.keyPEM
+            configuration.listeners.append(HTTPDNSService.Listener(address: HTTPDNSIPAddress("127.0.0.1")!, port: 0))
         }
-        let direct = try run("/usr/bin/dig", ["+https", "@127.0.0.1", "-p", "\(try XCTUnwrap(service.port))", "+tries=1", "+timeout=3", "name.test"])
-        XCTAssertNotEqual(direct.status, 0)
-        XCTAssertTrue((direct.output + direct.errors).contains("ALPN for HTTP/2 failed"), direct.output + direct.errors)
+        let tlsPort = try XCTUnwrap(service.ports.first)
+        let plainPort = service.ports[1]
+        let tls = [
+            "@127.0.0.1", "-p", "\(tlsPort)", "+tries=1", "+timeout=5", "+tls-ca=\(certificates.caCertificatePath)",
+            "+tls-hostname=localhost",
+        ]
+        for method in ["+https", "+https-get"] {
+            let direct = try run("/usr/bin/dig", [method] + tls + ["name.test", "A"])
+            XCTAssertEqual(direct.status, 0, direct.output + direct.errors)
+            XCTAssertTrue(direct.output.contains("status: NOERROR"), direct.output + direct.errors)
+            XCTAssertTrue(direct.output.range(of: #"name\.test\.\s+5\s+IN\s+A\s+127\.0\.0\.1"#, options: .regularExpression) != nil, direct.output)
+        }
+        let h2c = try run("/usr/bin/dig", ["+http-plain", "@127.0.0.1", "-p", "\(plainPort)", "+tries=1", "+timeout=5", "name.test", "A"])
+        XCTAssertEqual(h2c.status, 0, h2c.output + h2c.errors)
+        XCTAssertTrue(h2c.output.contains("status: NOERROR"), h2c.output + h2c.errors)
     }
 }
 

@@ -9,7 +9,7 @@ import XCTest
 import FoundationNetworking
 #endif
 
-/// A loopback origin (libmicrohttpd) that records what it received and answers with a script.
+/// A loopback origin (``HTTPServer``) that records what it received and answers with a script.
 final class Origin: Sendable {
     private final class Log: Sendable {
         let requests = HTTPDNSLock<[HTTPServer.Request]>([])

@@ -1,0 +1,897 @@
+/*
+ * The loop side of the Swift server on h2o (see include/httpdns_h2o.h).
+ *
+ * One loop thread per server runs h2o's evloop (epoll). It owns every h2o object: sockets,
+ * requests, the context. Other threads reach it only through h2o's multithread queue (a mutex
+ * and a pipe), which carries responses, chunks and control messages. A request's C record
+ * outlives h2o's request when Swift still holds its token: h2o's pool dispose callback clears the
+ * pointer, and a late response is dropped instead of touching freed memory.
+ */
+#define _GNU_SOURCE
+#include "httpdns_h2o.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <h2o.h>
+#include <h2o/http2.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+
+#define MAX_LISTENERS 32
+
+enum message_kind { MSG_HEAD, MSG_CHUNK, MSG_RELEASE, MSG_SET_TLS, MSG_STOP_ACCEPTING, MSG_CLOSE_CONNECTIONS, MSG_EXIT };
+
+struct message {
+    h2o_multithread_message_t super;
+    enum message_kind kind;
+    httpdns_h2o_request *request;
+    int status;
+    int final;
+    long long content_length;
+    size_t header_count;
+    h2o_iovec_t *headers; /* 2 × header_count: name, value */
+    char *body;
+    size_t body_length;
+    SSL_CTX *tls;
+    int index;
+};
+
+struct listener {
+    httpdns_h2o_server *server;
+    int fd;
+    int index;
+    h2o_socket_t *sock;
+    h2o_accept_ctx_t accept_ctx;
+};
+
+struct connection {
+    h2o_linklist_t link;
+    httpdns_h2o_server *server;
+    h2o_socket_t *sock;
+    /* Linked while a PROXY header is awaited. */
+    h2o_timeout_entry_t proxy_deadline;
+    int fd;
+    int listener;
+    struct sockaddr_storage peer;
+    socklen_t peer_length;
+};
+
+struct handler {
+    h2o_handler_t super;
+    httpdns_h2o_server *server;
+};
+
+struct httpdns_h2o_server {
+    h2o_globalconf_t config;
+    h2o_context_t context;
+    h2o_evloop_t *loop;
+    h2o_multithread_queue_t *queue;
+    h2o_multithread_receiver_t receiver;
+    httpdns_h2o_callbacks callbacks;
+    httpdns_h2o_settings settings;
+    /* Posted by the loop thread once its h2o objects exist. */
+    sem_t ready;
+    struct listener listeners[MAX_LISTENERS];
+    int listener_count;
+    int accepting;
+    uint64_t accept_paused_until;
+    h2o_linklist_t connections;
+    atomic_int open_connections;
+    /* Request records not yet freed (loop thread only). */
+    long live_requests;
+    pthread_t thread;
+    int started;
+    /* The loop thread, as it sees itself (set before `loop_running`). */
+    pthread_t loop_thread;
+    atomic_int loop_running;
+    atomic_int exit_requested;
+    /* Set once the loop has ended: later posts are dropped. */
+    atomic_int dead;
+};
+
+struct httpdns_h2o_request {
+    h2o_generator_t generator; /* first: h2o hands it back to the callbacks */
+    h2o_req_t *req;            /* NULL once h2o disposed of the request */
+    httpdns_h2o_server *server;
+    int swift_holds;
+    int started;
+    int stopped;
+    int finished;
+    int can_send;
+    struct message *pending;
+    char *inflight;
+};
+
+/* ---- requests ---- */
+
+static void free_request_if_done(httpdns_h2o_request *r)
+{
+    if (r->req != NULL || r->swift_holds)
+        return;
+    if (r->pending != NULL) {
+        free(r->pending->body);
+        free(r->pending);
+    }
+    free(r->inflight);
+    r->server->live_requests--;
+    free(r);
+}
+
+static void notify_proceed(httpdns_h2o_request *r, int cancelled)
+{
+    if (r->swift_holds)
+        r->server->callbacks.proceed(r->server->callbacks.context, r, cancelled);
+}
+
+static void on_dispose(void *slot)
+{
+    httpdns_h2o_request *r = *(httpdns_h2o_request **)slot;
+    r->req = NULL;
+    /* A streaming producer waits for `proceed`: tell it the client is gone. */
+    if (r->started && !r->finished && r->swift_holds)
+        notify_proceed(r, 1);
+    free_request_if_done(r);
+}
+
+static void send_chunk(httpdns_h2o_request *r, struct message *m)
+{
+    free(r->inflight);
+    r->inflight = m->body;
+    r->can_send = 0;
+    h2o_iovec_t buffer = h2o_iovec_init(m->body, m->body_length);
+    if (m->final) {
+        r->finished = 1;
+        r->swift_holds = 0;
+    }
+    free(m);
+    /* May dispose of the request (and free `r` when Swift is done): the caller must not touch `r`. */
+    h2o_send(r->req, &buffer, buffer.len != 0 ? 1 : 0, r->finished ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+}
+
+static void on_proceed(h2o_generator_t *generator, h2o_req_t *req)
+{
+    httpdns_h2o_request *r = (httpdns_h2o_request *)generator;
+    (void)req;
+    free(r->inflight);
+    r->inflight = NULL;
+    r->can_send = 1;
+    if (r->pending != NULL) {
+        struct message *m = r->pending;
+        r->pending = NULL;
+        send_chunk(r, m);
+        return;
+    }
+    if (!r->finished)
+        notify_proceed(r, 0);
+}
+
+static void on_stop(h2o_generator_t *generator, h2o_req_t *req)
+{
+    httpdns_h2o_request *r = (httpdns_h2o_request *)generator;
+    (void)req;
+    r->stopped = 1;
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    httpdns_h2o_server *s = ((struct handler *)self)->server;
+    httpdns_h2o_request *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return -1;
+    r->req = req;
+    r->server = s;
+    r->swift_holds = 1;
+    r->generator.proceed = on_proceed;
+    r->generator.stop = on_stop;
+    httpdns_h2o_request **slot = h2o_mem_alloc_shared(&req->pool, sizeof(*slot), on_dispose);
+    *slot = r;
+    s->live_requests++;
+    s->callbacks.request(s->callbacks.context, r);
+    return 0;
+}
+
+static const char *reason_for(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return status < 400 ? "OK" : "Error";
+    }
+}
+
+static void handle_head(httpdns_h2o_server *s, struct message *m)
+{
+    httpdns_h2o_request *r = m->request;
+    if (r->req == NULL || r->started) {
+        /* The client is gone (or a second head): drop it; a stream start learns of it at once. */
+        if (m->final)
+            r->swift_holds = 0;
+        else if (r->swift_holds)
+            notify_proceed(r, 1);
+        free(m->body);
+        free(m->headers);
+        free(m);
+        free_request_if_done(r);
+        return;
+    }
+    (void)s;
+    h2o_req_t *req = r->req;
+    req->res.status = m->status;
+    req->res.reason = reason_for(m->status);
+    for (size_t i = 0; i < m->header_count; i++) {
+        h2o_iovec_t name = m->headers[2 * i], value = m->headers[2 * i + 1];
+        /* HTTP/2 wants lower-case names; HTTP/1 keeps the case the handler wrote. */
+        char *lower = h2o_mem_alloc_pool(&req->pool, name.len + 1);
+        char *original = h2o_mem_alloc_pool(&req->pool, name.len + 1);
+        for (size_t j = 0; j < name.len; j++) {
+            char c = name.base[j];
+            original[j] = c;
+            lower[j] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+        }
+        lower[name.len] = original[name.len] = '\0';
+        h2o_iovec_t copied = h2o_strdup(&req->pool, value.base, value.len);
+        h2o_add_header_by_str(&req->pool, &req->res.headers, lower, name.len, 1, original, copied.base, copied.len);
+    }
+    free(m->headers);
+    m->headers = NULL;
+    if (m->final && (m->body_length > 0 || m->content_length < 0)) {
+        req->res.content_length = m->body_length;
+    } else if (m->content_length >= 0) {
+        /* A HEAD answer: the length of the body it would have, and no body. */
+        req->res.content_length = (size_t)m->content_length;
+    }
+    r->started = 1;
+    h2o_start_response(req, &r->generator);
+    if (m->final) {
+        m->kind = MSG_CHUNK;
+        send_chunk(r, m); /* may dispose of the request, and so free `r`: not touched again */
+        return;
+    }
+    free(m->body);
+    free(m);
+    /* Flush the head; h2o calls proceed when the first chunk may go. */
+    r->can_send = 0;
+    h2o_send(req, NULL, 0, H2O_SEND_STATE_IN_PROGRESS);
+}
+
+static void handle_chunk(struct message *m)
+{
+    httpdns_h2o_request *r = m->request;
+    if (r->req == NULL || r->stopped || r->finished || !r->started) {
+        if (m->final)
+            r->swift_holds = 0;
+        free(m->body);
+        free(m);
+        free_request_if_done(r);
+        return;
+    }
+    if (!r->can_send) {
+        if (r->pending != NULL) { /* the producer did not wait: keep the order, drop nothing */
+            struct message *last = r->pending;
+            r->pending = NULL;
+            send_chunk(r, last);
+        }
+        r->pending = m;
+        return;
+    }
+    send_chunk(r, m);
+}
+
+static void handle_release(struct message *m)
+{
+    httpdns_h2o_request *r = m->request;
+    free(m);
+    r->swift_holds = 0;
+    if (r->req != NULL && !r->finished && !r->stopped) {
+        /* Either call may dispose of the request, and so free `r`: not touched again. */
+        r->finished = 1;
+        if (r->started) {
+            h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
+        } else {
+            r->started = 1;
+            h2o_send_error_generic(r->req, 503, "Service Unavailable", "service unavailable\n", 0);
+        }
+        return;
+    }
+    free_request_if_done(r);
+}
+
+/* ---- connections ---- */
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void on_connection_close(void *data)
+{
+    struct connection *c = data;
+    httpdns_h2o_server *s = c->server;
+    if (h2o_timeout_is_linked(&c->proxy_deadline))
+        h2o_timeout_unlink(&c->proxy_deadline);
+    h2o_linklist_unlink(&c->link);
+    atomic_fetch_sub(&s->open_connections, 1);
+    s->callbacks.closed(s->callbacks.context, (struct sockaddr *)&c->peer, c->peer_length);
+    free(c);
+}
+
+/* Over a limit: plain HTTP hears a 503 (the client sees why), TLS is closed at once. */
+static void refuse(int fd, int tls)
+{
+    static const char reply[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+                                "Content-Length: 29\r\nRetry-After: 1\r\n\r\nover capacity, try again soon\n";
+    if (!tls) {
+        char discard[4096];
+        /* Read what already arrived so that close() sends FIN, not RST, ahead of the reply. */
+        while (recv(fd, discard, sizeof(discard), MSG_DONTWAIT) > 0) {
+        }
+        ssize_t sent = send(fd, reply, sizeof(reply) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)sent;
+        shutdown(fd, SHUT_WR);
+    }
+    close(fd);
+}
+
+/* ---- PROXY protocol (from trusted balancers only; the parsing is Swift's) ---- */
+
+static void on_proxy_timeout(h2o_timeout_entry_t *entry)
+{
+    struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, proxy_deadline, entry);
+    h2o_socket_close(c->sock);
+}
+
+static void on_proxy_read(h2o_socket_t *sock, const char *error)
+{
+    struct connection *c = sock->data;
+    httpdns_h2o_server *s = c->server;
+    if (error != NULL) {
+        h2o_socket_close(sock);
+        return;
+    }
+    struct sockaddr_storage source;
+    socklen_t source_length = 0;
+    long used = s->callbacks.proxy_header(s->callbacks.context, sock->input->bytes, sock->input->size, &source, &source_length);
+    if (used == -1 || (used == 0 && sock->input->size > 4096)) {
+        h2o_socket_close(sock);
+        return;
+    }
+    if (used == 0)
+        return;
+    h2o_timeout_unlink(&c->proxy_deadline);
+    h2o_socket_read_stop(sock);
+    if (used > 0) /* -2: no header here, the bytes are the connection's own */
+        h2o_buffer_consume(&sock->input, (size_t)used);
+    if (source_length > 0)
+        h2o_socket_setpeername(sock, (struct sockaddr *)&source, source_length);
+    sock->data = NULL;
+    h2o_accept(&s->listeners[c->listener].accept_ctx, sock);
+}
+
+static void on_accept(h2o_socket_t *listener_socket, const char *error)
+{
+    struct listener *l = listener_socket->data;
+    httpdns_h2o_server *s = l->server;
+    if (error != NULL || !s->accepting)
+        return;
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_storage peer;
+        socklen_t length = sizeof(peer);
+        int fd = accept4(l->fd, (struct sockaddr *)&peer, &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* Out of descriptors: stop polling the listeners briefly instead of spinning. */
+                for (int j = 0; j < s->listener_count; j++)
+                    h2o_socket_read_stop(s->listeners[j].sock);
+                s->accept_paused_until = now_ms() + 100;
+            }
+            return;
+        }
+        int verdict = s->callbacks.accepted(s->callbacks.context, l->index, (struct sockaddr *)&peer, length);
+        if (verdict == 0) {
+            refuse(fd, l->accept_ctx.ssl_ctx != NULL);
+            continue;
+        }
+        int on = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+        struct connection *c = calloc(1, sizeof(*c));
+        if (c == NULL) {
+            close(fd);
+            continue;
+        }
+        c->server = s;
+        c->fd = fd;
+        c->listener = l->index;
+        memcpy(&c->peer, &peer, length);
+        c->peer_length = length;
+        h2o_linklist_insert(&s->connections, &c->link);
+        atomic_fetch_add(&s->open_connections, 1);
+        h2o_socket_t *sock = h2o_evloop_socket_create(s->loop, fd, 0);
+        c->sock = sock;
+        sock->on_close.cb = on_connection_close;
+        sock->on_close.data = c;
+        if (verdict == 2) {
+            sock->data = c;
+            c->proxy_deadline.cb = on_proxy_timeout;
+            h2o_timeout_link(s->loop, &s->context.handshake_timeout, &c->proxy_deadline);
+            h2o_socket_read_start(sock, on_proxy_read);
+            continue;
+        }
+        h2o_accept(&l->accept_ctx, sock);
+    }
+}
+
+/* ---- control ---- */
+
+static void stop_accepting(httpdns_h2o_server *s)
+{
+    if (!s->accepting)
+        return;
+    s->accepting = 0;
+    for (int i = 0; i < s->listener_count; i++) {
+        struct listener *l = &s->listeners[i];
+        if (l->sock != NULL) {
+            h2o_socket_read_stop(l->sock);
+            h2o_socket_close(l->sock);
+            l->sock = NULL;
+        }
+    }
+    h2o_context_request_shutdown(&s->context);
+}
+
+static void dispatch(httpdns_h2o_server *s, struct message *m)
+{
+    switch (m->kind) {
+    case MSG_HEAD:
+        handle_head(s, m);
+        break;
+    case MSG_CHUNK:
+        handle_chunk(m);
+        break;
+    case MSG_RELEASE:
+        handle_release(m);
+        break;
+    case MSG_SET_TLS:
+        if (m->index >= 0 && m->index < s->listener_count && s->listeners[m->index].accept_ctx.ssl_ctx != NULL) {
+            SSL_CTX_free(s->listeners[m->index].accept_ctx.ssl_ctx);
+            s->listeners[m->index].accept_ctx.ssl_ctx = m->tls;
+        } else if (m->tls != NULL) {
+            SSL_CTX_free(m->tls);
+        }
+        free(m);
+        break;
+    case MSG_STOP_ACCEPTING:
+        stop_accepting(s);
+        free(m);
+        break;
+    case MSG_CLOSE_CONNECTIONS:
+        for (h2o_linklist_t *node = s->connections.next; node != &s->connections; node = node->next) {
+            struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, link, node);
+            shutdown(c->fd, SHUT_RDWR);
+        }
+        free(m);
+        break;
+    case MSG_EXIT:
+        atomic_store(&s->exit_requested, 1);
+        free(m);
+        break;
+    }
+}
+
+static void on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
+{
+    httpdns_h2o_server *s = H2O_STRUCT_FROM_MEMBER(httpdns_h2o_server, receiver, receiver);
+    while (!h2o_linklist_is_empty(messages)) {
+        struct message *m = (struct message *)H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
+        h2o_linklist_unlink(&m->super.link);
+        dispatch(s, m);
+    }
+}
+
+static void post(httpdns_h2o_server *s, struct message *m)
+{
+    if (atomic_load(&s->dead)) {
+        free(m->body);
+        free(m->headers);
+        if (m->tls != NULL)
+            SSL_CTX_free(m->tls);
+        free(m);
+        return;
+    }
+    /* A response made on the loop thread itself (a zone answer, inside the request callback) is
+     * written at once: no queue, no pipe write, no extra turn of the loop. */
+    if (atomic_load(&s->loop_running) && pthread_equal(pthread_self(), s->loop_thread)) {
+        dispatch(s, m);
+        return;
+    }
+    h2o_multithread_send_message(&s->receiver, &m->super);
+}
+
+static void setup(httpdns_h2o_server *s);
+
+static void *loop_main(void *argument)
+{
+    httpdns_h2o_server *s = argument;
+    /* h2o writes with writev: a peer that closed would raise SIGPIPE and end the process. SIGPIPE
+     * from a write goes to the writing thread, so blocking it here (only here) makes those writes
+     * fail with EPIPE instead, without touching the process's signal dispositions. */
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
+    /* Every h2o object is made here, on the thread that will use it: h2o keeps per-thread buffer
+     * prototypes and recycling allocators (`__thread`), and a socket made on another thread would
+     * share that thread's unsynchronised free lists (heap corruption, seen with several servers). */
+    setup(s);
+    s->loop_thread = pthread_self();
+    atomic_store(&s->loop_running, 1);
+    sem_post(&s->ready);
+    while (!atomic_load(&s->exit_requested)) {
+        h2o_evloop_run(s->loop, 100);
+        if (s->accept_paused_until != 0 && now_ms() >= s->accept_paused_until) {
+            s->accept_paused_until = 0;
+            for (int i = 0; s->accepting && i < s->listener_count; i++)
+                h2o_socket_read_start(s->listeners[i].sock, on_accept);
+        }
+    }
+    return NULL;
+}
+
+/* ---- public ---- */
+
+static pthread_once_t spill_once = PTHREAD_ONCE_INIT;
+
+/* h2o 2.2 reads a request body whole before the handler runs; its socket buffers move to an
+ * unlinked temporary file past a threshold (32 MiB by default). 4 MiB keeps a large upload's
+ * anonymous memory small: the rest of it lives in the page cache, backed by /tmp. */
+static void lower_spill_threshold(void)
+{
+    h2o_socket_buffer_mmap_settings.threshold = 4 * 1024 * 1024;
+}
+
+httpdns_h2o_server *httpdns_h2o_server_create(const httpdns_h2o_settings *settings, httpdns_h2o_callbacks callbacks)
+{
+    pthread_once(&spill_once, lower_spill_threshold);
+    httpdns_h2o_server *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    s->callbacks = callbacks;
+    s->settings = *settings;
+    h2o_linklist_init_anchor(&s->connections);
+    s->accepting = 1;
+    return s;
+}
+
+/* On the loop thread, before it runs. */
+static void setup(httpdns_h2o_server *s)
+{
+    const httpdns_h2o_settings *settings = &s->settings;
+    h2o_config_init(&s->config);
+    s->config.server_name = h2o_iovec_init(H2O_STRLIT("httpdns"));
+    s->config.max_request_entity_size = settings->max_body_bytes;
+    s->config.handshake_timeout = settings->handshake_timeout_ms;
+    s->config.http1.req_timeout = settings->request_timeout_ms;
+    s->config.http1.upgrade_to_http2 = 1;
+    s->config.http2.idle_timeout = settings->idle_timeout_ms;
+    s->config.http2.graceful_shutdown_timeout = settings->graceful_shutdown_ms;
+    s->config.http2.max_concurrent_requests_per_connection = settings->max_streams;
+    h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    struct handler *handler = (struct handler *)h2o_create_handler(path, sizeof(*handler));
+    handler->super.on_req = on_req;
+    handler->server = s;
+    s->loop = h2o_evloop_create();
+    h2o_context_init(&s->context, s->loop, &s->config);
+    s->queue = h2o_multithread_create_queue(s->loop);
+    h2o_multithread_register_receiver(s->queue, &s->receiver, on_messages);
+    for (int i = 0; i < s->listener_count; i++) {
+        struct listener *l = &s->listeners[i];
+        l->accept_ctx.ctx = &s->context;
+        l->accept_ctx.hosts = s->config.hosts;
+        l->sock = h2o_evloop_socket_create(s->loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
+        l->sock->data = l;
+        h2o_socket_read_start(l->sock, on_accept);
+    }
+}
+
+int httpdns_h2o_server_add_listener(httpdns_h2o_server *s, int fd, httpdns_h2o_tls *tls)
+{
+    if (s->started || s->listener_count >= MAX_LISTENERS)
+        return -1;
+    struct listener *l = &s->listeners[s->listener_count];
+    l->server = s;
+    l->fd = fd;
+    l->index = s->listener_count;
+    if (tls != NULL) {
+        SSL_CTX_up_ref((SSL_CTX *)tls);
+        l->accept_ctx.ssl_ctx = (SSL_CTX *)tls;
+    }
+    return s->listener_count++;
+}
+
+int httpdns_h2o_server_start(httpdns_h2o_server *s)
+{
+    if (sem_init(&s->ready, 0, 0) != 0)
+        return errno;
+    int error = pthread_create(&s->thread, NULL, loop_main, s);
+    if (error != 0)
+        return error;
+    s->started = 1;
+    while (sem_wait(&s->ready) != 0 && errno == EINTR) {
+    }
+    return 0;
+}
+
+static struct message *new_message(enum message_kind kind)
+{
+    struct message *m = calloc(1, sizeof(*m));
+    if (m != NULL)
+        m->kind = kind;
+    return m;
+}
+
+void httpdns_h2o_server_set_tls(httpdns_h2o_server *s, int index, httpdns_h2o_tls *tls)
+{
+    struct message *m = new_message(MSG_SET_TLS);
+    if (m == NULL)
+        return;
+    SSL_CTX_up_ref((SSL_CTX *)tls);
+    m->tls = (SSL_CTX *)tls;
+    m->index = index;
+    post(s, m);
+}
+
+void httpdns_h2o_server_stop_accepting(httpdns_h2o_server *s)
+{
+    struct message *m = new_message(MSG_STOP_ACCEPTING);
+    if (m != NULL)
+        post(s, m);
+}
+
+void httpdns_h2o_server_close_connections(httpdns_h2o_server *s)
+{
+    struct message *m = new_message(MSG_CLOSE_CONNECTIONS);
+    if (m != NULL)
+        post(s, m);
+}
+
+int httpdns_h2o_server_open_connections(httpdns_h2o_server *s)
+{
+    return atomic_load(&s->open_connections);
+}
+
+void httpdns_h2o_server_destroy(httpdns_h2o_server *s)
+{
+    if (s->started) {
+        struct message *m = new_message(MSG_EXIT);
+        if (m != NULL)
+            post(s, m);
+        pthread_join(s->thread, NULL);
+    } else {
+        for (int i = 0; i < s->listener_count; i++)
+            close(s->listeners[i].fd);
+    }
+    atomic_store(&s->dead, 1);
+    /* The context, loop and queue are not freed: h2o 2.2 asserts in h2o_context_dispose while any
+     * timer is linked (GOAWAY's graceful-shutdown timer, a connection's deadline), and a response
+     * posted late must still find the queue. The listeners are closed; what stays is a few
+     * kilobytes and the loop's epoll and pipe descriptors per stopped server. */
+}
+
+httpdns_h2o_tls *httpdns_h2o_tls_create(const char *certificate_pem, const char *key_pem, char *error, size_t error_size)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    BIO *bio = NULL;
+    X509 *leaf = NULL;
+    EVP_PKEY *key = NULL;
+    const char *problem = NULL;
+    if (ctx == NULL) {
+        problem = "cannot create a TLS context";
+        goto fail;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    bio = BIO_new_mem_buf(certificate_pem, -1);
+    leaf = bio != NULL ? PEM_read_bio_X509_AUX(bio, NULL, NULL, NULL) : NULL;
+    if (leaf == NULL || SSL_CTX_use_certificate(ctx, leaf) != 1) {
+        problem = "the TLS certificate is not a PEM certificate";
+        goto fail;
+    }
+    X509 *extra;
+    while ((extra = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+        if (SSL_CTX_add0_chain_cert(ctx, extra) != 1) {
+            X509_free(extra);
+            problem = "cannot add a certificate of the TLS chain";
+            goto fail;
+        }
+    }
+    ERR_clear_error(); /* the loop above ends on "no start line" */
+    BIO_free(bio);
+    bio = BIO_new_mem_buf(key_pem, -1);
+    key = bio != NULL ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+    if (key == NULL) {
+        problem = "the TLS key is not a PEM private key (or is encrypted)";
+        goto fail;
+    }
+    if (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+        problem = "the TLS private key does not match the certificate";
+        goto fail;
+    }
+    h2o_ssl_register_alpn_protocols(ctx, h2o_http2_alpn_protocols);
+    X509_free(leaf);
+    EVP_PKEY_free(key);
+    BIO_free(bio);
+    ERR_clear_error();
+    return (httpdns_h2o_tls *)ctx;
+fail:
+    if (error != NULL && error_size > 0)
+        snprintf(error, error_size, "%s", problem);
+    X509_free(leaf);
+    EVP_PKEY_free(key);
+    BIO_free(bio);
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+    return NULL;
+}
+
+void httpdns_h2o_tls_release(httpdns_h2o_tls *tls)
+{
+    SSL_CTX_free((SSL_CTX *)tls);
+}
+
+/* ---- request accessors ---- */
+
+void *httpdns_h2o_request_token(httpdns_h2o_request *r) { return r; }
+
+const char *httpdns_h2o_request_method(httpdns_h2o_request *r, size_t *length)
+{
+    *length = r->req->method.len;
+    return r->req->method.base;
+}
+
+const char *httpdns_h2o_request_target(httpdns_h2o_request *r, size_t *length)
+{
+    *length = r->req->path.len;
+    return r->req->path.base;
+}
+
+long httpdns_h2o_request_query_at(httpdns_h2o_request *r)
+{
+    return r->req->query_at == SIZE_MAX ? -1 : (long)r->req->query_at;
+}
+
+const char *httpdns_h2o_request_authority(httpdns_h2o_request *r, size_t *length)
+{
+    *length = r->req->authority.len;
+    return r->req->authority.base;
+}
+
+int httpdns_h2o_request_version(httpdns_h2o_request *r) { return r->req->version; }
+
+size_t httpdns_h2o_request_header_count(httpdns_h2o_request *r) { return r->req->headers.size; }
+
+const char *httpdns_h2o_request_header_name(httpdns_h2o_request *r, size_t index, size_t *length)
+{
+    h2o_header_t *header = &r->req->headers.entries[index];
+    *length = header->name->len;
+    return header->orig_name != NULL ? header->orig_name : header->name->base;
+}
+
+const char *httpdns_h2o_request_header_value(httpdns_h2o_request *r, size_t index, size_t *length)
+{
+    h2o_header_t *header = &r->req->headers.entries[index];
+    *length = header->value.len;
+    return header->value.base;
+}
+
+const void *httpdns_h2o_request_body(httpdns_h2o_request *r, size_t *length)
+{
+    *length = r->req->entity.len;
+    return r->req->entity.base;
+}
+
+socklen_t httpdns_h2o_request_peer(httpdns_h2o_request *r, struct sockaddr_storage *address)
+{
+    return r->req->conn->callbacks->get_peername(r->req->conn, (struct sockaddr *)address);
+}
+
+int httpdns_h2o_request_listener(httpdns_h2o_request *r)
+{
+    h2o_socket_t *sock = r->req->conn->callbacks->get_socket != NULL ? r->req->conn->callbacks->get_socket(r->req->conn) : NULL;
+    if (sock == NULL || sock->on_close.cb != on_connection_close)
+        return -1;
+    return ((struct connection *)sock->on_close.data)->listener;
+}
+
+/* ---- posting ---- */
+
+void httpdns_h2o_post_head(httpdns_h2o_server *s, void *token, int status, const void *headers,
+                           const size_t *lengths, size_t header_count, long long content_length, const void *body,
+                           size_t body_length, int final)
+{
+    struct message *m = new_message(MSG_HEAD);
+    if (m == NULL)
+        abort(); /* out of memory: the request could never be answered */
+    m->request = token;
+    m->status = status;
+    m->final = final;
+    m->content_length = content_length;
+    size_t text = 0;
+    for (size_t i = 0; i < 2 * header_count; i++)
+        text += lengths[i];
+    m->headers = malloc(sizeof(h2o_iovec_t) * 2 * header_count + text + 1);
+    m->body = malloc(body_length + 1);
+    if (m->headers == NULL || m->body == NULL)
+        abort();
+    char *cursor = (char *)(m->headers + 2 * header_count);
+    if (text > 0)
+        memcpy(cursor, headers, text);
+    for (size_t i = 0; i < 2 * header_count; i++) {
+        m->headers[i] = h2o_iovec_init(cursor, lengths[i]);
+        cursor += lengths[i];
+    }
+    m->header_count = header_count;
+    if (body_length > 0)
+        memcpy(m->body, body, body_length);
+    m->body_length = body_length;
+    post(s, m);
+}
+
+void httpdns_h2o_post_chunk(httpdns_h2o_server *s, void *token, const void *bytes, size_t length, int final)
+{
+    struct message *m = new_message(MSG_CHUNK);
+    if (m == NULL)
+        abort();
+    m->request = token;
+    m->final = final;
+    m->body = malloc(length + 1);
+    if (m->body == NULL)
+        abort();
+    if (length > 0)
+        memcpy(m->body, bytes, length);
+    m->body_length = length;
+    post(s, m);
+}
+
+void httpdns_h2o_post_release(httpdns_h2o_server *s, void *token)
+{
+    struct message *m = new_message(MSG_RELEASE);
+    if (m == NULL)
+        abort();
+    m->request = token;
+    post(s, m);
+}

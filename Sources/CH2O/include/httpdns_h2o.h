@@ -1,0 +1,110 @@
+#ifndef HTTPDNS_H2O_H
+#define HTTPDNS_H2O_H
+/*
+ * A narrow C face over h2o's evloop library (Debian libh2o-evloop-dev) for the Swift server.
+ *
+ * Swift never sees h2o's own headers: their inline functions, token macros, bit fields and
+ * callback structs stay on this side. Everything here runs on the loop thread except
+ * httpdns_h2o_post_*, which any thread may call (they queue a message and wake the loop).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+typedef struct httpdns_h2o_server httpdns_h2o_server;
+/* One request, alive on the C side until both the loop (request disposed) and Swift (a final
+ * response or a release was posted) are done with it. */
+typedef struct httpdns_h2o_request httpdns_h2o_request;
+/* An OpenSSL SSL_CTX, opaque to Swift. */
+typedef struct httpdns_h2o_tls httpdns_h2o_tls;
+
+typedef struct {
+    void *context;
+    /* A connection was accepted on `listener`: return 1 to keep it, 2 to keep it and read a PROXY
+     * protocol header first (see `proxy_header`), 0 to refuse it (plain HTTP gets a 503 and a
+     * close, TLS an immediate close). */
+    int (*accepted)(void *context, int listener, const struct sockaddr *peer, socklen_t length);
+    /* The first bytes of a connection kept with 2: return how many form the PROXY header (with the
+     * client's address in `source`, or `*source_length` 0 to keep the peer's), 0 when more bytes are
+     * needed, -1 when they are not a valid PROXY header (the connection is closed), -2 when the
+     * connection carries no header (its bytes go to HTTP as they are). The header must arrive within
+     * the handshake deadline. */
+    long (*proxy_header)(void *context, const void *bytes, size_t length, struct sockaddr_storage *source,
+                         socklen_t *source_length);
+    /* A kept connection closed. */
+    void (*closed)(void *context, const struct sockaddr *peer, socklen_t length);
+    /* A complete request (head and body). Read it with the accessors below, during this call only. */
+    void (*request)(void *context, httpdns_h2o_request *request);
+    /* A streaming response may send its next chunk (`cancelled` 1: the client went away; stop). */
+    void (*proceed)(void *context, void *token, int cancelled);
+} httpdns_h2o_callbacks;
+
+typedef struct {
+    /* HTTP/1: the whole request head and body, and an idle keep-alive connection (h2o's
+     * http1.req_timeout). */
+    uint64_t request_timeout_ms;
+    /* TLS handshake deadline. */
+    uint64_t handshake_timeout_ms;
+    /* HTTP/2: an idle connection. */
+    uint64_t idle_timeout_ms;
+    /* HTTP/2: how long GOAWAY waits before closing on shutdown. */
+    uint64_t graceful_shutdown_ms;
+    /* HTTP/2: requests of one connection handled at once. */
+    size_t max_streams;
+    /* Larger request bodies get 413 from h2o. */
+    size_t max_body_bytes;
+} httpdns_h2o_settings;
+
+/* Creates the server (its loop does not run yet); NULL on failure. */
+httpdns_h2o_server *httpdns_h2o_server_create(const httpdns_h2o_settings *settings, httpdns_h2o_callbacks callbacks);
+/* Adds a bound, listening socket (takes ownership of `fd`; `tls` may be NULL, a reference is taken);
+ * before httpdns_h2o_server_start only. Returns the listener's index. */
+int httpdns_h2o_server_add_listener(httpdns_h2o_server *server, int fd, httpdns_h2o_tls *tls);
+/* Starts the loop thread; 0 on success, else an errno. */
+int httpdns_h2o_server_start(httpdns_h2o_server *server);
+/* Swaps the TLS context of listener `index` for new connections (takes a reference). Any thread. */
+void httpdns_h2o_server_set_tls(httpdns_h2o_server *server, int index, httpdns_h2o_tls *tls);
+/* Stops accepting: closes the listeners, sends HTTP/2 GOAWAY, ends HTTP/1 keep-alive. Any thread. */
+void httpdns_h2o_server_stop_accepting(httpdns_h2o_server *server);
+/* Shuts down every open connection's socket. Any thread. */
+void httpdns_h2o_server_close_connections(httpdns_h2o_server *server);
+/* Ends the loop thread and frees what is safe to free. Any thread but the loop's; once. */
+void httpdns_h2o_server_destroy(httpdns_h2o_server *server);
+/* Connections open right now. Any thread. */
+int httpdns_h2o_server_open_connections(httpdns_h2o_server *server);
+
+/* A TLS context from PEM text with ALPN h2 and http/1.1; NULL with a reason in `error`. */
+httpdns_h2o_tls *httpdns_h2o_tls_create(const char *certificate_pem, const char *key_pem, char *error, size_t error_size);
+void httpdns_h2o_tls_release(httpdns_h2o_tls *tls);
+
+/* Request accessors: valid during the `request` callback only. */
+void *httpdns_h2o_request_token(httpdns_h2o_request *request);
+const char *httpdns_h2o_request_method(httpdns_h2o_request *request, size_t *length);
+/* The request target as sent: path and query. */
+const char *httpdns_h2o_request_target(httpdns_h2o_request *request, size_t *length);
+/* Offset of '?' in the target, or -1. */
+long httpdns_h2o_request_query_at(httpdns_h2o_request *request);
+const char *httpdns_h2o_request_authority(httpdns_h2o_request *request, size_t *length);
+/* 0x100, 0x101, 0x200. */
+int httpdns_h2o_request_version(httpdns_h2o_request *request);
+size_t httpdns_h2o_request_header_count(httpdns_h2o_request *request);
+const char *httpdns_h2o_request_header_name(httpdns_h2o_request *request, size_t index, size_t *length);
+const char *httpdns_h2o_request_header_value(httpdns_h2o_request *request, size_t index, size_t *length);
+/* The body, or NULL when there was none. */
+const void *httpdns_h2o_request_body(httpdns_h2o_request *request, size_t *length);
+socklen_t httpdns_h2o_request_peer(httpdns_h2o_request *request, struct sockaddr_storage *address);
+int httpdns_h2o_request_listener(httpdns_h2o_request *request);
+
+/* Responses, from any thread. `headers` holds 2 × `header_count` strings back to back (name,
+ * value, name, …) whose lengths are in `lengths`; they are copied.
+ * `content_length` -1 lets h2o choose (chunked in HTTP/1.1). With `final` the body is the whole
+ * response; without it, chunks follow through httpdns_h2o_post_chunk, each after a `proceed`. */
+void httpdns_h2o_post_head(httpdns_h2o_server *server, void *token, int status, const void *headers,
+                           const size_t *lengths, size_t header_count, long long content_length, const void *body,
+                           size_t body_length, int final);
+/* The next chunk of a streaming response; `final` ends it. */
+void httpdns_h2o_post_chunk(httpdns_h2o_server *server, void *token, const void *bytes, size_t length, int final);
+/* Swift is done with a request without answering (for example after `proceed` said cancelled). */
+void httpdns_h2o_post_release(httpdns_h2o_server *server, void *token);
+
+#endif

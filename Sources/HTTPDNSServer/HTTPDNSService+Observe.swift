@@ -1,0 +1,68 @@
+import DNSWire
+import HTTPDNSCore
+
+extension HTTPDNSService {
+    /// The counters behind `/metrics`.
+    package var metrics: HTTPDNSServerMetrics { configuration.metrics }
+
+    /// Records one answered request in the metrics and, when configured, the access log.
+    func observe(_ request: HTTPServer.Request, _ response: HTTPServer.Response, _ lookups: HTTPDNSServiceLookups, since started: ContinuousClock.Instant) {
+        let latency = ContinuousClock.now - started
+        let endpoint = HTTPDNSServerMetrics.Endpoint(
+            method: request.method, path: request.path, hasDNSParameter: request.query.count("dns") > 0)
+        guard endpoint != .health else { return }
+        let format: HTTPDNSServerMetrics.Format
+        switch endpoint {
+        case .dnspod: format = lookups.encrypted ? .encrypted : .text
+        case .dohGet, .dohPost: format = .wire
+        case .alibaba, .ips, .dohJSON: format = .json
+        case .health, .other: format = .text
+        }
+        configuration.metrics.record(HTTPDNSServerMetrics.Query(
+            endpoint: endpoint, format: format, status: response.status, rcode: lookups.rcode, cache: lookups.cacheOutcomes,
+            upstream: lookups.upstreamOutcomes, latency: latency))
+        guard let accessLog = configuration.accessLog else { return }
+        let micro = latency.components.seconds * 1_000_000 + latency.components.attoseconds / 1_000_000_000_000
+        accessLog.log(HTTPDNSAccessLogLine(
+            timeMicroseconds: HTTPDNSAccessLogLine.now(), client: clientAddress(of: request),
+            httpProtocol: request.httpVersion == "HTTP/2" ? .h2 : .h1, endpoint: endpoint, name: lookups.name,
+            type: lookups.type, status: response.status, rcode: lookups.rcode, answers: lookups.answers,
+            cache: lookups.firstCacheOutcome, latencyMicroseconds: Int(micro)))
+    }
+
+    /// Connection events of the HTTP server, counted in `metrics`.
+    static func connectionEvents(_ metrics: HTTPDNSServerMetrics) -> @Sendable (HTTPServer.ConnectionEvent) -> Void {
+        { event in
+            switch event {
+            case .opened: metrics.connectionOpened()
+            case .closed: metrics.connectionClosed()
+            case .refusedConnections: metrics.shed(.connections)
+            case .refusedPerClient: metrics.shed(.perClient)
+            }
+        }
+    }
+
+    /// PROXY protocol v1/v2 from `trusted` peers, when it is there (a balancer may send only
+    /// `X-Forwarded-For`); nil when nobody is trusted.
+    static func proxyProtocol(trusting trusted: HTTPDNSTrustedProxies) -> HTTPServer.ProxyProtocol? {
+        guard !trusted.isEmpty else { return nil }
+        return HTTPServer.ProxyProtocol(
+            expects: { _, peer in trusted.contains(peer) },
+            parse: { bytes in
+                // HTTP starts with a method, TLS with 0x16, h2c with "PRI": none is a prefix of a
+                // PROXY signature, so the first bytes decide.
+                let v1 = Array("PROXY ".utf8)
+                let v2 = PROXYProtocolHeader.v2Signature
+                let prefix = Array(bytes.prefix(v2.count))
+                let mayBeV1 = prefix.starts(with: v1.prefix(prefix.count)) || Array(prefix.prefix(v1.count)) == v1
+                let mayBeV2 = v2.starts(with: prefix)
+                guard mayBeV1 || mayBeV2 else { return .absent }
+                switch PROXYProtocolHeader.parse(bytes) {
+                case .needMore: return .needMore
+                case .invalid: return .invalid
+                case .header(let source, let port, let consumed): return .header(length: consumed, source: source, port: Int(port))
+                case .local(let consumed): return .header(length: consumed, source: nil, port: 0)
+                }
+            })
+    }
+}

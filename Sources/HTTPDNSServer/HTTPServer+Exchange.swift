@@ -1,0 +1,164 @@
+import CH2O
+import Foundation
+import HTTPDNSCore
+import Synchronization
+
+extension HTTPServer {
+    /// One request's way back to its client: ``respond(_:)`` from any thread, once (later calls are
+    /// ignored). The response is queued to the loop thread, which writes it; if the client has gone
+    /// meanwhile it is dropped there.
+    package final class Exchange: Sendable {
+        let core: HTTPServerCore
+        let token: UInt
+        /// HEAD: the head of the response goes out, its body does not (HTTP/2 would reset the stream).
+        let isHead: Bool
+        private let answered = Atomic<Bool>(false)
+
+        init(core: HTTPServerCore, token: UInt, isHead: Bool) {
+            self.core = core
+            self.token = token
+            self.isHead = isHead
+        }
+
+        /// Sends `response`. A streaming body is pulled on a thread of its own, one chunk per
+        /// `proceed` of the loop, so a slow client holds at most one chunk in memory.
+        package func respond(_ response: Response) {
+            guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            switch response.body {
+            case .data(let data) where isHead:
+                postHead(response, body: Data(), contentLength: Int64(data.count), final: true)
+                core.finished(token)
+            case .stream(let length, _) where isHead:
+                postHead(response, body: Data(), contentLength: length.map { Int64(max(0, $0)) } ?? 0, final: true)
+                core.finished(token)
+            case .data(let data):
+                postHead(response, body: data, contentLength: Int64(data.count), final: true)
+                core.finished(token)
+            case .stream(let length, let producer):
+                let pump = HTTPServerStreamPump(core: core, token: token, producer: producer)
+                core.pumps.withLock { $0[token] = pump }
+                pump.start()
+                postHead(response, body: Data(), contentLength: length.map { Int64(max(0, $0)) } ?? -1, final: false)
+            }
+        }
+
+        private func postHead(_ response: Response, body: Data, contentLength: Int64, final: Bool) {
+            // Fields with CR, LF or NUL could split the response: they are dropped.
+            let headers = response.headers.filter { header in
+                !header.name.isEmpty
+                    && !header.name.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: ":") || $0 >= 0x7f }
+                    && !header.value.utf8.contains { $0 == 0x0d || $0 == 0x0a || $0 == 0 }
+                    && !Request.equalsIgnoringCase(header.name, "content-length")
+                    && !Request.equalsIgnoringCase(header.name, "transfer-encoding")
+            }
+            // Names and values back to back in one buffer; the C side copies them once.
+            var text: [UInt8] = []
+            var lengths: [Int] = []
+            lengths.reserveCapacity(headers.count * 2)
+            for header in headers {
+                text += header.name.utf8
+                text += header.value.utf8
+                lengths.append(header.name.utf8.count)
+                lengths.append(header.value.utf8.count)
+            }
+            let status = Int32(clamping: (100...999).contains(response.status) ? response.status : 500)
+            text.withUnsafeBytes { text in
+                body.withUnsafeBytes { bytes in
+                    core.post { server in
+                        httpdns_h2o_post_head(
+                            server, UnsafeMutableRawPointer(bitPattern: token), status, text.baseAddress, lengths, headers.count,
+                            contentLength, bytes.baseAddress, bytes.count, final ? 1 : 0)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Pulls a streaming response body on a thread of its own, one chunk per `proceed` from the loop.
+///
+/// Exactly one terminal message reaches the loop: the final (empty) chunk, or a release after the
+/// client went away; both are posted under the lock that `proceed(cancelled:)` takes.
+final class HTTPServerStreamPump: @unchecked Sendable {
+    private let core: HTTPServerCore
+    private let token: UInt
+    private let producer: @Sendable () -> Data?
+    private let condition = NSCondition()
+    private var ready = 0
+    private var cancelled = false
+    private var ended = false
+
+    init(core: HTTPServerCore, token: UInt, producer: @escaping @Sendable () -> Data?) {
+        self.core = core
+        self.token = token
+        self.producer = producer
+    }
+
+    /// Starts the pulling thread; it waits for the loop's first `proceed`.
+    func start() {
+        Thread { [self] in run() }.start()
+    }
+
+    /// From the loop: the next chunk may go, or (cancelled) the client is gone.
+    func proceed(cancelled: Bool) {
+        condition.lock()
+        if cancelled { self.cancelled = true } else { ready += 1 }
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while ready == 0, !cancelled { condition.wait() }
+            if cancelled {
+                let owner = !ended
+                ended = true
+                condition.unlock()
+                if owner { finish(release: true) }
+                return
+            }
+            ready -= 1
+            condition.unlock()
+            let chunk = producer()
+            condition.lock()
+            if cancelled {
+                ended = true
+                condition.unlock()
+                finish(release: true)
+                return
+            }
+            let data = chunk ?? Data()
+            let final = chunk == nil
+            // The token names the C request only until the terminal message is handled: forget it
+            // first, so that a request made later at the same address is not mistaken for this one.
+            if final { forget() }
+            data.withUnsafeBytes { bytes in
+                core.post { server in
+                    httpdns_h2o_post_chunk(server, UnsafeMutableRawPointer(bitPattern: token), bytes.baseAddress, bytes.count, final ? 1 : 0)
+                }
+            }
+            if final { ended = true }
+            condition.unlock()
+            if final {
+                core.finished(token)
+                return
+            }
+        }
+    }
+
+    /// Removes this pump from the loop's table, unless another request has taken the token since.
+    private func forget() {
+        core.pumps.withLock { pumps in
+            if pumps[token] === self { pumps[token] = nil }
+        }
+    }
+
+    private func finish(release: Bool) {
+        forget()
+        if release {
+            core.post { server in httpdns_h2o_post_release(server, UnsafeMutableRawPointer(bitPattern: token)) }
+        }
+        core.finished(token)
+    }
+}
