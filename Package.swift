@@ -59,8 +59,12 @@ let package = Package(
             ]
         ),
 
-        // IP direct connect for apps: the URLProtocol, the direct client API, connection failover.
-        .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        // Linux calls of the loopback proxy's event loop (epoll, splice) that Glibc does not import.
+        .target(name: "CHTTPDNSProxy"),
+
+        // IP direct connect for apps: the URLProtocol, the direct client API, connection failover,
+        // and the loopback proxy for code that cannot be changed.
+        .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "CHTTPDNSProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
         .target(name: "HTTPDNSServer", dependencies: ["CH2O", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
@@ -94,6 +98,13 @@ let package = Package(
             dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking", "HTTPDNSTestSupport"]
         ),
 
+        // The fuzz targets' properties (not a product): `make fuzz` links them into libFuzzer binaries
+        // (Fuzz/), and HTTPDNSFuzzTargetsTests replays every corpus under `make test`.
+        .target(
+            name: "HTTPDNSFuzzTargets",
+            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer"]
+        ),
+
         // The differential suite's scenarios and routes (issue 8), and the runner that executes one
         // scenario through one route in a child process (`HTTPDNSDifferentialRunner`, test-only, no product).
         .target(
@@ -101,6 +112,14 @@ let package = Package(
             dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "CCrypto"]
         ),
         .executableTarget(name: "HTTPDNSDifferentialRunner", dependencies: ["HTTPDNSDifferential"]),
+
+        // A test helper (not a product): plain URLSession code in its own process, for the proxy
+        // tests (the proxy environment it reads is process-wide).
+        .executableTarget(
+            name: "HTTPDNSURLSessionProbe",
+            dependencies: ["HTTPDNS", "HTTPDNSCore", "HTTPDNSNetworking"],
+            path: "Tests/HTTPDNSURLSessionProbe"
+        ),
 
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
         .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
@@ -118,12 +137,17 @@ let package = Package(
             dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(
+            name: "HTTPDNSProxyTests",
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+        ),
+        .testTarget(
             name: "HTTPDNSAcceptanceTests",
             dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
+        .testTarget(name: "HTTPDNSFuzzTargetsTests", dependencies: ["HTTPDNSFuzzTargets", "HTTPDNSCore"]),
         .testTarget(
             name: "HTTPDNSDifferentialTests",
-            dependencies: ["HTTPDNSDifferential", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSDifferential", "HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),

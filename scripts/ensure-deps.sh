@@ -19,6 +19,10 @@ packages=(
   iproute2               # ip netns / veth: tests build their own networks (network changes, NAT64, blackholed addresses)
   nftables               # nft: the drop rule that blackholes a test namespace's addresses
   unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module)
+  python3                # proxy tests: Python's urllib through `httpdns proxy`
+  chromium               # proxy tests: a real browser (headless) through `httpdns proxy`
+  libnss3-tools          # certutil: the headless browser's trust store holds the test CA
+  tinyproxy              # `make bench`: the proxy rows' baseline
 )
 
 if ! command -v swift >/dev/null 2>&1; then

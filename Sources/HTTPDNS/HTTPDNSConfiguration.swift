@@ -44,6 +44,10 @@ public struct HTTPDNSConfiguration: Sendable {
         public var persistencePath: String? = nil
         /// Changes are written at most this often (each write replaces the whole file). Default 2 s.
         public var persistenceInterval: Duration = .seconds(2)
+        /// A secret of the app's: the cache file is then signed with HMAC-SHA256 under it, and a file
+        /// without the matching signature (tampered with, or written without the key) is not loaded.
+        /// Default nil: a SHA-256 checksum still rejects corruption, but not a deliberate edit.
+        public var persistenceKey: [UInt8]? = nil
         /// Names resolved in the background when the engine starts. Default none.
         public var preResolve: [String] = []
         /// Optimistic mode (Alibaba's and Tencent's "expired IP enabled", RFC 8767 section 5): an

@@ -55,10 +55,10 @@ public final class HTTPDNSEngine: Sendable {
     /// Bumped under the lock by every change that can alter an answer (see ``change(_:)``).
     let generation = Atomic<UInt64>(0)
 
-    /// Creates an engine; loads a persisted cache and starts pre-resolution when configured.
+    /// Creates an engine; starts loading a persisted cache and pre-resolution when configured.
     ///
-    /// The persisted cache (at most a few MB) is read here, synchronously, so that the very first
-    /// lookups can use it; create engines at start-up rather than inside hot async paths.
+    /// The persisted cache is read in the background (lookups made before it is in go upstream);
+    /// its entries are served marked ``HTTPDNSAnswer/fromDisk`` and refreshed at their first use.
     public init(configuration: HTTPDNSConfiguration) {
         var configuration = configuration
         configuration.resolvers = configuration.resolvers.map { HTTPDNSEngine.trusting(configuration.trust, $0) }
@@ -70,16 +70,12 @@ public final class HTTPDNSEngine: Sendable {
         self.monitor = configuration.monitor
         self.defaultFamily = configuration.family
         self.optimisticStaleness = configuration.cache.optimisticMaximumStaleness?.inSeconds
-        var cache = HTTPDNSCachePolicy(settings: configuration.cache.policy)
-        if let path = configuration.cache.persistencePath {
-            let persistence = HTTPDNSCachePersistence(
-                path: path, interval: configuration.cache.persistenceInterval.inSeconds, monitor: configuration.monitor)
-            persistence.load(into: &cache, now: configuration.clock.now())
-            self.persistence = persistence
-        } else {
-            self.persistence = nil
+        self.persistence = configuration.cache.persistencePath.map {
+            HTTPDNSCachePersistence(
+                path: $0, interval: configuration.cache.persistenceInterval.inSeconds,
+                key: configuration.cache.persistenceKey, monitor: configuration.monitor)
         }
-        self.state = HTTPDNSLock(State(cache: cache))
+        self.state = HTTPDNSLock(State(cache: HTTPDNSCachePolicy(settings: configuration.cache.policy)))
         self.policy = HTTPDNSLock(configuration.protectedHosts)
         self.serial = engineSerials.withLock { serial in
             serial += 1
@@ -89,6 +85,7 @@ public final class HTTPDNSEngine: Sendable {
         self.staticEntries = configuration.staticEntries.reduce(into: [:]) { table, entry in
             table[HTTPDNSHostPolicy.normalize(entry.key), default: []].append(contentsOf: entry.value)
         }
+        persistence?.loadInBackground(into: self)
         let discovery = detectNetwork()
         let names = configuration.cache.preResolve
         if !names.isEmpty {
@@ -382,11 +379,17 @@ public final class HTTPDNSEngine: Sendable {
     }
 
     /// Writes the cache to the persistence file now (changes are also saved on their own, at most once
-    /// per ``HTTPDNSConfiguration/Cache/persistenceInterval``): call it at orderly shutdown. It does
-    /// file I/O on the calling thread.
+    /// per ``HTTPDNSConfiguration/Cache/persistenceInterval``): call it at orderly shutdown. It blocks
+    /// the calling thread until the file is written (after a load still under way), so call it from
+    /// a thread of your own, not from an async context.
     public func saveCache() throws {
         guard let persistence else { return }
-        try persistence.save(entries: state.withLock { $0.cache.entries })
+        try persistence.save { [state] in state.withLock { $0.cache.entries } }
+    }
+
+    /// Waits until the persisted cache is loaded and queued saves are written (for tests).
+    package func waitForCacheFile() {
+        persistence?.waitForPendingWork()
     }
 
     // MARK: - Helpers
@@ -402,9 +405,11 @@ public final class HTTPDNSEngine: Sendable {
 
     /// The answer a cache entry gives for `key`.
     func cachedAnswer(_ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry, ttl: Int, stale: Bool) -> HTTPDNSAnswer {
-        HTTPDNSAnswer(
+        var answer = HTTPDNSAnswer(
             host: key.host, addresses: entry.addresses, ttl: ttl, source: entry.source, origin: entry.origin,
             fromCache: true, isStale: stale)
+        answer.fromDisk = entry.fromDisk
+        return answer
     }
 
     static func coolingLast(_ addresses: [HTTPDNSIPAddress], cooldown: [HTTPDNSIPAddress: Double], now: Double) -> [HTTPDNSIPAddress] {

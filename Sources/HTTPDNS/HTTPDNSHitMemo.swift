@@ -40,6 +40,7 @@ enum HTTPDNSHitMemo {
         var addresses: [HTTPDNSIPAddress] = []
         var source: String = ""
         var origin: HTTPDNSAnswer.Origin = .httpdns
+        var fromDisk = false
         var expiresAt: Double = 0
         var refreshAt: Double = 0
         var uses = 0
@@ -64,10 +65,13 @@ enum HTTPDNSHitMemo {
             return nil
         }
         slot.pointee.uses += 1
-        let remaining = max(1, Int((slot.pointee.expiresAt - now).rounded(.up)))
-        return HTTPDNSAnswer(
+        // Clamped: whatever the entry held (a cache file is untrusted), the conversion cannot trap.
+        let remaining = HTTPDNSCachePolicy.remainingSeconds(slot.pointee.expiresAt - now)
+        var answer = HTTPDNSAnswer(
             host: key.host, addresses: slot.pointee.addresses, ttl: remaining, source: slot.pointee.source,
             origin: slot.pointee.origin, fromCache: true, isStale: false)
+        answer.fromDisk = slot.pointee.fromDisk
+        return answer
     }
 
     /// Remembers a fresh cache entry read under the engine's lock at `generation`, if `key` is hot
@@ -86,7 +90,7 @@ enum HTTPDNSHitMemo {
             engine: key.engine, host: String(decoding: Array(key.host.utf8), as: UTF8.self), family: key.family,
             generation: generation, addresses: entry.addresses.map { $0 },
             source: String(decoding: Array(entry.source.utf8), as: UTF8.self), origin: entry.origin,
-            expiresAt: entry.expiresAt, refreshAt: refreshAt, uses: 0)
+            fromDisk: entry.fromDisk, expiresAt: entry.expiresAt, refreshAt: refreshAt, uses: 0)
     }
 
     /// Whether the calling thread's memo holds `key` (for tests).

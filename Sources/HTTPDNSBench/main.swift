@@ -27,6 +27,7 @@ let measurements: [(row: Int, name: String, run: @Sendable (BenchRunner) async t
     (6, "64 MiB streamed upload", UploadBench.run),
     (7, "memory per cached host", CacheMemoryBench.run),
     (8, "httpdns serve vs dnsdist", ServerBench.run),
+    (9, "loopback proxy", ProxyBench.run),
 ]
 signal(SIGPIPE, SIG_IGN)
 
@@ -43,7 +44,7 @@ if let row = options.childRow, let output = options.childOutput, let measurement
 // Row 4's baseline is plain URLSession, which on Linux trusts only the system CA bundle. As root, the
 // bench re-runs itself in a private mount namespace where a bundle with its test CA is bind-mounted
 // over the system one: nothing outside this process tree sees it.
-if options.runs(4) {
+if options.runs(4) || options.runs(9) {
     BenchTrust.enterPrivateMountNamespaceIfPossible()
 }
 

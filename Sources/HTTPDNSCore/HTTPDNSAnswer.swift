@@ -28,6 +28,9 @@ public struct HTTPDNSAnswer: Sendable, Hashable {
     public var fromCache: Bool
     /// True when served after expiry because a refresh failed (RFC 8767 serve-stale).
     public var isStale: Bool
+    /// True when served from an entry loaded from the persisted cache file, not yet confirmed by a
+    /// lookup in this run (a background refresh has been started). Default false.
+    public var fromDisk: Bool = false
 
     public init(
         host: String,

@@ -41,6 +41,9 @@ package struct HTTPDNSCacheEntry: Sendable, Hashable, Codable {
     package var staleUntil: Double?
     /// No refresh is attempted before this time (set after a failed refresh, RFC 8767 retry interval).
     package var nextRefreshAt: Double?
+    /// Loaded from the persisted cache file rather than answered in this run: served, but refreshed
+    /// in the background at its first use. Default false.
+    package var fromDisk: Bool = false
 
     package init(addresses: [HTTPDNSIPAddress], source: String, origin: HTTPDNSAnswer.Origin, storedAt: Double, ttl: Int) {
         self.addresses = addresses
@@ -107,8 +110,8 @@ package struct HTTPDNSCachePolicy: Sendable {
         if now < entry.expiresAt {
             let refreshAt = entry.storedAt + Double(entry.ttl) * settings.refreshFraction
             let allowed = entry.nextRefreshAt.map { now >= $0 } ?? true
-            let remaining = max(1, Int((entry.expiresAt - now).rounded(.up)))
-            return .fresh(entry, remainingTTL: remaining, shouldRefresh: now >= refreshAt && allowed)
+            let remaining = Self.remainingSeconds(entry.expiresAt - now)
+            return .fresh(entry, remainingTTL: remaining, shouldRefresh: (now >= refreshAt || entry.fromDisk) && allowed)
         }
         if now - entry.expiresAt > Double(settings.maximumStaleAge) {
             remove(key)
@@ -118,6 +121,15 @@ package struct HTTPDNSCachePolicy: Sendable {
             return .stale(entry)
         }
         return .expired(entry)
+    }
+
+    /// Whole seconds left of `interval`, rounded up, at least 1 and at most
+    /// ``HTTPDNSFormatLimits/maxTTL``; safe for any value (NaN, infinities, years): whatever an entry
+    /// holds, a lookup never traps on the conversion to `Int`.
+    package static func remainingSeconds(_ interval: Double) -> Int {
+        guard interval > 1 else { return 1 }  // also NaN
+        guard interval < Double(HTTPDNSFormatLimits.maxTTL) else { return HTTPDNSFormatLimits.maxTTL }
+        return Int(interval.rounded(.up))
     }
 
     /// Reads an entry without touching the LRU order or expiring anything.
@@ -141,8 +153,11 @@ package struct HTTPDNSCachePolicy: Sendable {
         return entry
     }
 
-    /// Puts a ready entry in (used when loading a persisted cache).
+    /// Puts a ready entry in (used when loading a persisted cache); a TTL outside 0...2^31-1 is
+    /// stored as 0 (RFC 2181 §8).
     package mutating func insert(_ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry) {
+        var entry = entry
+        if !(0...HTTPDNSFormatLimits.maxTTL).contains(entry.ttl) { entry.ttl = 0 }
         if let slot = index[key] {
             nodes[slot].entry = entry
             touch(slot)

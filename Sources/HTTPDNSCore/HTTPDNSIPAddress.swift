@@ -67,12 +67,16 @@ public struct HTTPDNSIPAddress: Hashable, Sendable, CustomStringConvertible, Cod
     /// Parses an address literal given as UTF-8 bytes (a slice of a response body, say).
     init?<Bytes: BidirectionalCollection<UInt8>>(utf8 text: Bytes) {
         var text = text[...]
+        var bracketed = false
         if text.first == UInt8(ascii: "["), text.last == UInt8(ascii: "]"), text.count >= 2 {
             text = text.dropFirst().dropLast()
+            bracketed = true
         }
         let count = text.count
         guard count > 0, count <= 45 else { return nil }
         let isV6 = text.contains(UInt8(ascii: ":"))
+        // Brackets are IPv6's only (RFC 3986 §3.2.2): `[192.0.2.1]` is no literal (found by fuzzing).
+        if bracketed, !isV6 { return nil }
         // inet_pton(AF_INET) is strict dotted-quad on glibc; check the characters anyway so that
         // behaviour does not depend on the C library.
         if !isV6, !text.allSatisfy({ $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }) { return nil }
@@ -211,5 +215,22 @@ extension HTTPDNSIPAddress {
     /// True when `text` is an IP literal (with or without IPv6 brackets); such hosts are never resolved.
     package static func isLiteral(_ text: String) -> Bool {
         HTTPDNSIPAddress(text) != nil
+    }
+}
+
+extension HTTPDNSIPAddress {
+    /// Parses `IP:PORT` or `[IPv6]:PORT` — an IPv6 address must be bracketed, an IPv4 one must not —
+    /// the one endpoint syntax of provider specs, `--local-dns` and `--listen`.
+    ///
+    /// - Parameter allowsPortZero: accept port 0 ("pick a free one", for listening). Default false.
+    package static func parseEndpoint(_ text: Substring, allowsPortZero: Bool = false) -> (address: HTTPDNSIPAddress, port: UInt16)? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]),
+              port > 0 || allowsPortZero
+        else { return nil }
+        var host = text[..<colon]
+        let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
+        if bracketed { host = host.dropFirst().dropLast() }
+        guard let address = HTTPDNSIPAddress(String(host)), bracketed == (address.family == .v6) else { return nil }
+        return (address, port)
     }
 }

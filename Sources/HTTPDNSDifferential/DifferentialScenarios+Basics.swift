@@ -61,6 +61,9 @@ extension DifferentialScenarios {
             var result = DifferentialResult()
             result.facts["answers"] = DifferentialHash.sha256(Data(statuses.joined(separator: "\n").utf8))
             result.facts["ok"] = String(statuses.filter { $0.hasPrefix("200 ") }.count)
+            // The distinct outcomes other than 200 (URLError codes), so a difference can be told apart.
+            let others = Set(statuses.filter { !$0.hasPrefix("200 ") }.map { String($0.prefix { $0 != " " }) })
+            result.facts["failures"] = others.sorted().joined(separator: ",")
             return result
         },
         DifferentialScenario("delegate-chunks") { context in

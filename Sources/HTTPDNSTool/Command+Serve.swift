@@ -306,13 +306,7 @@ extension Command {
             scheme = candidate
             rest = rest.dropFirst(candidate.count + 3)
         }
-        guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]),
-              (0...65_535).contains(port)
-        else { return nil }
-        var host = String(rest[..<colon])
-        let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
-        if bracketed { host = String(host.dropFirst().dropLast()) }
-        guard let address = HTTPDNSIPAddress(host), bracketed == (address.family == .v6) else { return nil }
-        return (address, port, scheme)
+        guard let (address, port) = HTTPDNSIPAddress.parseEndpoint(rest, allowsPortZero: true) else { return nil }
+        return (address, Int(port), scheme)
     }
 }

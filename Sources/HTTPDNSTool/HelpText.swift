@@ -73,6 +73,7 @@ enum ToolHelp {
         ("fetch", "Fetch a URL like curl, connecting to addresses from HTTPDNS (Host, SNI and certificate checks stay on the real name)."),
         ("check", "Compare LocalDNS with HTTPDNS for host names and report hijacking, with evidence."),
         ("serve", "Run an HTTPDNS server."),
+        ("proxy", "Run a local HTTP proxy that resolves through HTTPDNS, for programs that know nothing of it."),
         ("demo", "Run the demonstration."),
     ]
 

@@ -42,6 +42,26 @@ final class DoHWireFormatTests: XCTestCase {
         }
     }
 
+    /// Issue 12, finding 1: a TTL with the top bit set is read as 0 (RFC 2181 §8), like every other
+    /// format's TTL past 2^31-1, whether on the address or on a CNAME along the chain.
+    func testTTLsFromTwoToTheThirtyFirstReadAsZero() throws {
+        let request = try DoHWireFormat(url: "https://doh.test/dns-query").request(for: ["www.example.test"], family: .ipv4)
+        let reproducer = unhex("00008180000100010000000003777777076578616d706c6504746573740000010001c00c00010001800000000004c0000201")
+        let sets = try DoHWireFormat(url: "https://doh.test/dns-query").parse(status: 200, body: reproducer, for: request)
+        XCTAssertEqual(sets, [HTTPDNSRecordSet(host: "www.example.test", ipv4: [ip("192.0.2.1")], ttl: 0)])
+        for (aliasTTL, addressTTL, expected) in [(UInt32(300), UInt32(60), 60), (0x8000_0000, 60, 0), (300, 0xffff_ffff, 0), (0x7fff_ffff, 0x7fff_ffff, 0x7fff_ffff)] {
+            let name = try DNSName("www.example.test"), edge = try DNSName("edge.example.net")
+            var message = DNSMessage(questions: [DNSQuestion(name: name, type: .A)])
+            message.isResponse = true
+            message.answers = [
+                DNSRecord(name: name, ttl: aliasTTL, data: .cname(edge)),
+                DNSRecord(name: edge, ttl: addressTTL, data: .a([192, 0, 2, 1])),
+            ]
+            let parsed = try DoHWireFormat(url: "https://doh.test/dns-query").parse(status: 200, body: try message.encode(), for: request)
+            XCTAssertEqual(parsed.first?.ttl, expected, "CNAME TTL \(aliasTTL), A TTL \(addressTTL)")
+        }
+    }
+
     func testQuestionNameComparison() throws {
         XCTAssertTrue(DoHWireFormat.name(try DNSName("WWW.Example.com."), is: "www.example.com"))
         XCTAssertTrue(DoHWireFormat.name(try DNSName("a"), is: "a"))

@@ -167,61 +167,6 @@ final class HTTPDNSEngineCacheTests: XCTestCase {
         try await waitUntil { subject.cachedAnswer("pre1.example") != nil && subject.cachedAnswer("pre2.example") != nil }
         XCTAssertEqual(provider.calls, 2)
     }
-
-    func testPersistenceRoundTrip() async throws {
-        let path = temporaryPath("cache.json")
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let clock = HTTPDNSManualClock()
-        let provider = FakeResolver("p", .answer(["198.51.100.1", "2001:db8::5"], ttl: 600))
-        let first = engine([provider], clock: clock) {
-            $0.cache.persistencePath = path
-            $0.hygiene.allowPrivate = true
-        }
-        _ = try await first.resolve("p1.example", family: .both)
-        _ = try await first.resolve("p2.example")
-        try first.saveCache()
-
-        clock.advance(by: 100)
-        let offline = FakeResolver("p", .fail(.transport))
-        let second = engine([offline], clock: clock) { $0.cache.persistencePath = path }
-        let answer = try XCTUnwrap(second.cachedAnswer("p1.example", family: .both))
-        XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.1", "2001:db8::5"])
-        XCTAssertEqual(answer.ttl, 500)
-        XCTAssertNotNil(second.cachedAnswer("p2.example"))
-        XCTAssertEqual(offline.calls, 0)
-    }
-
-    func testCorruptOrForeignCacheFileIsIgnoredWithAWarning() async throws {
-        for content in ["{not json", "{\"format\":\"other\",\"version\":1,\"entries\":[]}",
-                        "{\"format\":\"swift-httpdns-cache\",\"version\":99,\"entries\":[]}",
-                        String(repeating: "\u{0}", count: 100)] {
-            let path = temporaryPath("corrupt.json")
-            defer { try? FileManager.default.removeItem(atPath: path) }
-            try Data(content.utf8).write(to: URL(fileURLWithPath: path))
-            let monitor = RecordingMonitor()
-            let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
-            let subject = engine([provider], monitor: monitor) { $0.cache.persistencePath = path }
-            XCTAssertTrue(monitor.events.contains { $0.hasPrefix("warning") }, "no warning for \(content)")
-            let answer = try await subject.resolve("x.example")
-            XCTAssertEqual(answer.source, "p")
-        }
-    }
-
-    func testPersistedEntriesWithJunkAreSkipped() async throws {
-        let path = temporaryPath("junk.json")
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let json = """
-        {"format":"swift-httpdns-cache","version":1,"entries":[
-          {"key":{"host":"ok.example","family":"ipv4"},"entry":{"addresses":["198.51.100.1"],"source":"p","origin":"httpdns","storedAt":1767225600,"ttl":600}},
-          {"key":{"host":"bad host","family":"ipv4"},"entry":{"addresses":["198.51.100.1"],"source":"p","origin":"httpdns","storedAt":1767225600,"ttl":600}},
-          {"key":{"host":"empty.example","family":"ipv4"},"entry":{"addresses":[],"source":"p","origin":"httpdns","storedAt":1767225600,"ttl":600}}
-        ]}
-        """
-        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
-        let subject = engine([FakeResolver("p", .fail(.transport))]) { $0.cache.persistencePath = path }
-        XCTAssertNotNil(subject.cachedAnswer("ok.example"))
-        XCTAssertNil(subject.cachedAnswer("empty.example"))
-    }
 }
 
 func temporaryPath(_ name: String) -> String {
@@ -237,21 +182,5 @@ func waitUntil(_ condition: @Sendable () -> Bool, file: StaticString = #filePath
             return
         }
         try await Task.sleep(for: .milliseconds(10))
-    }
-}
-
-final class HTTPDNSEnginePersistenceScheduleTests: XCTestCase {
-    func testChangesAreWrittenWithoutAnExplicitSave() async throws {
-        let path = temporaryPath("scheduled.json")
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))
-        let first = engine([provider]) {
-            $0.cache.persistencePath = path
-            $0.cache.persistenceInterval = .seconds(0.05)
-        }
-        _ = try await first.resolve("auto.example")
-        try await waitUntil { FileManager.default.fileExists(atPath: path) }
-        let second = engine([FakeResolver("p", .fail(.transport))]) { $0.cache.persistencePath = path }
-        XCTAssertNotNil(second.cachedAnswer("auto.example"))
     }
 }

@@ -234,7 +234,7 @@ package struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
 
     /// `Cache-Control: max-age` minus `Age` (RFC 9111 §4.2), when the response gives one.
     // On bytes: DoH services send this header with every answer.
-    static func freshnessLifetime(_ response: HTTPTransportResponse) -> Int? {
+    package static func freshnessLifetime(_ response: HTTPTransportResponse) -> Int? {
         guard let control = response.header("cache-control") else { return nil }
         var maxAge: Int?
         // Directive by directive, in place (no array of pieces).

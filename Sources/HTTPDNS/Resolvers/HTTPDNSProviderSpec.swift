@@ -181,12 +181,8 @@ public struct HTTPDNSProviderSpec: Sendable, Hashable, CustomStringConvertible {
         return components.string ?? base
     }
 
-    /// Parses `IP:PORT` or `[IPv6]:PORT`.
-    public static func parseHostPort(_ text: String) -> (HTTPDNSIPAddress, UInt16)? {
-        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0,
-              let address = HTTPDNSIPAddress(String(text[..<colon]))
-        else { return nil }
-        if address.family == .v6, !text.hasPrefix("[") { return nil }
-        return (address, port)
+    /// Parses `IP:PORT` or `[IPv6]:PORT` (port 1-65535).
+    package static func parseHostPort(_ text: String) -> (HTTPDNSIPAddress, UInt16)? {
+        HTTPDNSIPAddress.parseEndpoint(Substring(text)).map { ($0.address, $0.port) }
     }
 }

@@ -27,7 +27,7 @@ package enum HTTPDNSJSON: Equatable, Sendable {
     }
 
     /// Parses a whole document; trailing non-whitespace is an error.
-    static func parse(_ bytes: [UInt8], source: String) throws(HTTPDNSError) -> HTTPDNSJSON {
+    package static func parse(_ bytes: [UInt8], source: String) throws(HTTPDNSError) -> HTTPDNSJSON {
         guard bytes.count <= HTTPDNSFormatLimits.maxBodyBytes else {
             throw HTTPDNSError.malformed("JSON body too large", source: source)
         }

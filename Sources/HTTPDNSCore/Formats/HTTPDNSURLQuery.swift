@@ -1,12 +1,12 @@
 /// Builds percent-encoded query strings and appends them to configured URLs.
-struct HTTPDNSURLQuery {
+package struct HTTPDNSURLQuery {
     private(set) var pairs: [(name: String, value: String)] = []
 
-    init() {}
+    package init() {}
 
     /// Adds `name=value`; `value` is percent-encoded except for RFC 3986 unreserved characters and
     /// the characters in `keep` (DNSPod and Alibaba send batch lists as literal `a.com,b.com`).
-    mutating func add(_ name: String, _ value: String, keep: Set<UInt8> = []) {
+    package mutating func add(_ name: String, _ value: String, keep: Set<UInt8> = []) {
         pairs.append((name, Self.encode(value, keep: keep)))
     }
 
@@ -28,7 +28,7 @@ struct HTTPDNSURLQuery {
     /// `base` with the query appended: `?` or `&` depending on whether `base` already has a query,
     /// and inserted before any `#fragment`.
     // Works on UTF-8 bytes (every provider request builds one URL this way).
-    func appended(to base: String) -> String {
+    package func appended(to base: String) -> String {
         let bytes = Array(base.utf8)
         let hash = bytes.firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
         var out = Array(bytes[..<hash])
@@ -47,7 +47,7 @@ struct HTTPDNSURLQuery {
     private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
     /// Percent-encodes everything except unreserved characters (RFC 3986 §2.3) and `keep`.
-    static func encode(_ value: String, keep: Set<UInt8> = []) -> String {
+    package static func encode(_ value: String, keep: Set<UInt8> = []) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(value.utf8.count)
         for byte in value.utf8 {
@@ -66,7 +66,7 @@ struct HTTPDNSURLQuery {
 
     /// Checks that a configured service URL is absolute HTTP(S) and drops trailing slashes.
     // On bytes, without lower-casing a copy: it runs for every request a provider builds.
-    static func checkedBase(_ url: String, source: String) throws(HTTPDNSError) -> String {
+    package static func checkedBase(_ url: String, source: String) throws(HTTPDNSError) -> String {
         let bytes = url.utf8
         func hasSchemePrefix(_ scheme: String) -> Bool {
             bytes.count >= scheme.utf8.count

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora under Fuzz/Corpus/<target>/ (run from the repository root).
+
+Seeds are valid inputs taken from the test fixtures and unit tests, plus the reproducers of the
+first fuzzing campaign (issue 12). Format targets read a few choice bytes before the answer body
+(configuration, family, hosts, HTTP status: see FuzzTargets+Formats.swift), so each seed starts
+with them. Inputs that fuzzing finds later are added as files of their own.
+"""
+import hashlib
+import os
+import shutil
+import struct
+
+ROOT = "Fuzz/Corpus"
+
+
+def write(target, name, data):
+    os.makedirs(os.path.join(ROOT, target), exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(ROOT, target, name), "wb") as f:
+        f.write(data)
+
+
+def dns_name(text):
+    out = b""
+    for label in text.rstrip(".").split("."):
+        out += bytes([len(label)]) + label.encode()
+    return out + b"\0"
+
+
+def dns_answer(host, rtype, records, rcode=0):
+    """A response to `host`/`rtype` with (name, type, ttl, rdata) answers."""
+    header = struct.pack(">HHHHHH", 0, 0x8180 | rcode, 1, len(records), 0, 0)
+    question = dns_name(host) + struct.pack(">HH", rtype, 1)
+    answers = b""
+    for name, kind, ttl, rdata in records:
+        answers += dns_name(name) + struct.pack(">HHIH", kind, 1, ttl, len(rdata)) + rdata
+    return header + question + answers
+
+
+def main():
+    shutil.rmtree(ROOT, ignore_errors=True)
+    fixtures = "Tests/DNSWireTests/Fixtures"
+    for name in sorted(os.listdir(fixtures)):
+        if name.endswith(".bin"):
+            with open(os.path.join(fixtures, name), "rb") as f:
+                write("dns-codec", name, f.read())
+
+    for index, text in enumerate(["www.example.com", "www.example.com.", "a\\.b.c.", "\\065bc\\\\d", "_srv._tcp.example.com",
+                                  "xn--bcher-kva.example", "."]):
+        write("dns-name", f"name-{index}", text)
+
+    host = "www.example.test"
+    a = bytes([192, 0, 2, 1])
+    write("doh-wire", "a", b"\0\0\0\0" + dns_answer(host, 1, [(host, 1, 300, a)]))
+    write("doh-wire", "aaaa", b"\0\1\0\0" + dns_answer(host, 28, [(host, 28, 60, bytes(15) + b"\1")]))
+    write("doh-wire", "cname", b"\1\0\0\0" + dns_answer(host, 1, [(host, 5, 300, dns_name("edge.example.net")),
+                                                                 ("edge.example.net", 1, 20, a)]))
+    write("doh-wire", "nxdomain", b"\0\0\0\0" + dns_answer(host, 1, [], rcode=3))
+    # Issue 12, finding 1: a TTL of 2^31 (RFC 2181 §8: read as 0).
+    write("doh-wire", "ttl-2-31", b"\0\0\0\0" + bytes.fromhex(
+        "00008180000100010000000003777777076578616d706c6504746573740000010001c00c00010001800000000004c0000201"))
+
+    write("doh-json", "a", b"\0\0\0" + b'{"Status":0,"Question":[{"name":"www.example.test.","type":1}],'
+          b'"Answer":[{"name":"www.example.test.","type":1,"TTL":300,"data":"192.0.2.1"}]}')
+    write("doh-json", "cname", b"\1\0\0" + b'{"Status":0,"Answer":[{"name":"www.example.test.","type":5,"TTL":300,'
+          b'"data":"edge.example.net."},{"name":"edge.example.net.","type":28,"TTL":60,"data":"2001:db8::1"}]}')
+    write("doh-json", "nxdomain", b"\0\0\0" + b'{"Status":3}')
+
+    write("ip-list", "both", b"\2\0\0" + b'{"ips":["1.2.3.4","2400:3200::1","5.6.7.8"],"ttl":30}')
+    write("ip-list", "host", b"\0\0\0" + b' {"host":"WWW.example.test","ips":["198.51.100.7"],"ttl":null,"extra":{"a":[1,2]}} ')
+
+    write("dnspod", "single", b"\0\0\0\0" + b"1.2.3.4;5.6.7.8,120|9.9.9.9")
+    write("dnspod", "addrs", b"\0\2\0\0" + b"1.2.3.4,60-2001:db8::1,60")
+    write("dnspod", "batch", b"\0\0\1\0" + b"a.test.:1.1.1.1;2.2.2.2,300|9.9.9.9\nwww.example.test.:3.3.3.3,60\nb.test.:0\n")
+    write("dnspod", "des", b"\1\0\0\0" + b"6c2b0cd3b2f1a45e0fe11dd0c9e2d9a3")
+    write("dnspod", "aes", b"\2\0\0\0" + b"07070707070707070707070707070707" + b"00112233445566778899aabbccddeeff")
+
+    write("alibaba", "legacy", b"\0\2\0\0" + b'{"host":"www.example.test","ips":["1.2.3.4","5.6.7.8"],'
+          b'"ipsv6":["2400:3200::1"],"ttl":57,"origin_ttl":120,"client_ip":"42.120.74.1"}')
+    write("alibaba", "batch", b"\0\0\1\0" + b'{"dns":[{"host":"a.test","client_ip":"42.120.74.1","ips":["1.1.1.1"],"type":1,'
+          b'"ttl":106},{"host":"b.test","ips":["2.2.2.2"],"type":1,"ttl":100}]}')
+    write("alibaba", "v2", b"\1\2\1\0" + b'{"code":"success","mode":0,"data":{"answers":[{"dn":"a.test","v4":{"ips":["1.1.1.1"],'
+          b'"ttl":60},"v6":{"ips":["2400::1"],"ttl":30}}]}}')
+    write("alibaba", "v2-encrypted", b"\2\0\0\0" + b'{"code":"success","mode":1,"data":"0707070707070707070707070707070700112233445566778899aabbccddeeff"}')
+    write("alibaba", "error", b"\0\0\0\3" + b'{"code":"InvalidSignature"}')
+
+    for index, text in enumerate(['{"a":[1,2.5e3,-0.1,true,false,null],"b":{"c":"\\u00e9\\ud83d\\ude00\\n"}}', '"x"', "[]",
+                                  '{"ips":["1.2.3.4"],"ttl":30}', "[[[[[[[[[[1]]]]]]]]]]"]):
+        write("json", f"doc-{index}", text)
+
+    write("url-query", "host", b"\0www.example.test")
+    write("url-query", "batch", b"\1a.test,b.test:https://x.test/ a&b=c#d")
+    write("url-query", "base", b"\0https://dns.example/dns-query///")
+
+    for index, text in enumerate(["192.0.2.1", "0.0.0.0", "::", "::1", "2001:db8::1", "[2001:db8::1]", "::ffff:192.0.2.1",
+                                  "fe80::1:2:3:4", "1:2:3:4:5:6:7:8", "::1.2.3.4", "01.2.3.4"]):
+        write("ip-address", f"address-{index}", text)
+    write("ip-address", "bytes16", bytes(range(16)))
+    write("ip-address", "bracketed-v4", "[2.0.2.1]")  # found by fuzzing: brackets are IPv6's only
+
+    write("host-pattern", "mixed", "*.example.com\napi.test.\nWWW.Example.COM\nshop.example.com")
+    write("host-pattern", "everything", "*\n192.0.2.1")
+    write("host-pattern", "apex", "*.example.com\nexample.com")
+
+    write("cache-control", "plain", "max-age=300")
+    write("cache-control", "age", "public, max-age=60, s-maxage=10\n15")
+    write("cache-control", "big", "no-cache, MAX-AGE = 99999999999999\n1")
+
+    write("zone-file", "basic", '{"WWW.Example.TEST.": {"A": ["192.0.2.1"], "aaaa": ["2001:DB8::1"], "Ttl": 42}, "b.test": {"A": []}}')
+    # Issue 12, finding 2 and what the first in-repository runs found.
+    write("zone-file", "cname-two-dots", '{"a.test": {"CNAME": "t.."}}')
+    write("zone-file", "name-two-dots", '{"www..": {"A": ["192.0.2.1"]}}')
+    write("zone-file", "wildcard-cname-two-dots", '{"*.Sequencst": {"CNAME": "Ta.TeE.."}, "Aater": {"A": ["191.0.2.1"]}}')
+    write("dns-name", "two-dots", "..")
+    write("dns-name", "name-two-dots", "www..")
+    write("json", "big-exponent", "5e55555555555555")
+    write("zone-file", "wildcard", '{"*.example.test": {"A": ["192.0.2.9"]}, "alias.example.test": {"CNAME": "Target.Test."},'
+          ' "target.test": {"A": ["192.0.2.1"]}}')
+
+    write("proxy-protocol", "v1-tcp4", b"PROXY TCP4 192.0.2.1 198.51.100.2 56324 443\r\nGET / HTTP/1.1\r\n")
+    write("proxy-protocol", "v1-tcp6", b"PROXY TCP6 2001:db8::1 2001:db8::2 1 65535\r\n")
+    write("proxy-protocol", "v1-unknown", b"PROXY UNKNOWN\r\n")
+    signature = bytes([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a])
+    write("proxy-protocol", "v2-tcp4", signature + bytes([0x21, 0x11, 0, 12, 192, 0, 2, 1, 198, 51, 100, 2, 0xdc, 0x04, 1, 0xbb]))
+    write("proxy-protocol", "v2-tcp6-tlv", signature + bytes([0x21, 0x21, 0, 39]) + bytes(15) + b"\1" + bytes(15) + b"\2"
+          + bytes([0, 80, 1, 0xbb, 0x04, 0, 0]))
+    write("proxy-protocol", "v2-local", signature + bytes([0x20, 0x00, 0, 0]))
+
+    write("forwarded-for", "v4", "10.0.0.0/8,192.168.0.0/16\n10.0.0.1\n203.0.113.7, 192.168.1.1")
+    write("forwarded-for", "v6-port", "::1/128,2001:db8::/32\n::1\n198.51.100.1:5000,[2001:db8::7]:443")
+    write("forwarded-for", "unknown", "10.0.0.0/8\n10.0.0.1\nunknown, 10.1.2.3\n203.0.113.9")
+
+    entry = ('{"addresses":["198.51.100.1","2001:db8::5"],"family":"both","host":"p1.example","origin":"httpdns",'
+             '"source":"p","storedAt":1767225600,"ttl":600}')
+    planted = ('{"addresses":["127.0.0.1"],"family":"ipv4","host":"bank.example.com","origin":"httpdns","source":"p",'
+               '"storedAt":1767225600,"ttl":600},'
+               '{"addresses":["10.0.0.5","0.0.0.0"],"family":"ipv4","host":"intranet","origin":"httpdns","source":"p",'
+               '"storedAt":1767225600,"ttl":600},'
+               '{"addresses":["198.51.100.9"],"family":"ipv4","host":"huge.example","origin":"httpdns","source":"p",'
+               '"storedAt":1767225600,"ttl":9223372036854775807}')
+    for name, body in [("good", '{"entries":[%s]}' % entry), ("planted", '{"entries":[%s,%s]}' % (entry, planted))]:
+        data = body.encode()
+        header = b"swift-httpdns-cache 2 sha256 " + hashlib.sha256(data).hexdigest().encode() + b"\n"
+        write("cache-file", name, b"\0" + header + data)
+        write("cache-file", name + "-body", b"\0" + data)
+
+
+if __name__ == "__main__":
+    main()

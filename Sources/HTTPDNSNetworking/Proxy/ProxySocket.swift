@@ -1,0 +1,94 @@
+import CHTTPDNSProxy
+import HTTPDNSCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The few socket calls the proxy makes, on non-blocking descriptors, with errno turned into values.
+enum ProxySocket {
+    /// Calls `body` with the `sockaddr` form of `address`:`port`.
+    static func withSockAddr<Result>(
+        _ address: HTTPDNSIPAddress, port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result
+    ) -> Result {
+        let bytes = address.bytes
+        if address.family == .v4 {
+            var storage = sockaddr_in()
+            storage.sin_family = sa_family_t(AF_INET)
+            storage.sin_port = port.bigEndian
+            withUnsafeMutableBytes(of: &storage.sin_addr) { $0.copyBytes(from: bytes) }
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        var storage = sockaddr_in6()
+        storage.sin6_family = sa_family_t(AF_INET6)
+        storage.sin6_port = port.bigEndian
+        withUnsafeMutableBytes(of: &storage.sin6_addr) { $0.copyBytes(from: bytes) }
+        return withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+        }
+    }
+
+    /// A listening socket on `address`:`port` (0 picks a port); returns it and the bound port.
+    static func listen(_ address: HTTPDNSIPAddress, port: UInt16, backlog: Int32) throws(HTTPDNSProxyError) -> (Int32, UInt16) {
+        let fd = httpdns_proxy_socket(address.family == .v4 ? AF_INET : AF_INET6)
+        guard fd >= 0 else { throw HTTPDNSProxyError(.cannotListen, "socket: \(errorText(errno))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if address.family == .v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        let bound = withSockAddr(address, port: port) { bind(fd, $0, $1) }
+        guard bound == 0, Glibc.listen(fd, backlog) == 0 else {
+            let code = errno
+            close(fd)
+            throw HTTPDNSProxyError(.cannotListen, "\(address.uriText):\(port): \(errorText(code))")
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let actual = withUnsafeMutablePointer(to: &storage) { pointer -> UInt16 in
+            _ = pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            if address.family == .v4 {
+                return UInt16(bigEndian: UnsafeRawPointer(pointer).loadUnaligned(as: sockaddr_in.self).sin_port)
+            }
+            return UInt16(bigEndian: UnsafeRawPointer(pointer).loadUnaligned(as: sockaddr_in6.self).sin6_port)
+        }
+        return (fd, actual)
+    }
+
+    /// How a non-blocking connect started.
+    enum ConnectStart {
+        case connected(Int32)
+        case inProgress(Int32)
+        case failed(Int32)  // errno
+    }
+
+    /// Starts a non-blocking TCP connect to `address`:`port`.
+    static func connect(_ address: HTTPDNSIPAddress, port: UInt16) -> ConnectStart {
+        let fd = httpdns_proxy_socket(address.family == .v4 ? AF_INET : AF_INET6)
+        guard fd >= 0 else { return .failed(errno) }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let result = withSockAddr(address, port: port) { Glibc.connect(fd, $0, $1) }
+        if result == 0 { return .connected(fd) }
+        let code = errno
+        if code == EINPROGRESS { return .inProgress(fd) }
+        close(fd)
+        return .failed(code)
+    }
+
+    /// The pending error of a socket whose connect finished (0 when it succeeded).
+    static func pendingError(_ fd: Int32) -> Int32 {
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return errno }
+        return code
+    }
+
+    static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    static func errorText(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
