@@ -38,6 +38,9 @@ let package = Package(
             linkerSettings: [.linkedLibrary("h2o-evloop"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
 
+        // Linux rtnetlink headers, for the network-change watcher.
+        .systemLibrary(name: "CNetlink"),
+
         // Pure values: no sockets, no files, no clocks of their own.
         .target(name: "DNSWire"),
         .target(name: "HTTPDNSCore", dependencies: ["DNSWire", "CCrypto"]),
@@ -48,7 +51,13 @@ let package = Package(
         .target(name: "DNSSockets", dependencies: ["DNSWire", "HTTPDNSCore"]),
 
         // The resolution engine: cache, providers in order, LocalDNS fallback.
-        .target(name: "HTTPDNS", dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets"]),
+        .target(
+            name: "HTTPDNS",
+            dependencies: [
+                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets",
+                .target(name: "CNetlink", condition: .when(platforms: [.linux])),
+            ]
+        ),
 
         // Linux calls of the loopback proxy's event loop (epoll, splice) that Glibc does not import.
         .target(name: "CHTTPDNSProxy"),
@@ -80,6 +89,13 @@ let package = Package(
                 "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer",
                 "HTTPDNSTestSupport",
             ]
+        ),
+
+        // Test support: a program the network-namespace tests run inside their namespaces
+        // (rtnetlink watcher, `.auto` family and NAT64). Not a product.
+        .executableTarget(
+            name: "HTTPDNSNetnsAgent",
+            dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking", "HTTPDNSTestSupport"]
         ),
 
         // The fuzz targets' properties (not a product): `make fuzz` links them into libFuzzer binaries

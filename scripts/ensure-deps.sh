@@ -16,8 +16,9 @@ packages=(
   knot-dnsutils          # kdig +https against httpdns serve (interoperability)
   dnsperf                # dnsperf -m doh against httpdns serve (interoperability)
   nghttp2-client         # h2load, the HTTP/2 load generator of `make bench`
-  iproute2               # ip netns / veth: tests build their own networks (blackholed addresses)
+  iproute2               # ip netns / veth: tests build their own networks (network changes, NAT64, blackholed addresses)
   nftables               # nft: the drop rule that blackholes a test namespace's addresses
+  unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module)
   python3                # proxy tests: Python's urllib through `httpdns proxy`
   chromium               # proxy tests: a real browser (headless) through `httpdns proxy`
   libnss3-tools          # certutil: the headless browser's trust store holds the test CA
@@ -47,7 +48,11 @@ if [[ $(id -u) -eq 0 ]]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # nginx-light's package scripts may start a system nginx on port 80; the project never uses it.
-  if command -v systemctl >/dev/null 2>&1; then systemctl stop nginx >/dev/null 2>&1 || true; fi
+  # Likewise unbound's may start a system resolver on port 53; the tests start their own in namespaces.
+  if command -v systemctl >/dev/null 2>&1; then
+    systemctl stop nginx >/dev/null 2>&1 || true
+    systemctl stop unbound >/dev/null 2>&1 || true
+  fi
 else
   echo "Missing Debian packages. Install them with:" >&2
   echo "  sudo apt-get install -y ${missing[*]}" >&2

@@ -30,7 +30,7 @@ extension DNSSocketClient {
             return try await lookup(host, type: .A, server: server, port: port, timeout: timeout)
         case .ipv6:
             return try await lookup(host, type: .AAAA, server: server, port: port, timeout: timeout)
-        case .both:
+        case .both, .auto:
             async let v4 = Result { try await lookup(host, type: .A, server: server, port: port, timeout: timeout) }
             async let v6 = Result { try await lookup(host, type: .AAAA, server: server, port: port, timeout: timeout) }
             let results = await [v4, v6]

@@ -82,7 +82,7 @@ package struct DNSSystemResolver: Sendable {
         switch family {
         case .ipv4: hints.ai_family = AF_INET
         case .ipv6: hints.ai_family = AF_INET6
-        case .both: hints.ai_family = AF_UNSPEC
+        case .both, .auto: hints.ai_family = AF_UNSPEC
         }
         hints.ai_socktype = PosixSocket.stream
         var list: UnsafeMutablePointer<addrinfo>?

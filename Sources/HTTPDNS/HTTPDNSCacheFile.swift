@@ -98,7 +98,9 @@ package enum HTTPDNSCacheFile {
     ) -> HTTPDNSCacheEntry? {
         guard HTTPDNSHostPolicy.normalize(item.host) == item.host, HTTPDNSHostPolicy.isValidHostName(item.host),
               !HTTPDNSIPAddress.isLiteral(item.host), item.source.utf8.count <= 256,
-              item.storedAt.isFinite, item.storedAt >= 0, item.storedAt <= now + 60
+              item.storedAt.isFinite, item.storedAt >= 0, item.storedAt <= now + 60,
+              // Keys hold the family `.auto` stood for; the engine never stores `.auto` itself.
+              item.family != .auto
         else { return nil }
         let limit = HTTPDNSFormatLimits.maxAddressesPerName
         let records = HTTPDNSRecordSet(

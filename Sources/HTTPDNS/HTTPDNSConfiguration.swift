@@ -50,6 +50,39 @@ public struct HTTPDNSConfiguration: Sendable {
         public var persistenceKey: [UInt8]? = nil
         /// Names resolved in the background when the engine starts. Default none.
         public var preResolve: [String] = []
+        /// Optimistic mode (Alibaba's and Tencent's "expired IP enabled", RFC 8767 section 5): an
+        /// answer that expired at most this long ago is served at once, marked stale, while a
+        /// background refresh replaces it; older answers wait for upstream as usual. `nil` turns the
+        /// mode off: an expired answer waits for the refresh (up to the HTTPDNS budget) and is served
+        /// stale only if the refresh fails. Default `nil`.
+        public var optimisticMaximumStaleness: Duration? = nil
+        /// Chooses the TTL of a host's answers (Alibaba's `HttpdnsTTLDelegate`): called with the host
+        /// and the TTL the engine would use (the provider's, within ``HTTPDNSCacheSettings``'
+        /// floor and ceiling); the answer is cached for the returned TTL, kept within 1 s and the
+        /// ceiling. Called on the thread that stores the answer: keep it quick. Default `nil` (the
+        /// engine's TTL).
+        public var ttlPolicy: (@Sendable (_ host: String, _ proposedTTL: Duration) -> Duration)? = nil
+
+        public init() {}
+    }
+
+    /// What happens when the device moves between networks (Wi-Fi, cellular, VPN).
+    public struct Network: Sendable, Hashable {
+        /// On ``HTTPDNSEngine/networkDidChange()``, keep the cached answers as a last resort: they are
+        /// marked expired, so every lookup asks upstream again, but an answer is still served stale if
+        /// HTTPDNS and LocalDNS both fail on the new network (within
+        /// ``HTTPDNSCacheSettings/maximumStaleAge``). With false they are dropped. Default true.
+        public var keepsStaleAnswersOnChange: Bool = true
+        /// On a network change, resolve ``Cache/preResolve`` again (Alibaba's
+        /// `setPreResolveAfterNetworkChanged`). Default true.
+        public var preResolvesOnChange: Bool = true
+        /// Watch the system for network changes and call ``HTTPDNSEngine/networkDidChange()`` by itself
+        /// (Linux: an rtnetlink socket, see ``HTTPDNSNetworkWatcher``; elsewhere nothing happens: the
+        /// app calls it from its own reachability callback). Default false.
+        public var watchesChanges: Bool = false
+        /// A burst of address and route events (an interface coming up brings several) counts as one
+        /// change once it has been quiet this long. Default 500 ms.
+        public var changeDebounce: Duration = .milliseconds(500)
 
         public init() {}
     }
@@ -69,17 +102,23 @@ public struct HTTPDNSConfiguration: Sendable {
     public var protectedHosts: HTTPDNSHostPolicy = .all
     /// The fallback. Default `.system`.
     public var localDNS: LocalDNS = .system
-    /// Address family of lookups that do not say. Default `.ipv4`.
+    /// Address family of lookups that do not say. Default `.ipv4`. With `.auto` the engine asks for
+    /// the families the network has a route for and, on an IPv6-only network with NAT64, synthesizes
+    /// IPv6 addresses from IPv4 answers (see ``HTTPDNSAddressFamily/auto``).
     public var family: HTTPDNSAddressFamily = .ipv4
     /// Which addresses from HTTPDNS are acceptable. Default: no loopback, no private space.
     public var hygiene: HTTPDNSAnswerHygiene = .init()
     public var timeouts: Timeouts = .init()
     public var failover: Failover = .init()
     public var cache: Cache = .init()
+    public var network: Network = .init()
     /// Receives events; the default ignores them.
     public var monitor: any HTTPDNSEventMonitor = HTTPDNSNoEventMonitor()
     /// Time source; tests inject ``HTTPDNSManualClock``.
     public var clock: any HTTPDNSClock = HTTPDNSSystemClock()
+    /// Replaces the route probe behind ``HTTPDNSAddressFamily/auto`` (which families have a route);
+    /// for tests. Default nil: ask the kernel.
+    package var familyProbe: (@Sendable () -> (ipv4: Bool, ipv6: Bool))? = nil
 
     public init(resolvers: [any HTTPDNSResolver]) {
         self.resolvers = resolvers

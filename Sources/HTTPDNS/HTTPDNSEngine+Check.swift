@@ -34,7 +34,7 @@ extension HTTPDNSEngine {
     public func checkHijack(
         _ host: String, family: HTTPDNSAddressFamily? = nil, check: HTTPDNSHijackCheck = .init()
     ) async -> HTTPDNSHijackReport {
-        let family = family ?? configuration.family
+        let family = concreteFamily(family)
         let name = HTTPDNSHostPolicy.normalize(host)
         async let localSide = localEvidence(name, family: family)
         async let httpdnsSide = httpdnsEvidence(name, family: family)

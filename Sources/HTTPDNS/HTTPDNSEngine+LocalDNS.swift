@@ -20,7 +20,7 @@ extension HTTPDNSEngine {
     ///
     /// - Throws: ``HTTPDNSError``; `.invalidConfiguration` when the engine is HTTPDNS-only.
     public func resolveLocally(_ host: String, family: HTTPDNSAddressFamily? = nil) async throws -> HTTPDNSAnswer {
-        let family = family ?? configuration.family
+        let family = concreteFamily(family)
         guard !configuration.failover.httpdnsOnly, let local = localResolver else {
             throw HTTPDNSError(.invalidConfiguration, "LocalDNS fallback is disabled", host: host)
         }

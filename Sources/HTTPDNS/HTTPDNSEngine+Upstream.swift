@@ -79,19 +79,22 @@ extension HTTPDNSEngine {
         switch result {
         case .success(let answer):
             let now = clock.now()
-            let stored = change { state in
+            let ttl = cacheTTL(host: key.host, proposed: answer.ttl)
+            var answer = answer
+            answer.ttl = ttl
+            change { state in
+                answer.addresses = usableAddresses(answer.addresses, family: key.family, prefix: state.nat64Prefix)
+                // A flight that networkDidChange() left behind answers its callers but stores nothing.
+                guard state.inFlight[key] === flight else { return }
                 state.inFlight.removeValue(forKey: key)
-                return state.cache.store(
-                    key, addresses: answer.addresses, ttl: answer.ttl, source: answer.source,
-                    origin: answer.origin, now: now)
+                store(key, answer, ttl: ttl, now: now, in: &state)
             }
             persistence?.scheduleSave(self)
-            var answer = answer
-            answer.ttl = stored.ttl
             monitor.lookupAnswered(answer)
             outcome = .success(answer)
         case .failure(let failure):
             change { state in
+                guard state.inFlight[key] === flight else { return }
                 state.inFlight.removeValue(forKey: key)
                 if failure.code == .unauthorized { state.cache.remove(key) }
             }
@@ -99,6 +102,25 @@ extension HTTPDNSEngine {
             outcome = .failure(failure)
         }
         flight.finish(outcome)
+    }
+
+    /// The TTL an answer for `host` is cached for: the provider's `proposed` TTL within the floor and
+    /// ceiling, then ``HTTPDNSConfiguration/Cache/ttlPolicy`` (kept within 1 s and the ceiling).
+    func cacheTTL(host: String, proposed: Int) -> Int {
+        let settings = configuration.cache.policy
+        let ceiling = max(settings.maximumTTL, settings.minimumTTL, 1)
+        let clamped = min(max(proposed, settings.minimumTTL), ceiling)
+        guard let hook = configuration.cache.ttlPolicy else { return clamped }
+        let chosen = hook(host, .seconds(clamped)).inSeconds.rounded(.up)
+        guard chosen.isFinite else { return clamped }
+        return Int(min(max(chosen, 1), Double(ceiling)))
+    }
+
+    /// Stores `answer` for `ttl` seconds (already final: no floor or ceiling is applied again).
+    func store(_ key: HTTPDNSCacheKey, _ answer: HTTPDNSAnswer, ttl: Int, now: Double, in state: inout State) {
+        state.cache.insert(key, HTTPDNSCacheEntry(
+            addresses: answer.addresses, source: answer.source, origin: answer.origin, storedAt: now, ttl: ttl))
+        if !state.previousNetwork.isEmpty { state.previousNetwork.remove(key) }
     }
 
     /// Refreshes `key` without anyone waiting; the answer lands in the cache.

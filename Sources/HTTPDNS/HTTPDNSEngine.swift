@@ -8,7 +8,8 @@ import Synchronization
 /// (skipping ones cooling down after failures) within a time budget, their answers cleaned of bogons
 /// and duplicates, and only then LocalDNS (unless the configuration is HTTPDNS-only). Concurrent
 /// lookups of one name share one upstream request. The cache refreshes in the background at 75 % of
-/// the TTL and serves a stale answer only when a refresh fails (RFC 8767).
+/// the TTL and serves a stale answer only when a refresh fails (RFC 8767), or at once in optimistic
+/// mode. ``networkDidChange()`` starts over on a new network.
 public final class HTTPDNSEngine: Sendable {
     struct State: Sendable {
         var cache: HTTPDNSCachePolicy
@@ -21,6 +22,16 @@ public final class HTTPDNSEngine: Sendable {
         /// Entries loaded from the cache file that a batch refresh is asking for
         /// (``refreshLoaded(_:)``): a use of them starts no refresh of its own meanwhile.
         var diskRefreshing: Set<HTTPDNSCacheKey> = []
+        /// Bumped by ``networkDidChange()``: work started on an earlier network stores nothing.
+        var networkEpoch: UInt64 = 0
+        /// Entries kept from the previous network (``HTTPDNSConfiguration/Network/keepsStaleAnswersOnChange``):
+        /// served only as a last resort, never optimistically; a key leaves when it is stored anew.
+        var previousNetwork: Set<HTTPDNSCacheKey> = []
+        /// The NAT64 prefix of an IPv6-only network, once discovered (``HTTPDNSAddressFamily/auto``).
+        var nat64Prefix: HTTPDNSNAT64Prefix?
+        /// The discovery running now; `.both` lookups wait for it so as not to cache IPv4 answers
+        /// that cannot be reached.
+        var nat64Discovery: Task<Void, Never>?
     }
 
     /// The configuration the engine was made with.
@@ -29,7 +40,15 @@ public final class HTTPDNSEngine: Sendable {
     let clock: any HTTPDNSClock
     let monitor: any HTTPDNSEventMonitor
     let defaultFamily: HTTPDNSAddressFamily
+    /// ``HTTPDNSConfiguration/Cache/optimisticMaximumStaleness`` in seconds.
+    let optimisticStaleness: Double?
+    /// What ``HTTPDNSAddressFamily/auto`` means on the current network (``FamilyCode``).
+    let autoFamily = Atomic<UInt8>(FamilyCode.both)
     let state: HTTPDNSLock<State>
+    /// The hosts requests go through the engine for; replaced by ``updatePolicy(_:)``.
+    let policy: HTTPDNSLock<HTTPDNSHostPolicy>
+    /// The rtnetlink watcher when ``HTTPDNSConfiguration/Network/watchesChanges`` is set.
+    let watcher = HTTPDNSLock<HTTPDNSNetworkWatcher?>(nil)
     let localResolver: (any HTTPDNSResolver)?
     /// ``HTTPDNSConfiguration/staticEntries`` under normalised names.
     let staticEntries: [String: [HTTPDNSIPAddress]]
@@ -54,12 +73,14 @@ public final class HTTPDNSEngine: Sendable {
         self.clock = configuration.clock
         self.monitor = configuration.monitor
         self.defaultFamily = configuration.family
+        self.optimisticStaleness = configuration.cache.optimisticMaximumStaleness?.inSeconds
         self.persistence = configuration.cache.persistencePath.map {
             HTTPDNSCachePersistence(
                 path: $0, interval: configuration.cache.persistenceInterval.inSeconds,
                 key: configuration.cache.persistenceKey, monitor: configuration.monitor)
         }
         self.state = HTTPDNSLock(State(cache: HTTPDNSCachePolicy(settings: configuration.cache.policy)))
+        self.policy = HTTPDNSLock(configuration.protectedHosts)
         self.serial = engineSerials.withLock { serial in
             serial += 1
             return serial
@@ -69,22 +90,24 @@ public final class HTTPDNSEngine: Sendable {
             table[HTTPDNSHostPolicy.normalize(entry.key), default: []].append(contentsOf: entry.value)
         }
         persistence?.loadInBackground(into: self)
+        let discovery = detectNetwork()
         let names = configuration.cache.preResolve
         if !names.isEmpty {
-            Task { [self] in await self.preResolve(names) }
+            Task { [self] in
+                await discovery?.value
+                await self.preResolve(names)
+            }
         }
+        if configuration.network.watchesChanges { startWatching() }
+    }
+
+    deinit {
+        watcher.withLock { $0?.stop() }
     }
 
     /// `resolver` with the engine's trust where it is an HTTPDNS provider without one of its own.
     package static func trusting(_ trust: HTTPDNSTrust, _ resolver: any HTTPDNSResolver) -> any HTTPDNSResolver {
         (resolver as? HTTPDNSProvider)?.trusting(trust) ?? resolver
-    }
-
-    /// Whether requests to `host` go through the engine: a protected host, or one with a static entry
-    /// (IP literals never do).
-    public func protects(_ host: String) -> Bool {
-        configuration.protectedHosts.protects(host)
-            || (!staticEntries.isEmpty && staticEntries[HTTPDNSHostPolicy.normalize(host)] != nil)
     }
 
     /// How many lookups went upstream (to providers or LocalDNS) so far; for tests and benchmarks.
@@ -106,7 +129,7 @@ public final class HTTPDNSEngine: Sendable {
         case .hit(let answer):
             return answer
         case .miss(let key, let staleFallback):
-            return try await resolveMiss(key, original: host, staleFallback: staleFallback)
+            return try await resolveMiss(key, original: host, family: family, staleFallback: staleFallback)
         }
     }
 
@@ -116,12 +139,13 @@ public final class HTTPDNSEngine: Sendable {
     package func resolve(
         _ host: String, family: HTTPDNSAddressFamily, clientSubnet: HTTPDNSClientSubnet?
     ) async throws -> HTTPDNSAnswer {
-        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family, clientSubnet: clientSubnet)
+        let key = HTTPDNSCacheKey(
+            host: HTTPDNSHostPolicy.normalize(host), family: concreteFamily(family), clientSubnet: clientSubnet)
         switch lookupCache(key) {
         case .hit(let answer):
             return answer
         case .miss(let key, let staleFallback):
-            return try await resolveMiss(key, original: host, staleFallback: staleFallback)
+            return try await resolveMiss(key, original: host, family: family, staleFallback: staleFallback)
         }
     }
 
@@ -135,7 +159,7 @@ public final class HTTPDNSEngine: Sendable {
     /// Answers from the cache (reporting the hit, starting a refresh when due) or says what to ask.
     @usableFromInline
     func lookupCache(_ host: String, family: HTTPDNSAddressFamily?) -> CacheOutcome {
-        lookupCache(HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family ?? defaultFamily))
+        lookupCache(HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: concreteFamily(family)))
     }
 
     func lookupCache(_ key: HTTPDNSCacheKey) -> CacheOutcome {
@@ -157,7 +181,7 @@ public final class HTTPDNSEngine: Sendable {
 
     /// The cached answer for `host`, if a fresh one exists; never goes upstream and never waits.
     public func cachedAnswer(_ host: String, family: HTTPDNSAddressFamily? = nil) -> HTTPDNSAnswer? {
-        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family ?? defaultFamily)
+        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: concreteFamily(family))
         guard case .hit(let answer, _) = cacheStep(key, freshOnly: true) else { return nil }
         return answer
     }
@@ -181,20 +205,32 @@ public final class HTTPDNSEngine: Sendable {
         if let answer = HTTPDNSHitMemo.answer(memoKey, now: now, generation: generation.load(ordering: .acquiring)) {
             return .hit(answer, refresh: false)
         }
-        let (lookup, refresh, cooling, memoGeneration) = state.withLock {
-            state -> (HTTPDNSCachePolicy.Lookup, Bool, Bool, UInt64?) in
+        let optimistic = freshOnly ? nil : optimisticStaleness
+        let (lookup, refresh, cooling, memoGeneration, servesExpired) = state.withLock {
+            state -> (HTTPDNSCachePolicy.Lookup, Bool, Bool, UInt64?, Bool) in
             let lookup = state.cache.lookup(key, now: now)
             var refresh = false
             var memoGeneration: UInt64?
-            if case .fresh(let entry, _, let due) = lookup {
+            var servesExpired = false
+            switch lookup {
+            case .fresh(let entry, _, let due):
                 refresh = due && state.inFlight[key] == nil && !state.diskRefreshing.contains(key)
                 // Memoised only while no address of it cools down: the order is then the cache's.
                 if !due, state.addressCooldown.isEmpty
                     || entry.addresses.allSatisfy({ (state.addressCooldown[$0] ?? 0) <= now }) {
                     memoGeneration = generation.load(ordering: .relaxed)
                 }
+            case .expired(let entry):
+                // Optimistic mode: young enough, and learnt on the current network.
+                if let optimistic, now - entry.expiresAt <= optimistic,
+                   state.previousNetwork.isEmpty || !state.previousNetwork.contains(key) {
+                    servesExpired = true
+                    refresh = state.inFlight[key] == nil
+                }
+            default:
+                break
             }
-            return (lookup, refresh, !state.addressCooldown.isEmpty, memoGeneration)
+            return (lookup, refresh, !state.addressCooldown.isEmpty, memoGeneration, servesExpired)
         }
         var answer: HTTPDNSAnswer
         switch lookup {
@@ -205,6 +241,8 @@ public final class HTTPDNSEngine: Sendable {
             }
             answer = cachedAnswer(key, entry, ttl: remaining, stale: false)
         case .stale(let entry) where !freshOnly:
+            answer = cachedAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true)
+        case .expired(let entry) where servesExpired:
             answer = cachedAnswer(key, entry, ttl: configuration.cache.policy.staleTTL, stale: true)
         case .expired, .stale:
             return .upstream(staleFallback: true)
@@ -217,7 +255,9 @@ public final class HTTPDNSEngine: Sendable {
 
     /// A cache miss (or expired entry): one shared upstream lookup, stale answer if it fails.
     @usableFromInline
-    func resolveMiss(_ key: HTTPDNSCacheKey, original host: String, staleFallback: Bool) async throws -> HTTPDNSAnswer {
+    func resolveMiss(
+        _ key: HTTPDNSCacheKey, original host: String, family: HTTPDNSAddressFamily?, staleFallback: Bool
+    ) async throws -> HTTPDNSAnswer {
         if let literal = HTTPDNSIPAddress(key.host) {
             return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
         }
@@ -228,6 +268,12 @@ public final class HTTPDNSEngine: Sendable {
         // cache-hit path pays nothing for them.
         if let pinned = staticAnswer(key) { return pinned }
         if !protects(key.host) { return try await resolveUnprotected(key) }
+        if key.family == .both, let discovery = state.withLock({ $0.nat64Discovery }) {
+            await discovery.value
+            // Without a NAT64 prefix `.auto` now means IPv6 only.
+            let decided = concreteFamily(family)
+            if decided != key.family { return try await resolve(host, family: decided) }
+        }
         // The cache is asked again under the same lock that registers the flight: a flight that
         // finished since the first look (it stores its answer and leaves in one locked step) must not
         // be followed by a second upstream request for the same name.
@@ -264,7 +310,7 @@ public final class HTTPDNSEngine: Sendable {
     /// Names are asked in batches where a provider has a batch form (one request for many names);
     /// what the batches do not answer is resolved one by one, with the usual failover.
     public func preResolve(_ hosts: [String], family: HTTPDNSAddressFamily? = nil) async {
-        let family = family ?? defaultFamily
+        let family = concreteFamily(family)
         var remaining: [String] = []
         for host in hosts {
             let name = HTTPDNSHostPolicy.normalize(host)
@@ -274,6 +320,7 @@ public final class HTTPDNSEngine: Sendable {
             remaining.append(name)
         }
         if remaining.count > 1 {
+            let epoch = state.withLock { $0.networkEpoch }
             for provider in orderedProviders() where !remaining.isEmpty {
                 let batch = remaining
                 state.withLock { $0.upstreamLookups += 1 }
@@ -283,15 +330,20 @@ public final class HTTPDNSEngine: Sendable {
                 for set in sets where remaining.contains(set.host) {
                     let kept = configuration.hygiene.filter(set, family: family).kept
                     guard !kept.isEmpty else { continue }
-                    let answer = HTTPDNSAnswer(
+                    var answer = HTTPDNSAnswer(
                         host: set.host, addresses: kept, ttl: set.ttl ?? configuration.cache.policy.defaultTTL,
                         source: provider.name, origin: .httpdns)
+                    let ttl = cacheTTL(host: set.host, proposed: answer.ttl)
                     let now = clock.now()
-                    change { state in
-                        _ = state.cache.store(
-                            HTTPDNSCacheKey(host: set.host, family: family), addresses: kept, ttl: answer.ttl,
-                            source: provider.name, origin: .httpdns, now: now)
+                    let stored = change { state -> Bool in
+                        // A batch that was asked on the previous network is not stored.
+                        guard state.networkEpoch == epoch else { return false }
+                        answer.addresses = usableAddresses(answer.addresses, family: family, prefix: state.nat64Prefix)
+                        store(HTTPDNSCacheKey(host: set.host, family: family), answer, ttl: ttl, now: now, in: &state)
+                        return true
                     }
+                    guard stored else { continue }
+                    answer.ttl = ttl
                     monitor.lookupAnswered(answer)
                     remaining.removeAll { $0 == set.host }
                 }

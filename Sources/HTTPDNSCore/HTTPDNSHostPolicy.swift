@@ -1,20 +1,18 @@
-/// Which hosts the engine protects: exact names and `*.`-wildcards.
+/// Which hosts the engine protects: exact names and `*.`-wildcards, with exclusions.
 ///
 /// A wildcard `*.example.com` covers every name below `example.com` (any depth) but not
-/// `example.com` itself; list both to protect both. IP literals are never protected: there is
-/// nothing to resolve.
+/// `example.com` itself; list both to protect both. A pattern starting with `!` (`!login.example.com`,
+/// `!*.internal.example.com`) excludes the names it matches, and exclusions win over inclusions
+/// (Alibaba's `NotUseHttpDnsFilter`, EMASCurl's black list): `["*", "!*.corp.example"]` protects every
+/// name but the corporate ones. IP literals are never protected: there is nothing to resolve.
 public struct HTTPDNSHostPolicy: Sendable, Hashable {
-    private var exact: Set<String>
-    private var suffixes: [String]
-    private var everything: Bool
-
-    /// Protects the given patterns (`api.example.com`, `*.example.com`, or `*` for every name).
-    public init(_ patterns: [String]) {
+    /// One side of the policy: exact names, `*.` suffixes (kept with their leading dot), or everything.
+    private struct Patterns: Sendable, Hashable {
         var exact = Set<String>()
-        var suffixes = [String]()
+        var suffixes: [String] = []
         var everything = false
-        for raw in patterns {
-            let pattern = HTTPDNSHostPolicy.normalize(raw)
+
+        mutating func add(_ pattern: String) {
             if pattern == "*" {
                 everything = true
             } else if pattern.hasPrefix("*.") {
@@ -23,9 +21,36 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
                 exact.insert(pattern)
             }
         }
-        self.exact = exact
-        self.suffixes = suffixes
-        self.everything = everything
+
+        func matches(_ name: String) -> Bool {
+            if everything || exact.contains(name) { return true }
+            return suffixes.contains { name.hasSuffix($0) && name.count > $0.count }
+        }
+
+        var isEmpty: Bool { !everything && exact.isEmpty && suffixes.isEmpty }
+    }
+
+    private var included = Patterns()
+    private var excluded = Patterns()
+
+    /// Protects the given patterns (`api.example.com`, `*.example.com`, or `*` for every name), except
+    /// the names matched by the `!`-patterns among them and by `excluding` (same syntax, without `!`).
+    ///
+    /// - Parameters:
+    ///   - patterns: inclusions, and exclusions written `!pattern`.
+    ///   - excluding: more exclusions. Default none.
+    public init(_ patterns: [String], excluding: [String] = []) {
+        for raw in patterns {
+            let pattern = HTTPDNSHostPolicy.normalize(raw)
+            if pattern.hasPrefix("!") {
+                excluded.add(String(pattern.dropFirst()))
+            } else {
+                included.add(pattern)
+            }
+        }
+        for raw in excluding {
+            excluded.add(HTTPDNSHostPolicy.normalize(raw))
+        }
     }
 
     /// Protects every name (still never IP literals).
@@ -34,12 +59,12 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
     /// Protects nothing.
     public static let none = HTTPDNSHostPolicy([])
 
-    /// Whether requests to `host` go through HTTPDNS.
+    /// Whether requests to `host` go through HTTPDNS: an inclusion matches it and no exclusion does.
     public func protects(_ host: String) -> Bool {
         let name = HTTPDNSHostPolicy.normalize(host)
         guard !name.isEmpty, !HTTPDNSIPAddress.isLiteral(name) else { return false }
-        if everything || exact.contains(name) { return true }
-        return suffixes.contains { name.hasSuffix($0) && name.count > $0.count }
+        guard included.matches(name) else { return false }
+        return excluded.isEmpty || !excluded.matches(name)
     }
 
     /// Lower-cases and drops the trailing dot of an absolute name, the form hosts are compared and

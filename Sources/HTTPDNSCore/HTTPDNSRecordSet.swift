@@ -24,7 +24,7 @@ public struct HTTPDNSRecordSet: Sendable, Hashable {
         switch family {
         case .ipv4: ipv4
         case .ipv6: ipv6
-        case .both: ipv4 + ipv6
+        case .both, .auto: ipv4 + ipv6
         }
     }
 

@@ -79,6 +79,7 @@ extension HTTPDNSFuzzTarget {
                 case .ipv4: address.family == .v4
                 case .ipv6: address.family == .v6
                 case .both: true
+                case .auto: false  // never stored: the engine keys what `.auto` stood for
                 }
             }, "an address of the wrong family for \(key.host)")
             try require(Set(entry.addresses).count == entry.addresses.count, "a repeated address")

@@ -151,8 +151,9 @@ extension HTTPDNSClient {
             plan.redirectTried = true
             let family = engine.configuration.family
             if let records = try? await redirect.resolve(plan.host, family: family) {
-                // The redirect endpoint is a network answer like any HTTPDNS one: same hygiene rules.
-                let kept = engine.configuration.hygiene.filter(records, family: family).kept
+                // The redirect endpoint is a network answer like any HTTPDNS one: same hygiene rules
+                // (and, on an IPv6-only network, the engine's NAT64 synthesis).
+                let kept = engine.usableAddresses(engine.configuration.hygiene.filter(records, family: family).kept, family: family)
                 plan.redirect = (kept, blockRedirectTTL(records.ttl))
                 plan.add(kept)
                 report.withLock { report in

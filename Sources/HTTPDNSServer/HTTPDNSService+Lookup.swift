@@ -45,7 +45,7 @@ struct HTTPDNSServiceAnswer: Sendable {
         switch family {
         case .ipv4: ipv4
         case .ipv6: ipv6
-        case .both: ipv4 + ipv6
+        case .both, .auto: ipv4 + ipv6
         }
     }
 }

@@ -103,7 +103,7 @@ package struct AlibabaFormat: HTTPDNSProviderFormat {
         switch family {
         case .ipv4: "4"
         case .ipv6: "6"
-        case .both: "4,6"
+        case .both, .auto: "4,6"
         }
     }
 

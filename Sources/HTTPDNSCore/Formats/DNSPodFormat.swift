@@ -95,7 +95,7 @@ package struct DNSPodFormat: HTTPDNSProviderFormat {
         switch family {
         case .ipv4: break
         case .ipv6: query.add("type", "aaaa")
-        case .both: query.add("type", "addrs")
+        case .both, .auto: query.add("type", "addrs")
         }
         if let subnet = configuration.clientSubnet, !subnet.isEmpty { query.add("ip", subnet) }
         if configuration.requestClientIP { query.add("clientip", "1") }

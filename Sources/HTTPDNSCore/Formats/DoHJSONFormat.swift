@@ -37,7 +37,7 @@ package struct DoHJSONFormat: HTTPDNSProviderFormat {
     package func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
         switch family {
         case .ipv4, .ipv6: return [try request(for: hosts, family: family)]
-        case .both: return [try request(for: hosts, family: .ipv4), try request(for: hosts, family: .ipv6)]
+        case .both, .auto: return [try request(for: hosts, family: .ipv4), try request(for: hosts, family: .ipv6)]
         }
     }
 
@@ -49,7 +49,7 @@ package struct DoHJSONFormat: HTTPDNSProviderFormat {
         switch family {
         case .ipv4: type = "A"
         case .ipv6: type = "AAAA"
-        case .both: throw HTTPDNSError(.unsupported, "one DoH JSON request asks for one type", source: Self.source)
+        case .both, .auto: throw HTTPDNSError(.unsupported, "one DoH JSON request asks for one type", source: Self.source)
         }
         var query = HTTPDNSURLQuery()
         query.add("name", names[0])

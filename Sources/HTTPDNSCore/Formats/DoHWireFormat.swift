@@ -40,7 +40,7 @@ package struct DoHWireFormat: HTTPDNSProviderFormat {
     package func requests(for hosts: [String], family: HTTPDNSAddressFamily, now: Int64) throws(HTTPDNSError) -> [HTTPDNSProviderRequest] {
         switch family {
         case .ipv4, .ipv6: [try request(for: hosts, family: family)]
-        case .both: [try request(for: hosts, family: .ipv4), try request(for: hosts, family: .ipv6)]
+        case .both, .auto: [try request(for: hosts, family: .ipv4), try request(for: hosts, family: .ipv6)]
         }
     }
 

@@ -14,7 +14,7 @@ package struct HTTPDNSProviderRequest: Sendable, Hashable {
     package var body: [UInt8]?
     /// The hosts asked for, normalised (lower case, no trailing dot), in request order.
     package var hosts: [String]
-    /// The address family asked for.
+    /// The address family asked for (`.auto` is asked as `.both`).
     package var family: HTTPDNSAddressFamily
 
     package init(
@@ -30,7 +30,7 @@ package struct HTTPDNSProviderRequest: Sendable, Hashable {
         self.headers = headers
         self.body = body
         self.hosts = hosts
-        self.family = family
+        self.family = family == .auto ? .both : family
     }
 }
 
