@@ -20,8 +20,11 @@ test: deps examples docs api-check
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(TEST_FLAGS)
 
+# A kept Examples/.build can miss files the parent package gained since (SwiftPM's path-dependency
+# cache); one clean rebuild then settles it. A fresh clone builds at the first try.
 examples:
-	$(SWIFT) build --package-path Examples $(SWIFT_FLAGS)
+	$(SWIFT) build --package-path Examples $(SWIFT_FLAGS) || \
+	  (rm -rf Examples/.build && $(SWIFT) build --package-path Examples $(SWIFT_FLAGS))
 
 # DocC archives of the products; DocC warnings fail the build (and so `make test`).
 docs: deps

@@ -114,7 +114,7 @@ public struct HTTPDNSConfiguration: Sendable {
     public var network: Network = .init()
     /// Receives events; the default ignores them.
     public var monitor: any HTTPDNSEventMonitor = HTTPDNSNoEventMonitor()
-    /// Time source; tests inject ``HTTPDNSManualClock``.
+    /// Time source; tests inject a clock they move by hand.
     public var clock: any HTTPDNSClock = HTTPDNSSystemClock()
     /// Replaces the route probe behind ``HTTPDNSAddressFamily/auto`` (which families have a route);
     /// for tests. Default nil: ask the kernel.

@@ -57,7 +57,7 @@ extension HTTPDNSEngine {
 
     /// The NAT64 prefix the engine synthesizes IPv6 addresses with, if it found one (only on an
     /// IPv6-only network, with ``HTTPDNSConfiguration/family`` `.auto`).
-    public var nat64Prefix: HTTPDNSNAT64Prefix? {
+    package var nat64Prefix: HTTPDNSNAT64Prefix? {
         state.withLock { $0.nat64Prefix }
     }
 

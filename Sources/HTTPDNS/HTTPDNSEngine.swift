@@ -377,7 +377,7 @@ public final class HTTPDNSEngine: Sendable {
     }
 
     /// Whether `address` is cooling down after a failed connection.
-    public func isCoolingDown(_ address: HTTPDNSIPAddress) -> Bool {
+    package func isCoolingDown(_ address: HTTPDNSIPAddress) -> Bool {
         let now = configuration.clock.now()
         return state.withLock { ($0.addressCooldown[address] ?? 0) > now }
     }

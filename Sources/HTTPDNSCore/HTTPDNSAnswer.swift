@@ -32,7 +32,7 @@ public struct HTTPDNSAnswer: Sendable, Hashable {
     /// lookup in this run (a background refresh has been started). Default false.
     public var fromDisk: Bool = false
 
-    public init(
+    package init(
         host: String,
         addresses: [HTTPDNSIPAddress],
         ttl: Int,

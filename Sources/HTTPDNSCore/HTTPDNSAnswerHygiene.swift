@@ -17,11 +17,11 @@ public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
     }
 
     /// The result of filtering one answer.
-    public struct Outcome: Sendable, Hashable {
+    package struct Outcome: Sendable, Hashable {
         /// Usable addresses, deduplicated, in the original order.
-        public var kept: [HTTPDNSIPAddress]
+        package var kept: [HTTPDNSIPAddress]
         /// Addresses dropped as bogons.
-        public var rejected: [HTTPDNSIPAddress]
+        package var rejected: [HTTPDNSIPAddress]
     }
 
     /// Whether one address is acceptable.
@@ -33,12 +33,12 @@ public struct HTTPDNSAnswerHygiene: Sendable, Hashable {
     }
 
     /// Filters `records` to `family`: drops bogons and duplicates, keeps order (IPv4 first for `.both`).
-    public func filter(_ records: HTTPDNSRecordSet, family: HTTPDNSAddressFamily) -> Outcome {
+    package func filter(_ records: HTTPDNSRecordSet, family: HTTPDNSAddressFamily) -> Outcome {
         filter(records.addresses(for: family))
     }
 
     /// Filters a list of addresses: drops bogons and duplicates, keeps order.
-    public func filter(_ addresses: [HTTPDNSIPAddress]) -> Outcome {
+    package func filter(_ addresses: [HTTPDNSIPAddress]) -> Outcome {
         var kept: [HTTPDNSIPAddress] = []
         var rejected: [HTTPDNSIPAddress] = []
         // The usual answer holds a few addresses, compared directly; long lists go through a set.

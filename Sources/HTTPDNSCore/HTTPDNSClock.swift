@@ -33,20 +33,20 @@ public struct HTTPDNSSystemClock: HTTPDNSClock {
 }
 
 /// A clock that moves only when told to; for tests.
-public final class HTTPDNSManualClock: HTTPDNSClock {
+package final class HTTPDNSManualClock: HTTPDNSClock {
     private let current: HTTPDNSLock<Double>
 
     /// Starts at `start` seconds since 1970 (default: 2026-01-01).
-    public init(start: Double = 1_767_225_600) {
+    package init(start: Double = 1_767_225_600) {
         current = HTTPDNSLock(start)
     }
 
-    public func now() -> Double {
+    package func now() -> Double {
         current.withLock { $0 }
     }
 
     /// Moves the clock forward by `duration`.
-    public func advance(by duration: Duration) {
+    package func advance(by duration: Duration) {
         let (seconds, attoseconds) = duration.components
         advance(by: Double(seconds) + Double(attoseconds) / 1e18)
     }

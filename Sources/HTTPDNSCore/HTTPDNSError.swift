@@ -63,7 +63,7 @@ public struct HTTPDNSError: Error, Sendable, CustomStringConvertible {
         /// Why it failed.
         public var error: HTTPDNSError
 
-        public init(source: String, error: HTTPDNSError) {
+        package init(source: String, error: HTTPDNSError) {
             self.source = source
             self.error = error
         }

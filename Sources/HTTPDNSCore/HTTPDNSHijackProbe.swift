@@ -23,7 +23,7 @@ public struct HTTPDNSHijackProbe: Sendable, Hashable, Codable {
         /// Why verification or the connection failed, otherwise.
         public var detail: String?
 
-        public init(address: HTTPDNSIPAddress, result: Outcome, status: Int? = nil, detail: String? = nil) {
+        package init(address: HTTPDNSIPAddress, result: Outcome, status: Int? = nil, detail: String? = nil) {
             self.address = address
             self.result = result
             self.status = status
@@ -47,7 +47,7 @@ public struct HTTPDNSHijackProbe: Sendable, Hashable, Codable {
     /// HTTPDNS's first address, if it gave one.
     public var httpdns: Result?
 
-    public init(port: Int, local: Result?, httpdns: Result?) {
+    package init(port: Int, local: Result?, httpdns: Result?) {
         self.port = port
         self.local = local
         self.httpdns = httpdns

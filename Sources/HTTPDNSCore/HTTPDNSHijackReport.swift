@@ -36,7 +36,7 @@ public struct HTTPDNSHijackReport: Sendable, Hashable, Codable, CustomStringConv
         /// The error code, when it failed.
         public var errorCode: String?
 
-        public init(source: String, addresses: [HTTPDNSIPAddress], ttl: Int? = nil, error: String? = nil, errorCode: String? = nil) {
+        package init(source: String, addresses: [HTTPDNSIPAddress], ttl: Int? = nil, error: String? = nil, errorCode: String? = nil) {
             self.source = source
             self.addresses = addresses
             self.ttl = ttl
@@ -75,7 +75,7 @@ public struct HTTPDNSHijackReport: Sendable, Hashable, Codable, CustomStringConv
     /// - Parameters:
     ///   - probe: TLS evidence for each side's first address, if the check connected.
     ///   - strict: count a disagreement as hijacking unless a probe clears it. Default false.
-    public init(host: String, local: Side, httpdns: Side, probe: HTTPDNSHijackProbe? = nil, strict: Bool = false) {
+    package init(host: String, local: Side, httpdns: Side, probe: HTTPDNSHijackProbe? = nil, strict: Bool = false) {
         self.host = host
         self.local = local
         self.httpdns = httpdns

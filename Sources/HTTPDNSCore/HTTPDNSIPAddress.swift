@@ -144,7 +144,7 @@ public struct HTTPDNSIPAddress: Hashable, Sendable, CustomStringConvertible, Cod
     }
 
     /// The text used inside URLs and `host:port` strings: IPv6 in brackets.
-    public var uriText: String {
+    package var uriText: String {
         family == .v6 ? "[\(description)]" : description
     }
 
@@ -204,7 +204,7 @@ extension HTTPDNSIPAddress {
     }
 
     /// The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
-    public var ipv4Mapped: HTTPDNSIPAddress? {
+    package var ipv4Mapped: HTTPDNSIPAddress? {
         guard isV6, high == 0, low >> 32 == 0xffff else { return nil }
         return HTTPDNSIPAddress(high: (low & 0xffff_ffff) << 32, low: 0, isV6: false)
     }

@@ -5,7 +5,7 @@
 /// network's prefix and the IPv4 address. Resolvers with DNS64 synthesize those for names that
 /// only have A records; an HTTPDNS answer (IPv4 from a provider) has to be synthesized by the client
 /// itself, which is what ``synthesize(_:)`` does.
-public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
+package struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     /// The prefix lengths RFC 6052 section 2.2 allows.
     package static let lengths = [32, 40, 48, 56, 64, 96]
 
@@ -16,16 +16,16 @@ public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     package static let wellKnownIPv4: [HTTPDNSIPAddress] = [HTTPDNSIPAddress(bytes: [192, 0, 0, 170])!, HTTPDNSIPAddress(bytes: [192, 0, 0, 171])!]
 
     /// The Well-Known Prefix 64:ff9b::/96 (RFC 6052 section 2.1).
-    public static let wellKnown = HTTPDNSNAT64Prefix(HTTPDNSIPAddress(bytes: [0, 0x64, 0xff, 0x9b] + [UInt8](repeating: 0, count: 12))!, length: 96)!
+    package static let wellKnown = HTTPDNSNAT64Prefix(HTTPDNSIPAddress(bytes: [0, 0x64, 0xff, 0x9b] + [UInt8](repeating: 0, count: 12))!, length: 96)!
 
     /// The prefix bits (the rest zero), as an IPv6 address.
-    public let address: HTTPDNSIPAddress
+    package let address: HTTPDNSIPAddress
     /// The prefix length: 32, 40, 48, 56, 64 or 96.
-    public let length: Int
+    package let length: Int
 
     /// A prefix of `length` bits from `address` (the bits past the prefix are cleared); nil unless
     /// `address` is IPv6 and `length` is 32, 40, 48, 56, 64 or 96 (RFC 6052 section 2.2).
-    public init?(_ address: HTTPDNSIPAddress, length: Int) {
+    package init?(_ address: HTTPDNSIPAddress, length: Int) {
         guard address.family == .v6, HTTPDNSNAT64Prefix.lengths.contains(length) else { return nil }
         var bytes = address.bytes
         for index in (length / 8)..<16 { bytes[index] = 0 }
@@ -34,7 +34,7 @@ public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `prefix/length`, as in `64:ff9b::/96`.
-    public var description: String { "\(address)/\(length)" }
+    package var description: String { "\(address)/\(length)" }
 
     /// The byte positions of the 4 IPv4 bytes for a prefix length (RFC 6052 figure 1): the embedded
     /// address skips byte 8, the "u" octet, which must be zero.
@@ -48,7 +48,7 @@ public struct HTTPDNSNAT64Prefix: Sendable, Hashable, CustomStringConvertible {
     ///
     /// The suffix and the u octet are zero. Non-global IPv4 addresses are not synthesized with the
     /// Well-Known Prefix (RFC 6052 section 3.1): they come back unchanged too.
-    public func synthesize(_ ipv4: HTTPDNSIPAddress) -> HTTPDNSIPAddress {
+    package func synthesize(_ ipv4: HTTPDNSIPAddress) -> HTTPDNSIPAddress {
         guard ipv4.family == .v4 else { return ipv4 }
         if self == HTTPDNSNAT64Prefix.wellKnown, ipv4.isBogon { return ipv4 }
         var bytes = address.bytes

@@ -20,7 +20,7 @@ public struct HTTPDNSRecordSet: Sendable, Hashable {
     }
 
     /// IPv4 then IPv6 addresses, filtered to `family`.
-    public func addresses(for family: HTTPDNSAddressFamily) -> [HTTPDNSIPAddress] {
+    package func addresses(for family: HTTPDNSAddressFamily) -> [HTTPDNSIPAddress] {
         switch family {
         case .ipv4: ipv4
         case .ipv6: ipv6
@@ -29,5 +29,5 @@ public struct HTTPDNSRecordSet: Sendable, Hashable {
     }
 
     /// True when the set holds no address at all.
-    public var isEmpty: Bool { ipv4.isEmpty && ipv6.isEmpty }
+    package var isEmpty: Bool { ipv4.isEmpty && ipv6.isEmpty }
 }

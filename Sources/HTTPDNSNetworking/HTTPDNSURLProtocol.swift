@@ -8,7 +8,7 @@ import FoundationNetworking
 /// A `URLProtocol` that sends requests for protected hosts to addresses HTTPDNS chose, keeping the
 /// real host in `Host`, TLS SNI and certificate verification.
 ///
-/// Install it with one line, ``install(_:into:)`` or
+/// Install it with one line, `configuration.httpdnsInstall(client)` or
 /// `URLSessionConfiguration.httpdnsProtected(client:)`; existing `URLSession` code then needs no
 /// change. Requests for hosts no installed client protects, IP literals, and non-HTTP schemes pass
 /// through to the next protocol.
@@ -19,7 +19,7 @@ import FoundationNetworking
 /// Linux notes (swift-corelibs-foundation, observed with Swift 6.3; the README table
 /// "URLProtocol route: corelibs limits" lists what stays different):
 /// - `URLProtocol.registerClass` does not reach `URLSession.shared` or sessions made from
-///   configurations; put the class into the configuration's `protocolClasses` instead (``install(_:into:)``).
+///   configurations; put the class into the configuration's `protocolClasses` instead (`URLSessionConfiguration.httpdnsInstall(_:)`).
 /// - A custom protocol reporting `wasRedirectedTo` crashes the session, so this protocol follows
 ///   redirects itself (asking the task's delegate, `willPerformHTTPRedirection`, as `URLSession`
 ///   does; a refused redirect is delivered as the response), re-resolving each new host.
@@ -29,12 +29,12 @@ import FoundationNetworking
 /// - Upload bodies, download files, whole bodies for completion handlers and the request timeout
 ///   rule use internal state of corelibs, read or written in the `CorelibsReflection+…` files.
 /// - Request properties (`URLProtocol.setProperty`) do not survive the bridge to `URLRequest`, so the
-///   ``handledKey`` mark works only where the platform keeps them; this protocol never re-enters
+///   `handledKey` mark works only where the platform keeps them; this protocol never re-enters
 ///   `URLSession` (it sends through libcurl), so it cannot loop.
 open class HTTPDNSURLProtocol: URLProtocol {
     /// A request carrying this property (any value) is left alone: set it on requests that must not
     /// be protected, or that another layer already routed (no loops).
-    public static let handledKey = "swift-httpdns.handled"
+    package static let handledKey = "swift-httpdns.handled"
 
     private let running = HTTPDNSLock<ProtocolForwarder?>(nil)
 
@@ -42,7 +42,7 @@ open class HTTPDNSURLProtocol: URLProtocol {
     /// protocol first in `configuration.protocolClasses`, keeping the classes already there.
     ///
     /// Installing again replaces the client for this configuration only.
-    public static func install(_ client: HTTPDNSClient, into configuration: URLSessionConfiguration) {
+    package static func install(_ client: HTTPDNSClient, into configuration: URLSessionConfiguration) {
         Installation.attach(client, to: configuration)
         let others = (configuration.protocolClasses ?? []).filter { $0 != HTTPDNSURLProtocol.self }
         configuration.protocolClasses = [HTTPDNSURLProtocol.self] + others

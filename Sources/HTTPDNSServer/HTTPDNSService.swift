@@ -149,7 +149,7 @@ public final class HTTPDNSService: Sendable {
         public var dnspod: DNSPod = .init()
         /// Alibaba accounts and secrets.
         public var alibaba: Alibaba = .init()
-        /// Time source for signature expiry; tests inject ``HTTPDNSManualClock``.
+        /// Time source for signature expiry; tests inject a clock they move by hand.
         public var clock: any HTTPDNSClock = HTTPDNSSystemClock()
         /// Peers whose `X-Forwarded-For` (and, in the server, PROXY protocol header) is believed for
         /// the client's address: Alibaba's `client_ip`, DNSPod's `clientip=1` and the EDNS Client
@@ -281,7 +281,7 @@ public final class HTTPDNSService: Sendable {
     public var ports: [Int] { server.withLock { $0?.ports ?? [] } }
 
     /// `http(s)://address:port` of the first listener while running, else nil.
-    public var baseURL: URL? { server.withLock { $0?.baseURL } }
+    package var baseURL: URL? { server.withLock { $0?.baseURL } }
 
     /// The zone answered from now on.
     public var zone: HTTPDNSZone { currentZone.withLock { $0 } }
@@ -315,7 +315,7 @@ public final class HTTPDNSService: Sendable {
     }
 
     /// Largest DNS message accepted (RFC 8484 §6, the TCP message limit).
-    public static let maxMessageBytes = 65_535
+    package static let maxMessageBytes = 65_535
 
     /// Answers one request, blocking the calling thread while upstream lookups run; for tests and
     /// other front ends. The listening server uses ``respond(to:exchange:)``, which never blocks.

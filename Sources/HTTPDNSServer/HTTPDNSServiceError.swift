@@ -29,7 +29,7 @@ public struct HTTPDNSServiceError: Error, Sendable, Hashable, CustomStringConver
     /// A short explanation (for a zone error: which name and what is wrong with it).
     public var detail: String
 
-    public init(_ code: Code, _ detail: String) {
+    package init(_ code: Code, _ detail: String) {
         self.code = code
         self.detail = detail
     }

@@ -35,28 +35,28 @@ public struct HTTPDNSZone: Sendable, Hashable {
     }
 
     /// The entry a name found, and under which key (the name itself or a wildcard).
-    public struct Match: Sendable, Hashable {
+    package struct Match: Sendable, Hashable {
         /// The zone key that matched (`www.example.test` or `*.example.test`).
-        public var key: String
+        package var key: String
         /// Its entry.
-        public var entry: Entry
+        package var entry: Entry
     }
 
     /// Most names in one zone; a larger file is refused rather than slowly loaded.
-    public static let maxNames = 100_000
+    package static let maxNames = 100_000
     /// Largest zone file read.
-    public static let maxFileBytes = 16 << 20
+    package static let maxFileBytes = 16 << 20
     /// TTL used for entries without `ttl`, unless the loader is given another. 300 s.
     public static let defaultTTL = 300
     /// Most CNAME links one name may follow inside the zone: 8, the service's default
     /// ``HTTPDNSService/Limits/maxCNAMEChain``. A longer chain (or a loop) is refused at load rather
     /// than answered `SERVFAIL` at query time.
-    public static let maxCNAMEChain = 8
+    package static let maxCNAMEChain = 8
 
     /// The entries by normalised name (lower case, no trailing dot; wildcards keep their `*.`).
     public let entries: [String: Entry]
     /// The zone apexes (see the type's documentation).
-    public let apexes: Set<String>
+    package let apexes: Set<String>
 
     /// An empty zone: every name goes upstream, or is NXDOMAIN without upstreams.
     public init() {
@@ -67,7 +67,7 @@ public struct HTTPDNSZone: Sendable, Hashable {
     /// A zone from entries; names are checked and normalised.
     ///
     /// - Throws: ``HTTPDNSServiceError`` `.invalidZone` naming the first bad name or entry, two
-    ///   names that differ only in case, or a CNAME loop or chain (see ``maxCNAMEChain``).
+    ///   names that differ only in case, or a CNAME loop or chain (see `maxCNAMEChain` (8)).
     public init(entries: [String: Entry]) throws(HTTPDNSServiceError) {
         guard entries.count <= Self.maxNames else {
             throw HTTPDNSServiceError(.invalidZone, "more than \(Self.maxNames) names")
@@ -80,13 +80,13 @@ public struct HTTPDNSZone: Sendable, Hashable {
     /// Parses zone file JSON.
     ///
     /// - Parameters:
-    ///   - json: the file's bytes, at most ``maxFileBytes``.
+    ///   - json: the file's bytes, at most `maxFileBytes` (16 MiB).
     ///   - defaultTTL: TTL of entries without `ttl`. Default ``defaultTTL``.
     ///   - source: how errors name the file. Default `zone`.
     /// - Throws: ``HTTPDNSServiceError`` `.invalidZone`, its detail starting `source:line:column:`:
     ///   not JSON (duplicate keys included), not an object of objects, a bad name, address, TTL or
     ///   CNAME, an unknown member, names that differ only in case, a CNAME loop or a chain longer than
-    ///   ``maxCNAMEChain``.
+    ///   `maxCNAMEChain` (8).
     public init(json: Data, defaultTTL: Int = HTTPDNSZone.defaultTTL, source: String = "zone") throws(HTTPDNSServiceError) {
         guard json.count <= Self.maxFileBytes else {
             throw HTTPDNSServiceError(.invalidZone, "\(source): zone file larger than \(Self.maxFileBytes) bytes")
@@ -139,7 +139,7 @@ public struct HTTPDNSZone: Sendable, Hashable {
     }
 
     /// The entry for `host` (normalised), exact name first, then the closest wildcard.
-    public func match(_ host: String) -> Match? {
+    package func match(_ host: String) -> Match? {
         let name = HTTPDNSHostPolicy.normalize(host)
         if let entry = entries[name] { return Match(key: name, entry: entry) }
         var labels = name.split(separator: ".", omittingEmptySubsequences: false)
@@ -154,7 +154,7 @@ public struct HTTPDNSZone: Sendable, Hashable {
     }
 
     /// The longest apex `host` is at or below, for the SOA of negative answers.
-    public func apex(for host: String) -> String? {
+    package func apex(for host: String) -> String? {
         let name = HTTPDNSHostPolicy.normalize(host)
         var best: String?
         for apex in apexes where name == apex || name.hasSuffix("." + apex) {
@@ -164,7 +164,7 @@ public struct HTTPDNSZone: Sendable, Hashable {
     }
 
     /// Whether `host` exists in the zone without an entry of its own (an apex): NODATA, not NXDOMAIN.
-    public func isApex(_ host: String) -> Bool {
+    package func isApex(_ host: String) -> Bool {
         apexes.contains(HTTPDNSHostPolicy.normalize(host))
     }
 

@@ -39,8 +39,8 @@ public struct HTTPDNSSystemResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
 public struct HTTPDNSUDPResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name: String
     public var origin: HTTPDNSAnswer.Origin { .dns }
-    public let server: HTTPDNSIPAddress
-    public let port: UInt16
+    package let server: HTTPDNSIPAddress
+    package let port: UInt16
     private let timeout: Duration
     private let client = DNSSocketClient()
 
