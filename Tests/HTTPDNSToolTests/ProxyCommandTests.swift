@@ -119,7 +119,18 @@ final class ProxyCommandTests: XCTestCase {
         let script = "mount --bind \"$0\" /etc/ssl/certs/ca-certificates.crt && exec \"$@\""
         return try ToolRunner(executable: URL(fileURLWithPath: "/usr/bin/unshare")).run(
             ["--mount", "--propagation", "private", "/bin/sh", "-c", script, bundle.path, probe.path] + arguments,
-            environment: environment.merging(["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]) { $1 })
+            environment: environment.merging(Self.probeBaseEnvironment) { $1 })
+    }
+
+    /// What every probe run gets besides the proxy variables under test: a PATH, and the sanitizer
+    /// settings of this run (the probe is built with the same sanitizer as the tests, and its
+    /// corelibs/libcurl exit-time leaks must not fail it when the test process ignores leaks).
+    static var probeBaseEnvironment: [String: String] {
+        var base = ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
+        for name in ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"] {
+            base[name] = ProcessInfo.processInfo.environment[name]
+        }
+        return base
     }
 
     func testURLSessionInAChildProcessThroughTheDaemon() throws {
