@@ -48,6 +48,7 @@ swiftc -package-name "$package_name" -sanitize=fuzzer,address -parse-as-library 
     -I "$SCRATCH/debug/Modules" \
     -Xcc -fmodule-map-file=Sources/CCurl/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/CNetlink/module.modulemap \
     "${module_maps[@]}" \
     Fuzz/Harness/Harness.swift "${objects[@]}" -lh2o-evloop -lssl -lcrypto -o "$binary"
 
