@@ -57,7 +57,7 @@ final class ReadmeExamplesTests: ToolTestCase {
         let candidates = ["Examples/.build/debug/\(name)", "Examples/.build/x86_64-unknown-linux-gnu/debug/\(name)"]
             .map { Self.root.appendingPathComponent($0) }
         guard let built = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw XCTSkipFailure("example \(name) is not built: run `swift build --package-path Examples` (make test does)")
+            throw MissingPrerequisite("example \(name) is not built: run `swift build --package-path Examples` (make test does)")
         }
         return try ToolRunner(executable: built)
     }
@@ -91,7 +91,7 @@ final class ReadmeExamplesTests: ToolTestCase {
 }
 
 /// A missing prerequisite that must fail the test, never skip it.
-private struct XCTSkipFailure: Error, CustomStringConvertible {
+private struct MissingPrerequisite: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
