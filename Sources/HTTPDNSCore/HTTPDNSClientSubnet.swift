@@ -56,20 +56,39 @@ package struct HTTPDNSClientSubnet: Sendable, Hashable, Codable, CustomStringCon
     /// option at all (the server ignored it), or one with the same family, source prefix length and
     /// address bits. Anything else (a changed or malformed option) means the answer must be dropped.
     package func agrees(withAnswerOptions options: [UInt8]) -> Bool {
+        switch Self.findOption(in: options) {
+        case .absent: return true
+        case .malformed: return false
+        case .found(let data):
+            let sent = option
+            return data.count == sent.count - 4 && data.prefix(3).elementsEqual(sent[4..<7])
+                && data.dropFirst(4).elementsEqual(sent[8...])
+        }
+    }
+
+    /// What EDNS `options` (code, length, data triples) hold of a Client Subnet option.
+    package enum OptionLookup: Equatable {
+        /// No Client Subnet option.
+        case absent
+        /// The list is cut short before one was found.
+        case malformed
+        /// The first Client Subnet option's data (family, source and scope prefix, address).
+        case found(ArraySlice<UInt8>)
+    }
+
+    /// Walks EDNS `options` to the first Client Subnet option; the one walk the resolver (checking
+    /// answers) and the server (honouring a client's opt-out) share.
+    package static func findOption(in options: [UInt8]) -> OptionLookup {
         var index = 0
         while index + 4 <= options.count {
             let code = UInt16(options[index]) << 8 | UInt16(options[index + 1])
             let length = Int(options[index + 2]) << 8 | Int(options[index + 3])
             let data = index + 4
-            guard data + length <= options.count else { return false }
-            if code == Self.optionCode {
-                let sent = option
-                return length == sent.count - 4 && options[data..<data + 3].elementsEqual(sent[4..<7])
-                    && options[(data + 4)..<(data + length)].elementsEqual(sent[8...])
-            }
+            guard data + length <= options.count else { return .malformed }
+            if code == optionCode { return .found(options[data..<data + length]) }
             index = data + length
         }
-        return true
+        return .absent
     }
 
     /// `192.0.2.0/24`.

@@ -27,15 +27,7 @@ extension HTTPDNSService {
     /// Whether EDNS `options` (code, length, data triples) hold a Client Subnet option with source
     /// prefix length 0: the client asks that no address information be sent (RFC 7871 §7.1.2).
     static func optsOutOfClientSubnet(_ options: [UInt8]) -> Bool {
-        var index = 0
-        while index + 4 <= options.count {
-            let code = UInt16(options[index]) << 8 | UInt16(options[index + 1])
-            let length = Int(options[index + 2]) << 8 | Int(options[index + 3])
-            let data = index + 4
-            guard data + length <= options.count else { return false }
-            if code == HTTPDNSClientSubnet.optionCode, length >= 4 { return options[data + 2] == 0 }
-            index = data + length
-        }
-        return false
+        guard case .found(let data) = HTTPDNSClientSubnet.findOption(in: options), data.count >= 4 else { return false }
+        return data[data.startIndex + 2] == 0
     }
 }
