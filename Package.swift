@@ -64,7 +64,7 @@ let package = Package(
 
         // IP direct connect for apps: the URLProtocol, the direct client API, connection failover,
         // and the loopback proxy for code that cannot be changed.
-        .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "CHTTPDNSProxy"]),
+        .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "DNSSockets", "CHTTPDNSProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
         .target(name: "HTTPDNSServer", dependencies: ["CH2O", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
@@ -138,7 +138,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSProxyTests",
-            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
         .testTarget(
             name: "HTTPDNSAcceptanceTests",

@@ -7,17 +7,17 @@ import Darwin
 #endif
 import HTTPDNSCore
 
-/// An IP address and port in the `sockaddr` forms the socket calls take.
-struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
-    var address: HTTPDNSIPAddress
-    var port: UInt16
+/// An IP address and port in the `sockaddr` forms the socket calls take (shared with the proxy).
+package struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
+    package var address: HTTPDNSIPAddress
+    package var port: UInt16
 
-    var description: String { "\(address.uriText):\(port)" }
+    package var description: String { "\(address.uriText):\(port)" }
 
-    var family: Int32 { address.family == .v4 ? AF_INET : AF_INET6 }
+    package var family: Int32 { address.family == .v4 ? AF_INET : AF_INET6 }
 
     /// Calls `body` with a `sockaddr` pointer and its length.
-    func withSockAddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> Result) rethrows -> Result {
+    package func withSockAddr<Result>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> Result) rethrows -> Result {
         let bytes = address.bytes
         if address.family == .v4 {
             var storage = sockaddr_in()
@@ -42,7 +42,7 @@ struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Reads an address filled in by `recvfrom`, `getsockname` or `getaddrinfo`.
-    init?(storage: UnsafeRawPointer) {
+    package init?(storage: UnsafeRawPointer) {
         let family = Int32(storage.load(as: sockaddr.self).sa_family)
         if family == AF_INET {
             let value = storage.loadUnaligned(as: sockaddr_in.self)
@@ -57,7 +57,7 @@ struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    init(address: HTTPDNSIPAddress, port: UInt16) {
+    package init(address: HTTPDNSIPAddress, port: UInt16) {
         self.address = address
         self.port = port
     }

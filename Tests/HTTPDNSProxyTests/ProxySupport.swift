@@ -1,3 +1,4 @@
+import DNSSockets
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
@@ -49,7 +50,7 @@ final class RawClient {
         fd = socket(address.family == .v4 ? AF_INET : AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
         var time = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        let result = ProxySocket.withSockAddr(address, port: port) { connect(fd, $0, $1) }
+        let result = SocketAddress(address: address, port: port).withSockAddr { connect(fd, $0, $1) }
         guard result == 0 else {
             Glibc.close(fd)
             throw ToolRunner.Failure("connect to \(address):\(port): \(String(cString: strerror(errno)))")

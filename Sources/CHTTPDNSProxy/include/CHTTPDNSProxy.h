@@ -21,6 +21,9 @@ enum {
     HTTPDNS_PROXY_PEER_CLOSED = 0x2000  // EPOLLRDHUP
 };
 
+/// EPOLLET: report a change of readiness once, not the state on every wait.
+#define HTTPDNS_PROXY_EDGE 0x80000000u
+
 /// epoll_create1(EPOLL_CLOEXEC).
 int httpdns_proxy_epoll_create(void);
 /// Adds (op 0), modifies (1) or removes (2) `fd` with the given interest and token.

@@ -1,14 +1,18 @@
 import CHTTPDNSProxy
 import Foundation
 import HTTPDNSCore
+import HTTPDNSTransport
 
 /// One client connection, from its request head to the end of its tunnel (loop thread only).
 ///
 /// Phases: read the head (within the head deadline) → check the credential and target → connect
-/// (a ``ProxyConnector`` task picks addresses, the loop connects) → relay both ways with two
-/// ``ProxyPump``s until both ends close or the idle limit passes. Refusals are answered with a
-/// status and `Connection: close`, then the connection drains briefly so the answer is not lost
-/// to a reset.
+/// (an IP literal or a fresh cached answer right here; otherwise a ``ProxyConnector`` task picks
+/// addresses and the loop connects each) → relay both ways with two ``ProxyPump``s until both ends
+/// close or the idle limit passes. Refusals are answered with a status and `Connection: close`,
+/// then the connection drains briefly so the answer is not lost to a reset.
+///
+/// Both sockets are registered once, edge-triggered (see ``ProxyLoop``); the connection keeps what
+/// their events said, and the pumps clear it when a call would block.
 final class ProxyConnection {
     enum Phase {
         case head
@@ -18,18 +22,29 @@ final class ProxyConnection {
         case closed
     }
 
+    /// The connect in flight: one address, its deadline, and who hears how it ended.
+    private struct Attempt {
+        var address: HTTPDNSIPAddress
+        var number: Int
+        var deadline: UInt64
+        /// The connector task's continuation; nil for the fast path's own first attempt.
+        var deliver: ((ProxyConnector.AttemptResult) -> Void)?
+    }
+
     let id: UInt64
     let client: Int32
-    private unowned let loop: ProxyLoop
+    // The loop outlives its connections (it closes them all before it ends).
+    private unowned(unsafe) let loop: ProxyLoop
     private(set) var phase: Phase = .head
     private var clientToken: UInt64 = 0
     private var upstream: Int32 = -1
     private var upstreamToken: UInt64 = 0
-    private var clientInterest: UInt32 = 0
-    private var upstreamInterest: UInt32 = 0
     private var headBuffer: [UInt8] = []
     private(set) var target: ProxyRequestHead.Target?
     private var head: ProxyRequestHead?
+    /// The target given as an IP literal, if it was.
+    private var literal: HTTPDNSIPAddress?
+    private var forwarding = false
     private let acceptedAt: UInt64
     private var lastActivity: UInt64
     private var drainDeadline: UInt64 = 0
@@ -37,8 +52,12 @@ final class ProxyConnection {
     private var replyOffset = 0
     private var toServer: ProxyPump?
     private var toClient: ProxyPump?
-    private var connectedAddress: HTTPDNSIPAddress?
-    var pendingAttempt: ProxyConnectAttempt?
+    private var attempt: Attempt?
+    // What the edges said before the pumps exist.
+    private var clientReadable = false
+    private var clientHungUp = false
+    private var upstreamReadable = false
+    private var upstreamHungUp = false
 
     init(id: UInt64, client: Int32, loop: ProxyLoop, now: UInt64) {
         self.id = id
@@ -49,27 +68,41 @@ final class ProxyConnection {
     }
 
     var isConnecting: Bool { phase == .connecting }
+    var isAttempting: Bool { attempt != nil }
 
     private var monitor: any HTTPDNSEventMonitor { loop.settings.connector.monitor }
 
     /// Starts reading the request head.
     func begin() {
-        clientToken = loop.register(client, events: UInt32(HTTPDNS_PROXY_READABLE), .client(self))
-        clientInterest = UInt32(HTTPDNS_PROXY_READABLE)
+        clientToken = loop.register(client, .client(self))
         if clientToken == 0 { close() }
     }
 
     // MARK: - Events
 
+    private static let readable = UInt32(HTTPDNS_PROXY_READABLE | HTTPDNS_PROXY_PEER_CLOSED | HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR)
+    private static let writable = UInt32(HTTPDNS_PROXY_WRITABLE | HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR)
+    private static let hungUp = UInt32(HTTPDNS_PROXY_PEER_CLOSED | HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR)
+    private static let failed = UInt32(HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR)
+
     func clientEvent(_ events: UInt32) {
+        let readable = events & Self.readable != 0
+        let hungUp = events & Self.hungUp != 0
         switch phase {
         case .head:
+            if readable { clientReadable = true }
+            if hungUp { clientHungUp = true }
             readHead()
         case .connecting:
             // Nothing is read while connecting; only a failed or vanished client matters.
-            if events & UInt32(HTTPDNS_PROXY_ERROR | HTTPDNS_PROXY_HANGUP) != 0 { close() }
+            if readable { clientReadable = true }
+            if hungUp { clientHungUp = true }
+            if events & Self.failed != 0 { close() }
         case .relaying:
-            relay(events, on: client)
+            if readable { toServer?.sourceReadable = true }
+            if hungUp { toServer?.sourceHungUp = true }
+            if events & Self.writable != 0 { toClient?.destinationWritable = true }
+            relay()
         case .draining:
             drain()
         case .closed:
@@ -78,8 +111,27 @@ final class ProxyConnection {
     }
 
     func upstreamEvent(_ events: UInt32) {
-        guard phase == .relaying else { return }
-        relay(events, on: upstream)
+        switch phase {
+        case .connecting:
+            guard attempt != nil else { return }
+            if events & Self.readable != 0 { upstreamReadable = true }
+            if events & Self.hungUp != 0 { upstreamHungUp = true }
+            if events & Self.failed != 0 {
+                // Refused or unreachable: the socket's pending error says which.
+                let code = ProxySocket.pendingError(upstream)
+                attemptFailed(code == ETIMEDOUT ? .timedOut : .cannotConnectToHost, ProxySocket.errorText(code == 0 ? ECONNREFUSED : code))
+            } else if events & UInt32(HTTPDNS_PROXY_WRITABLE) != 0 {
+                // Writable without an error: the handshake is done.
+                attemptSucceeded()
+            }
+        case .relaying:
+            if events & Self.readable != 0 { toClient?.sourceReadable = true }
+            if events & Self.hungUp != 0 { toClient?.sourceHungUp = true }
+            if events & Self.writable != 0 { toServer?.destinationWritable = true }
+            relay()
+        case .head, .draining, .closed:
+            break
+        }
     }
 
     /// Deadlines: the request head, the connect attempt, idleness, the drain after a refusal.
@@ -92,9 +144,8 @@ final class ProxyConnection {
                 respond(status: 408, reason: "no complete request head in time", drain: false)
             }
         case .connecting:
-            if let attempt = pendingAttempt, now > attempt.deadline {
-                pendingAttempt = nil
-                attempt.timedOut()
+            if let attempt, now > attempt.deadline {
+                attemptFailed(.timedOut, "connect timed out")
             }
         case .relaying:
             if now &- lastActivity > ProxyLoop.nanoseconds(configuration.idleTimeout) { close() }
@@ -107,26 +158,53 @@ final class ProxyConnection {
 
     // MARK: - Request head
 
+    /// Reads until the head is complete, the socket is drained or the client has gone.
     private func readHead() {
-        let room = ProxyRequestHead.maximumBytes + 1 - headBuffer.count
-        let count = loop.scratch.withUnsafeMutableBytes { recv(client, $0.baseAddress, min(room, $0.count), 0) }
-        if count == 0 || (count < 0 && errno != EAGAIN && errno != EINTR) {
-            close()
-            return
+        while phase == .head, clientReadable {
+            let room = min(ProxyRequestHead.maximumBytes + 1 - headBuffer.count, loop.scratch.count)
+            let count = recv(client, loop.scratch.baseAddress, room, 0)
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN {
+                    clientReadable = false
+                    return
+                }
+                close()
+                return
+            }
+            if count == 0 {
+                close()
+                return
+            }
+            // A short read drained the socket (unless the client closed: then read on to the end).
+            if count < room, !clientHungUp { clientReadable = false }
+            let bytes = UnsafeRawBufferPointer(rebasing: loop.scratch[0..<count])
+            if headBuffer.isEmpty {
+                // The usual case: the whole head in one read, parsed where it lies.
+                parseHead(bytes)
+            } else {
+                headBuffer += bytes
+                let buffered = headBuffer
+                buffered.withUnsafeBytes { parseHead($0) }
+            }
         }
-        guard count > 0 else { return }
-        headBuffer += loop.scratch[0..<count]
+    }
+
+    /// Looks at everything received so far (`bytes`); acts on a complete head, keeps an incomplete one.
+    private func parseHead(_ bytes: UnsafeRawBufferPointer) {
         let parsed: ProxyRequestHead.Parse
         do {
-            parsed = try ProxyRequestHead.parse(headBuffer)
+            parsed = try ProxyRequestHead.parse(bytes)
         } catch {
             monitor.proxyRefused(status: error.status, reason: error.description)
             respond(status: error.status, reason: error.detail, drain: true)
             return
         }
-        guard case .complete(let head, let length) = parsed else { return }
-        let leftover = Array(headBuffer[length...])
-        headBuffer = leftover
+        guard case .complete(let head, let length) = parsed else {
+            if headBuffer.isEmpty { headBuffer = Array(bytes) }
+            return
+        }
+        headBuffer = length < bytes.count ? Array(bytes[length...]) : []
         self.head = head
         guard loop.settings.authorizes(head) else {
             monitor.proxyRefused(status: 407, reason: "missing or wrong proxy credential")
@@ -134,15 +212,16 @@ final class ProxyConnection {
             return
         }
         target = head.target
+        if case .forward = head.target { forwarding = true }
+        literal = HTTPDNSIPAddress(head.target.host)
         let policy = loop.settings.policy
-        if let literal = HTTPDNSIPAddress(head.target.host), !policy.allows(literal, port: head.target.port) {
+        if let literal, !policy.allows(literal, port: head.target.port) {
             fail(ProxyConnector.Failure(status: 403, reason: "target forbidden by the proxy's policy"))
             return
         }
         phase = .connecting
-        setClientInterest(0)
         if let address = cachedAddress(head.target) {
-            connectFromCache(address, target: head.target)
+            startAttempt(address: address, port: head.target.port, number: 1, deliver: nil)
         } else {
             startConnector()
         }
@@ -160,7 +239,7 @@ final class ProxyConnection {
     /// synchronous cache look, which never waits), is connected right here without a task. If that
     /// first address fails it cools down and the connector takes over, trying it last.
     private func cachedAddress(_ target: ProxyRequestHead.Target) -> HTTPDNSIPAddress? {
-        if let literal = HTTPDNSIPAddress(target.host) { return literal }
+        if let literal { return literal }
         let client = loop.settings.connector.client
         let engine = client.engine
         guard engine.protects(target.host), let answer = engine.cachedAnswer(target.host) else { return nil }
@@ -171,51 +250,92 @@ final class ProxyConnection {
         return answer.addresses.first { loop.settings.policy.allows($0, port: target.port) }
     }
 
-    private func connectFromCache(_ address: HTTPDNSIPAddress, target: ProxyRequestHead.Target) {
-        let engine = loop.settings.connector.client.engine
-        let literal = HTTPDNSIPAddress(target.host) != nil
-        let attempt = ProxyConnectAttempt(
-            connection: self, address: address, port: target.port, number: 1,
-            deadline: httpdns_proxy_now() + ProxyLoop.nanoseconds(loop.settings.configuration.connectTimeout)
-        ) { [weak self] result in
-            guard let self, case .failed(let error) = result, self.isConnecting else { return }
-            self.monitor.connectionFailed(address: address, error: error.urlError)
-            if literal {
-                // Nothing else to try for an address given as such.
-                self.fail(ProxyConnector.Failure(status: error.code == .timedOut ? 504 : 502, reason: "\(address.uriText): \(error.detail)"))
-            } else {
-                engine.reportUnreachable(address)
-                self.startConnector()
+    // MARK: - Connecting
+
+    /// Starts a non-blocking connect to `address`; `deliver` (the connector's) hears how it ended,
+    /// or, on the fast path (nil), the connection itself handles a failure.
+    func startAttempt(address: HTTPDNSIPAddress, port: UInt16, number: Int, deliver: ((ProxyConnector.AttemptResult) -> Void)?) {
+        attempt = Attempt(
+            address: address, number: number,
+            deadline: httpdns_proxy_now() + ProxyLoop.nanoseconds(loop.settings.configuration.connectTimeout), deliver: deliver)
+        let start = ProxySocket.connect(address, port: port)
+        switch start {
+        case .connected(let socket), .inProgress(let socket):
+            upstream = socket
+            upstreamReadable = false
+            upstreamHungUp = false
+            upstreamToken = loop.register(socket, .upstream(self))
+            guard upstreamToken != 0 else {
+                attemptFailed(.cannotConnectToHost, "epoll: \(ProxySocket.errorText(errno))")
+                return
             }
+            // In progress, the socket's first writable edge says when the handshake is over.
+            if case .connected = start { attemptSucceeded() }
+        case .failed(let code):
+            attemptFailed(code == ETIMEDOUT ? .timedOut : .cannotConnectToHost, ProxySocket.errorText(code))
         }
-        attempt.start(loop: loop)
+    }
+
+    private func attemptSucceeded() {
+        guard let attempt else { return }
+        self.attempt = nil
+        upstreamConnected(address: attempt.address, attempts: attempt.number)
+        attempt.deliver?(.connected)
+    }
+
+    /// The attempt failed: drop its socket, then let the connector (or the fast path) go on.
+    private func attemptFailed(_ code: HTTPTransportError.Code, _ detail: String) {
+        guard let attempt else { return }
+        self.attempt = nil
+        closeUpstream()
+        let error = HTTPTransportError(code, detail, host: target?.host, attemptedAddress: attempt.address)
+        if let deliver = attempt.deliver {
+            deliver(.failed(error))
+            return
+        }
+        // The fast path's own attempt.
+        monitor.connectionFailed(address: attempt.address, error: error.urlError)
+        if literal != nil {
+            // Nothing else to try for an address given as such.
+            fail(ProxyConnector.Failure(status: code == .timedOut ? 504 : 502, reason: "\(attempt.address.uriText): \(detail)"))
+        } else {
+            loop.settings.connector.client.engine.reportUnreachable(attempt.address)
+            startConnector()
+        }
     }
 
     // MARK: - Connected
 
-    /// The loop connected `socket`: start relaying.
-    func upstreamConnected(_ socket: Int32, address: HTTPDNSIPAddress, attempts: Int) {
-        guard phase == .connecting, let head else {
-            Glibc.close(socket)
+    /// The upstream socket connected: start relaying.
+    private func upstreamConnected(address: HTTPDNSIPAddress, attempts: Int) {
+        guard let head else {
+            close()
             return
         }
-        upstream = socket
-        connectedAddress = address
-        upstreamToken = loop.register(socket, events: 0, .upstream(self))
         let leftover = headBuffer
         headBuffer = []
+        var up: ProxyPump
+        var down: ProxyPump
         switch head.target {
         case .tunnel:
-            toServer = ProxyPump(from: client, to: socket, prefix: leftover, scanResponse: false)
-            toClient = ProxyPump(from: socket, to: client, prefix: Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8), scanResponse: false)
+            up = ProxyPump(from: client, to: upstream, prefix: leftover, scanResponse: false)
+            down = ProxyPump(from: upstream, to: client, prefix: Self.established, scanResponse: false)
         case .forward:
-            toServer = ProxyPump(from: client, to: socket, prefix: ProxyForwarding.upstreamHead(head) + leftover, scanResponse: false)
-            toClient = ProxyPump(from: socket, to: client, prefix: [], scanResponse: true)
+            up = ProxyPump(from: client, to: upstream, prefix: ProxyForwarding.upstreamHead(head) + leftover, scanResponse: false)
+            down = ProxyPump(from: upstream, to: client, prefix: [], scanResponse: true)
         }
+        up.sourceReadable = clientReadable
+        up.sourceHungUp = clientHungUp
+        down.sourceReadable = upstreamReadable
+        down.sourceHungUp = upstreamHungUp
+        toServer = up
+        toClient = down
         phase = .relaying
         monitor.proxyTunnelOpened(host: head.target.host, port: head.target.port, address: address, attempts: attempts)
-        relay(0, on: nil)
+        relay()
     }
+
+    private static let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
 
     /// No address connected.
     func connectFailed(_ failure: ProxyConnector.Failure) {
@@ -231,28 +351,18 @@ final class ProxyConnection {
 
     // MARK: - Relaying
 
-    /// Runs both pumps after `events` on `socket` (nil at the start), then updates the interests.
-    /// (Running only the pump an event concerns lost responses under 200 concurrent corelibs tasks in
-    /// the differential suite; both pumps it is, one EAGAIN more per event.)
-    private func relay(_ events: UInt32, on socket: Int32?) {
-        guard let toServer, let toClient else { return }
-        let hungUp = events & UInt32(HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR) != 0 ? socket : nil
-        if let hungUp {
-            // A peer that hung up keeps reporting it: stop watching it; reads of it no longer block
-            // (they return what is left, then the end) and writes to it fail at once.
-            if hungUp == client {
-                loop.deregister(client, token: clientToken)
-                clientToken = 0
-            } else {
-                loop.deregister(upstream, token: upstreamToken)
-                upstreamToken = 0
-            }
-        }
-        let up = toServer.run(scratch: &loop.scratch)
-        let down = toClient.run(scratch: &loop.scratch)
+    /// Runs both pumps as far as the edges seen allow (a pump with nothing known to do makes no call).
+    private func relay() {
+        guard toServer != nil, toClient != nil else { return }
+        let upLast = toClient!.finished
+        let up = toServer!.run(loop: loop, closing: upLast)
+        let downLast = toServer!.finished || forwarding
+        let down = toClient!.run(loop: loop, closing: downLast)
         if up || down { lastActivity = httpdns_proxy_now() }
-        if toClient.failure != nil || toServer.failure != nil {
-            if toClient.badResponse, toClient.moved == 0, let target {
+        let upPump = toServer!
+        let downPump = toClient!
+        if downPump.failure != nil || upPump.failure != nil {
+            if downPump.badResponse, downPump.moved == 0, let target {
                 teardownUpstream()
                 fail(ProxyConnector.Failure(status: 502, reason: "bad response from \(target.host)"))
             } else {
@@ -260,24 +370,9 @@ final class ProxyConnection {
             }
             return
         }
-        let forward = if case .forward = target { true } else { false }
-        if toClient.finished, toServer.finished || forward {
+        if downPump.finished, upPump.finished || forwarding {
             close()
-            return
         }
-        setClientInterest(
-            (toServer.wantsRead ? UInt32(HTTPDNS_PROXY_READABLE) : 0) | (toClient.wantsWrite ? UInt32(HTTPDNS_PROXY_WRITABLE) : 0))
-        let interest = (toClient.wantsRead ? UInt32(HTTPDNS_PROXY_READABLE) : 0) | (toServer.wantsWrite ? UInt32(HTTPDNS_PROXY_WRITABLE) : 0)
-        if interest != upstreamInterest, upstreamToken != 0 {
-            upstreamInterest = interest
-            loop.modify(upstream, token: upstreamToken, events: interest)
-        }
-    }
-
-    private func setClientInterest(_ interest: UInt32) {
-        guard interest != clientInterest, clientToken != 0 else { return }
-        clientInterest = interest
-        loop.modify(client, token: clientToken, events: interest)
     }
 
     // MARK: - Refusals
@@ -291,8 +386,7 @@ final class ProxyConnection {
         phase = .draining
         drainDeadline = httpdns_proxy_now() + (drain ? 1_000_000_000 : 0)
         if clientToken == 0 {
-            clientToken = loop.register(client, events: UInt32(HTTPDNS_PROXY_READABLE), .client(self))
-            clientInterest = UInt32(HTTPDNS_PROXY_READABLE)
+            clientToken = loop.register(client, .client(self))
         }
         if drain { self.drain() } else { flushReplyAndClose() }
     }
@@ -310,6 +404,8 @@ final class ProxyConnection {
         close()
     }
 
+    /// Sends the rest of the reply, then reads and drops until the client's end (each client edge
+    /// calls it again).
     private func drain() {
         if replyOffset < reply.count {
             let count = reply.withUnsafeBytes { send(client, $0.baseAddress! + replyOffset, $0.count - replyOffset, Int32(MSG_NOSIGNAL)) }
@@ -318,15 +414,12 @@ final class ProxyConnection {
                 close()
                 return
             }
-            if replyOffset < reply.count {
-                setClientInterest(UInt32(HTTPDNS_PROXY_WRITABLE))
-                return
-            }
+            // Not all taken: the next writable edge brings the connection back here.
+            if replyOffset < reply.count { return }
             Glibc.shutdown(client, Int32(SHUT_WR))
-            setClientInterest(UInt32(HTTPDNS_PROXY_READABLE))
         }
         while true {
-            let count = loop.scratch.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+            let count = recv(client, loop.scratch.baseAddress, loop.scratch.count, 0)
             if count > 0 { continue }
             if count < 0, errno == EAGAIN { return }
             if count < 0, errno == EINTR { continue }
@@ -359,15 +452,23 @@ final class ProxyConnection {
 
     // MARK: - Closing
 
+    /// Closes the upstream socket (the close takes it out of the epoll set).
+    private func closeUpstream() {
+        guard upstream >= 0 else { return }
+        loop.forget(upstreamToken)
+        upstreamToken = 0
+        Glibc.close(upstream)
+        upstream = -1
+    }
+
     private func teardownUpstream() {
-        if upstream >= 0 {
-            loop.deregister(upstream, token: upstreamToken)
-            Glibc.close(upstream)
-            upstream = -1
-            upstreamToken = 0
-        }
-        if let toServer, let toClient, let target {
-            monitor.proxyTunnelClosed(host: target.host, port: target.port, bytesToServer: toServer.moved, bytesToClient: toClient.moved)
+        closeUpstream()
+        if var toServer, var toClient {
+            if let target {
+                monitor.proxyTunnelClosed(host: target.host, port: target.port, bytesToServer: toServer.moved, bytesToClient: toClient.moved)
+            }
+            toServer.release(to: loop)
+            toClient.release(to: loop)
         }
         toServer = nil
         toClient = nil
@@ -377,12 +478,12 @@ final class ProxyConnection {
     func close() {
         guard phase != .closed else { return }
         phase = .closed
-        if let attempt = pendingAttempt {
-            pendingAttempt = nil
-            attempt.abandon()
+        if let attempt {
+            self.attempt = nil
+            attempt.deliver?(.gone)
         }
         teardownUpstream()
-        loop.deregister(client, token: clientToken)
+        loop.forget(clientToken)
         clientToken = 0
         Glibc.close(client)
         loop.connectionClosed(id)

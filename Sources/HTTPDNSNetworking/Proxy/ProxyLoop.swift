@@ -3,12 +3,18 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSTransport
 
-/// The proxy's event loop: one thread, one epoll set, level-triggered, every socket non-blocking.
+/// The proxy's event loop: one thread, one epoll set, every socket non-blocking.
+///
+/// Client and upstream sockets are registered once, edge-triggered, for reading, writing and the
+/// peer's close, and stay so until they are closed (closing removes them from the set): a tunnel
+/// costs two `epoll_ctl` calls, whatever its phases. Each connection keeps what the edges said
+/// (readable, writable, hung up) and clears it when a call would block. The listeners and the
+/// eventfd are level-triggered.
 ///
 /// Everything but ``execute(_:)``, ``attempt(id:address:port:attempt:)`` and ``stop()`` runs on the
 /// loop thread only (the `@unchecked Sendable` below rests on that): the registrations, the
-/// connections and their pumps are never touched from elsewhere. Other threads hand work over
-/// through the inbox and an eventfd.
+/// connections, their pumps, the scratch buffer and the pipe pool are never touched from
+/// elsewhere. Other threads hand work over through the inbox and an eventfd.
 final class ProxyLoop: @unchecked Sendable {
     /// What a token in the epoll set stands for.
     enum Registration {
@@ -16,8 +22,13 @@ final class ProxyLoop: @unchecked Sendable {
         case wake
         case client(ProxyConnection)
         case upstream(ProxyConnection)
-        case attempt(ProxyConnectAttempt)
     }
+
+    /// The interest of every client and upstream socket, for its whole life.
+    static let socketEvents = UInt32(HTTPDNS_PROXY_READABLE | HTTPDNS_PROXY_WRITABLE | HTTPDNS_PROXY_PEER_CLOSED) | HTTPDNS_PROXY_EDGE
+
+    /// Most empty pipes kept for the next tunnels that reach the splice threshold.
+    static let pooledPipes = 32
 
     let settings: ProxySettings
     private let epoll: Int32
@@ -33,8 +44,9 @@ final class ProxyLoop: @unchecked Sendable {
     private var running = true
     private var lastScan: UInt64 = 0
     private var thread: Thread?
-    /// Scratch buffer for reads that go through user space (request and response heads).
-    var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+    private var pipes: [ProxyPipe] = []
+    /// Scratch buffer for bytes that go through user space (request and response heads, short tunnels).
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
     init(settings: ProxySettings, listeners: [Int32]) throws(HTTPDNSProxyError) {
         self.settings = settings
@@ -44,12 +56,17 @@ final class ProxyLoop: @unchecked Sendable {
         guard epoll >= 0, wake >= 0 else {
             if epoll >= 0 { close(epoll) }
             if wake >= 0 { close(wake) }
+            scratch.deallocate()
             throw HTTPDNSProxyError(.cannotListen, "epoll/eventfd: \(ProxySocket.errorText(errno))")
         }
         _ = register(wake, events: UInt32(HTTPDNS_PROXY_READABLE), .wake)
         for listener in listeners {
             _ = register(listener, events: UInt32(HTTPDNS_PROXY_READABLE), .listener(listener))
         }
+    }
+
+    deinit {
+        scratch.deallocate()
     }
 
     /// Starts the loop thread.
@@ -88,10 +105,11 @@ final class ProxyLoop: @unchecked Sendable {
         sigemptyset(&pipeSignal)
         sigaddset(&pipeSignal, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
-        var events = [httpdns_proxy_event](repeating: httpdns_proxy_event(), count: 256)
+        let events = UnsafeMutableBufferPointer<httpdns_proxy_event>.allocate(capacity: 256)
+        defer { events.deallocate() }
         while running {
             let timeout: Int32 = connections.isEmpty ? -1 : 50
-            let count = events.withUnsafeMutableBufferPointer { httpdns_proxy_epoll_wait(epoll, $0.baseAddress, 256, timeout) }
+            let count = httpdns_proxy_epoll_wait(epoll, events.baseAddress, 256, timeout)
             if count < 0, errno != EINTR { break }
             for index in 0..<max(0, Int(count)) {
                 let event = events[index]
@@ -123,16 +141,15 @@ final class ProxyLoop: @unchecked Sendable {
             connection.clientEvent(events)
         case .upstream(let connection):
             connection.upstreamEvent(events)
-        case .attempt(let attempt):
-            attempt.finished(events: events)
         }
     }
 
     private func acceptAll(_ listener: Int32) {
         while true {
+            // TCP_NODELAY comes from the listener (Linux copies it to accepted sockets).
             let fd = httpdns_proxy_accept(listener)
             if fd < 0 { return }  // EAGAIN, or EMFILE: the next readiness retries
-            ProxySocket.setNoDelay(fd)
+            assert(ProxySocket.hasNoDelay(fd), "accepted sockets no longer inherit TCP_NODELAY from the listener")
             let id = nextConnectionID
             nextConnectionID += 1
             let connection = ProxyConnection(id: id, client: fd, loop: self, now: httpdns_proxy_now())
@@ -153,6 +170,11 @@ final class ProxyLoop: @unchecked Sendable {
     private func shutdown() {
         for connection in Array(connections.values) { connection.close() }
         for listener in listeners { close(listener) }
+        for pipe in pipes {
+            close(pipe.read)
+            close(pipe.write)
+        }
+        pipes = []
         close(wake)
         close(epoll)
         // Work handed over after the stop still runs, so that waiting attempts are resumed.
@@ -166,7 +188,8 @@ final class ProxyLoop: @unchecked Sendable {
 
     // MARK: - Registrations (loop thread)
 
-    func register(_ fd: Int32, events: UInt32, _ registration: Registration) -> UInt64 {
+    /// Adds `fd` to the epoll set; returns its token, 0 when the kernel refused.
+    func register(_ fd: Int32, events: UInt32 = ProxyLoop.socketEvents, _ registration: Registration) -> UInt64 {
         let token = nextToken
         nextToken += 1
         registrations[token] = registration
@@ -177,17 +200,34 @@ final class ProxyLoop: @unchecked Sendable {
         return token
     }
 
-    func modify(_ fd: Int32, token: UInt64, events: UInt32) {
-        _ = httpdns_proxy_epoll_control(epoll, 1, fd, events, token)
-    }
-
-    func deregister(_ fd: Int32, token: UInt64) {
-        guard token != 0, registrations.removeValue(forKey: token) != nil else { return }
-        _ = httpdns_proxy_epoll_control(epoll, 2, fd, 0, token)
+    /// Forgets a token whose socket is about to be closed: the close takes it out of the epoll set
+    /// (no `EPOLL_CTL_DEL` needed), and an event still queued for it is dropped, as tokens are never reused.
+    func forget(_ token: UInt64) {
+        if token != 0 { registrations[token] = nil }
     }
 
     func connectionClosed(_ id: UInt64) {
         connections[id] = nil
+    }
+
+    // MARK: - Pipes (loop thread)
+
+    /// An empty pipe from the pool, or a new one; nil when the process is out of descriptors.
+    func takePipe() -> ProxyPipe? {
+        if let pipe = pipes.popLast() { return pipe }
+        var fds: [Int32] = [-1, -1]
+        guard httpdns_proxy_pipe(&fds, 0) == 0 else { return nil }
+        return ProxyPipe(read: fds[0], write: fds[1])
+    }
+
+    /// Keeps an empty pipe of the default size for the next tunnel; closes any other.
+    func recycle(_ pipe: ProxyPipe, empty: Bool) {
+        if empty, running, pipes.count < Self.pooledPipes {
+            pipes.append(pipe)
+        } else {
+            close(pipe.read)
+            close(pipe.write)
+        }
     }
 
     // MARK: - Upstream connects
@@ -197,15 +237,11 @@ final class ProxyLoop: @unchecked Sendable {
     func attempt(id: UInt64, address: HTTPDNSIPAddress, port: UInt16, attempt number: Int) async -> ProxyConnector.AttemptResult {
         await withCheckedContinuation { continuation in
             execute { [self] in
-                guard running, let connection = connections[id], connection.isConnecting else {
+                guard running, let connection = connections[id], connection.isConnecting, !connection.isAttempting else {
                     continuation.resume(returning: .gone)
                     return
                 }
-                let attempt = ProxyConnectAttempt(
-                    connection: connection, address: address, port: port, number: number,
-                    deadline: httpdns_proxy_now() + ProxyLoop.nanoseconds(settings.configuration.connectTimeout)
-                ) { continuation.resume(returning: $0) }
-                attempt.start(loop: self)
+                connection.startAttempt(address: address, port: port, number: number) { continuation.resume(returning: $0) }
             }
         }
     }
@@ -219,100 +255,5 @@ final class ProxyLoop: @unchecked Sendable {
     func connectFailed(id: UInt64, failure: ProxyConnector.Failure) {
         guard let connection = connections[id], connection.isConnecting else { return }
         connection.connectFailed(failure)
-    }
-}
-
-/// One non-blocking connect in flight, owned by its connection until it ends.
-final class ProxyConnectAttempt {
-    weak var connection: ProxyConnection?
-    let address: HTTPDNSIPAddress
-    let port: UInt16
-    let number: Int
-    let deadline: UInt64
-    /// Called once with the outcome (on the loop thread).
-    private var deliver: ((ProxyConnector.AttemptResult) -> Void)?
-    private var fd: Int32 = -1
-    private var token: UInt64 = 0
-    private weak var loop: ProxyLoop?
-
-    init(
-        connection: ProxyConnection, address: HTTPDNSIPAddress, port: UInt16, number: Int, deadline: UInt64,
-        deliver: @escaping (ProxyConnector.AttemptResult) -> Void
-    ) {
-        self.connection = connection
-        self.address = address
-        self.port = port
-        self.number = number
-        self.deadline = deadline
-        self.deliver = deliver
-    }
-
-    func start(loop: ProxyLoop) {
-        self.loop = loop
-        switch ProxySocket.connect(address, port: port) {
-        case .connected(let socket):
-            fd = socket
-            succeed()
-        case .inProgress(let socket):
-            fd = socket
-            connection?.pendingAttempt = self
-            token = loop.register(socket, events: UInt32(HTTPDNS_PROXY_WRITABLE), .attempt(self))
-            if token == 0 { fail(.cannotConnectToHost, "epoll: \(ProxySocket.errorText(errno))") }
-        case .failed(let code):
-            fail(code == ETIMEDOUT ? .timedOut : .cannotConnectToHost, ProxySocket.errorText(code))
-        }
-    }
-
-    /// The socket became writable (or failed): the connect is over.
-    func finished(events: UInt32) {
-        let code = ProxySocket.pendingError(fd)
-        loop?.deregister(fd, token: token)
-        token = 0
-        if code == 0 {
-            succeed()
-        } else {
-            fail(code == ETIMEDOUT ? .timedOut : .cannotConnectToHost, ProxySocket.errorText(code))
-        }
-    }
-
-    func timedOut() {
-        loop?.deregister(fd, token: token)
-        token = 0
-        fail(.timedOut, "connect timed out")
-    }
-
-    /// The connection went away: drop the socket and stop the connector.
-    func abandon() {
-        loop?.deregister(fd, token: token)
-        token = 0
-        if fd >= 0 { close(fd) }
-        fd = -1
-        resume(.gone)
-    }
-
-    private func succeed() {
-        let socket = fd
-        fd = -1
-        guard let connection, connection.isConnecting else {
-            close(socket)
-            resume(.gone)
-            return
-        }
-        connection.pendingAttempt = nil
-        connection.upstreamConnected(socket, address: address, attempts: number)
-        resume(.connected)
-    }
-
-    private func fail(_ code: HTTPTransportError.Code, _ detail: String) {
-        if fd >= 0 { close(fd) }
-        fd = -1
-        if connection?.pendingAttempt === self { connection?.pendingAttempt = nil }
-        resume(.failed(HTTPTransportError(code, detail, host: connection?.target?.host, attemptedAddress: address)))
-    }
-
-    private func resume(_ result: ProxyConnector.AttemptResult) {
-        let deliver = self.deliver
-        self.deliver = nil
-        deliver?(result)
     }
 }

@@ -1,4 +1,5 @@
 import CHTTPDNSProxy
+import DNSSockets
 import HTTPDNSCore
 #if canImport(Glibc)
 import Glibc
@@ -6,29 +7,6 @@ import Glibc
 
 /// The few socket calls the proxy makes, on non-blocking descriptors, with errno turned into values.
 enum ProxySocket {
-    /// Calls `body` with the `sockaddr` form of `address`:`port`.
-    static func withSockAddr<Result>(
-        _ address: HTTPDNSIPAddress, port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result
-    ) -> Result {
-        let bytes = address.bytes
-        if address.family == .v4 {
-            var storage = sockaddr_in()
-            storage.sin_family = sa_family_t(AF_INET)
-            storage.sin_port = port.bigEndian
-            withUnsafeMutableBytes(of: &storage.sin_addr) { $0.copyBytes(from: bytes) }
-            return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        var storage = sockaddr_in6()
-        storage.sin6_family = sa_family_t(AF_INET6)
-        storage.sin6_port = port.bigEndian
-        withUnsafeMutableBytes(of: &storage.sin6_addr) { $0.copyBytes(from: bytes) }
-        return withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-        }
-    }
-
     /// A listening socket on `address`:`port` (0 picks a port); returns it and the bound port.
     static func listen(_ address: HTTPDNSIPAddress, port: UInt16, backlog: Int32) throws(HTTPDNSProxyError) -> (Int32, UInt16) {
         let fd = httpdns_proxy_socket(address.family == .v4 ? AF_INET : AF_INET6)
@@ -36,7 +14,9 @@ enum ProxySocket {
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         if address.family == .v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
-        let bound = withSockAddr(address, port: port) { bind(fd, $0, $1) }
+        // Accepted sockets inherit it (Linux), which spares a setsockopt per client.
+        setNoDelay(fd)
+        let bound = SocketAddress(address: address, port: port).withSockAddr { bind(fd, $0, $1) }
         guard bound == 0, Glibc.listen(fd, backlog) == 0 else {
             let code = errno
             close(fd)
@@ -44,12 +24,14 @@ enum ProxySocket {
         }
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let actual = withUnsafeMutablePointer(to: &storage) { pointer -> UInt16 in
-            _ = pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-            if address.family == .v4 {
-                return UInt16(bigEndian: UnsafeRawPointer(pointer).loadUnaligned(as: sockaddr_in.self).sin_port)
-            }
-            return UInt16(bigEndian: UnsafeRawPointer(pointer).loadUnaligned(as: sockaddr_in6.self).sin6_port)
+        let actual = withUnsafeMutablePointer(to: &storage) { pointer -> UInt16? in
+            guard pointer.withMemoryRebound(to: sockaddr.self, capacity: 1, { getsockname(fd, $0, &length) }) == 0 else { return nil }
+            return SocketAddress(storage: pointer)?.port
+        }
+        guard let actual else {
+            let code = errno
+            close(fd)
+            throw HTTPDNSProxyError(.cannotListen, "getsockname: \(errorText(code))")
         }
         return (fd, actual)
     }
@@ -65,9 +47,8 @@ enum ProxySocket {
     static func connect(_ address: HTTPDNSIPAddress, port: UInt16) -> ConnectStart {
         let fd = httpdns_proxy_socket(address.family == .v4 ? AF_INET : AF_INET6)
         guard fd >= 0 else { return .failed(errno) }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        let result = withSockAddr(address, port: port) { Glibc.connect(fd, $0, $1) }
+        setNoDelay(fd)
+        let result = SocketAddress(address: address, port: port).withSockAddr { Glibc.connect(fd, $0, $1) }
         if result == 0 { return .connected(fd) }
         let code = errno
         if code == EINPROGRESS { return .inProgress(fd) }
@@ -81,6 +62,13 @@ enum ProxySocket {
         var length = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return errno }
         return code
+    }
+
+    /// Whether TCP_NODELAY is set on `fd` (for an assertion: accepted sockets inherit it).
+    static func hasNoDelay(_ fd: Int32) -> Bool {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &value, &length) == 0 && value != 0
     }
 
     static func setNoDelay(_ fd: Int32) {
