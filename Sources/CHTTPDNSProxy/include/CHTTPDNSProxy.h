@@ -23,6 +23,8 @@ enum {
 
 /// EPOLLET: report a change of readiness once, not the state on every wait.
 #define HTTPDNS_PROXY_EDGE 0x80000000u
+/// EPOLLEXCLUSIVE: of the loops watching a listener, wake one per new connection.
+#define HTTPDNS_PROXY_EXCLUSIVE 0x10000000u
 
 /// epoll_create1(EPOLL_CLOEXEC).
 int httpdns_proxy_epoll_create(void);

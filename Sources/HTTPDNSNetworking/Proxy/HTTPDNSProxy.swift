@@ -18,9 +18,11 @@ import HTTPDNSCore
 /// private targets are refused, the proxy never connects to itself, connections are bounded and a
 /// client that stalls before its request is complete is cut off.
 ///
-/// One thread runs an epoll loop over non-blocking sockets; tunnels move bytes with `splice(2)`
-/// through a pipe per direction (no copies through user space). Resolution and failover run as
-/// tasks that hand their result back to the loop.
+/// A thread per core (at most four) runs an epoll loop over non-blocking sockets; each client
+/// connection stays on the loop that accepted it. A fresh cached answer is used on the loop at once;
+/// other resolutions and the failover run as tasks that hand each connect back to the loop. Short
+/// tunnels copy through one buffer per loop; past 64 KiB a direction moves with `splice(2)` through
+/// a pipe (no copies through user space).
 ///
 /// ```
 /// let proxy = HTTPDNSProxy(engine: engine)
@@ -89,7 +91,7 @@ public final class HTTPDNSProxy: Sendable {
     let client: HTTPDNSClient
 
     private struct State {
-        var loop: ProxyLoop?
+        var loops: [ProxyLoop] = []
         var endpoints: [(address: HTTPDNSIPAddress, port: UInt16)] = []
     }
 
@@ -110,10 +112,10 @@ public final class HTTPDNSProxy: Sendable {
     }
 
     deinit {
-        state.withLock { $0.loop }?.stop()
+        for loop in state.withLock({ $0.loops }) { loop.stop() }
     }
 
-    /// Binds every listen address and starts the loop thread.
+    /// Binds every listen address and starts the loop threads.
     ///
     /// - Throws: ``HTTPDNSProxyError`` `.cannotListen` (address in use, no such address) or
     ///   `.invalidConfiguration` (no address, a credential with `:` in the user name, …).
@@ -136,33 +138,37 @@ public final class HTTPDNSProxy: Sendable {
             configuration: configuration,
             policy: ProxyTargetPolicy(allowPrivate: configuration.allowPrivateTargets, listeners: endpoints),
             connector: ProxyConnector(client: client, monitor: engine.configuration.monitor))
-        let loop: ProxyLoop
+        let count = ProxyLoop.defaultCount
+        let shared = ProxyListeners(fds: listeners.map(\.fd), loops: count)
+        var loops: [ProxyLoop] = []
         do {
-            loop = try ProxyLoop(settings: settings, listeners: listeners.map(\.fd))
+            for _ in 0..<count { loops.append(try ProxyLoop(settings: settings, listeners: shared)) }
         } catch {
-            for listener in listeners { close(listener.fd) }
+            // The loops made so far give the listeners up; the ones never made do it here.
+            for loop in loops { loop.discard() }
+            for _ in loops.count..<count { shared.loopEnded() }
             throw error
         }
         let started = state.withLock { state -> Bool in
-            guard state.loop == nil else { return false }
-            state.loop = loop
+            guard state.loops.isEmpty else { return false }
+            state.loops = loops
             state.endpoints = endpoints
             return true
         }
         guard started else {
-            loop.stop()
+            for loop in loops { loop.discard() }
             throw HTTPDNSProxyError(.invalidConfiguration, "the proxy is already running")
         }
-        loop.start()
+        for (index, loop) in loops.enumerated() { loop.start(name: "httpdns-proxy-\(index)") }
     }
 
-    /// Stops listening and closes every connection (on the loop thread, right after this returns).
+    /// Stops listening and closes every connection (on the loop threads, right after this returns).
     public func stop() {
-        let loop = state.withLock { state -> ProxyLoop? in
-            defer { state.loop = nil }
-            return state.loop
+        let loops = state.withLock { state -> [ProxyLoop] in
+            defer { state.loops = [] }
+            return state.loops
         }
-        loop?.stop()
+        for loop in loops { loop.stop() }
     }
 
     /// The bound port, once started.

@@ -39,6 +39,8 @@ final class ProxyConnection {
     private var clientToken: UInt64 = 0
     private var upstream: Int32 = -1
     private var upstreamToken: UInt64 = 0
+    private var clientInterest = ProxyLoop.socketEvents
+    private var upstreamInterest = ProxyLoop.socketEvents
     private var headBuffer: [UInt8] = []
     private(set) var target: ProxyRequestHead.Target?
     private var head: ProxyRequestHead?
@@ -70,7 +72,7 @@ final class ProxyConnection {
     var isConnecting: Bool { phase == .connecting }
     var isAttempting: Bool { attempt != nil }
 
-    private var monitor: any HTTPDNSEventMonitor { loop.settings.connector.monitor }
+    private var monitor: any HTTPDNSEventMonitor { loop.settings.monitor }
 
     /// Starts reading the request head.
     func begin() {
@@ -136,10 +138,10 @@ final class ProxyConnection {
 
     /// Deadlines: the request head, the connect attempt, idleness, the drain after a refusal.
     func checkDeadlines(now: UInt64) {
-        let configuration = loop.settings.configuration
+        let settings = loop.settings
         switch phase {
         case .head:
-            if now &- acceptedAt > ProxyLoop.nanoseconds(configuration.headTimeout) {
+            if now &- acceptedAt > settings.headTimeout {
                 monitor.proxyRefused(status: 408, reason: "no complete request head in time")
                 respond(status: 408, reason: "no complete request head in time", drain: false)
             }
@@ -148,7 +150,7 @@ final class ProxyConnection {
                 attemptFailed(.timedOut, "connect timed out")
             }
         case .relaying:
-            if now &- lastActivity > ProxyLoop.nanoseconds(configuration.idleTimeout) { close() }
+            if now &- lastActivity > settings.idleTimeout { close() }
         case .draining:
             if now > drainDeadline { close() }
         case .closed:
@@ -257,7 +259,7 @@ final class ProxyConnection {
     func startAttempt(address: HTTPDNSIPAddress, port: UInt16, number: Int, deliver: ((ProxyConnector.AttemptResult) -> Void)?) {
         attempt = Attempt(
             address: address, number: number,
-            deadline: httpdns_proxy_now() + ProxyLoop.nanoseconds(loop.settings.configuration.connectTimeout), deliver: deliver)
+            deadline: httpdns_proxy_now() + loop.settings.connectTimeout, deliver: deliver)
         let start = ProxySocket.connect(address, port: port)
         switch start {
         case .connected(let socket), .inProgress(let socket):
@@ -265,6 +267,7 @@ final class ProxyConnection {
             upstreamReadable = false
             upstreamHungUp = false
             upstreamToken = loop.register(socket, .upstream(self))
+            upstreamInterest = ProxyLoop.socketEvents
             guard upstreamToken != 0 else {
                 attemptFailed(.cannotConnectToHost, "epoll: \(ProxySocket.errorText(errno))")
                 return
@@ -372,6 +375,18 @@ final class ProxyConnection {
         }
         if downPump.finished, upPump.finished || forwarding {
             close()
+            return
+        }
+        // A socket whose bytes wait for the other side is not watched for reading until they move.
+        let clientEvents = upPump.waitsForDestination ? ProxyLoop.writeOnlyEvents : ProxyLoop.socketEvents
+        if clientEvents != clientInterest {
+            clientInterest = clientEvents
+            loop.modify(client, token: clientToken, events: clientEvents)
+        }
+        let upstreamEvents = downPump.waitsForDestination ? ProxyLoop.writeOnlyEvents : ProxyLoop.socketEvents
+        if upstreamEvents != upstreamInterest {
+            upstreamInterest = upstreamEvents
+            loop.modify(upstream, token: upstreamToken, events: upstreamEvents)
         }
     }
 
@@ -387,6 +402,10 @@ final class ProxyConnection {
         drainDeadline = httpdns_proxy_now() + (drain ? 1_000_000_000 : 0)
         if clientToken == 0 {
             clientToken = loop.register(client, .client(self))
+            clientInterest = ProxyLoop.socketEvents
+        } else if clientInterest != ProxyLoop.socketEvents {
+            clientInterest = ProxyLoop.socketEvents
+            loop.modify(client, token: clientToken, events: clientInterest)
         }
         if drain { self.drain() } else { flushReplyAndClose() }
     }

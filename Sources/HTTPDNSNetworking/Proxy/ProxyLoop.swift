@@ -2,13 +2,18 @@ import CHTTPDNSProxy
 import Foundation
 import HTTPDNSCore
 import HTTPDNSTransport
+import Synchronization
 
-/// The proxy's event loop: one thread, one epoll set, every socket non-blocking.
+/// One of the proxy's event loops: one thread, one epoll set, every socket non-blocking.
+///
+/// A proxy runs a few loops (``defaultCount``) over the same listening sockets, each registered
+/// with EPOLLEXCLUSIVE so that a new client wakes one loop, which then owns the connection for its
+/// whole life. Several loops let a machine's cores relay at once; none shares a connection.
 ///
 /// Client and upstream sockets are registered once, edge-triggered, for reading, writing and the
-/// peer's close, and stay so until they are closed (closing removes them from the set): a tunnel
-/// costs two `epoll_ctl` calls, whatever its phases. Each connection keeps what the edges said
-/// (readable, writable, hung up) and clears it when a call would block. The listeners and the
+/// peer's close, and stay so until they are closed (closing removes them from the set): a short
+/// tunnel costs two `epoll_ctl` calls, whatever its phases. Each connection keeps what the edges
+/// said (readable, writable, hung up) and clears it when a call would block. The listeners and the
 /// eventfd are level-triggered.
 ///
 /// Everything but ``execute(_:)``, ``attempt(id:address:port:attempt:)`` and ``stop()`` runs on the
@@ -24,16 +29,23 @@ final class ProxyLoop: @unchecked Sendable {
         case upstream(ProxyConnection)
     }
 
-    /// The interest of every client and upstream socket, for its whole life.
+    /// The interest of every client and upstream socket, for its whole life but one case: while
+    /// the bytes read from a socket wait for the other side to take them (a bulk transfer faster
+    /// than its reader), ``writeOnlyEvents``, so that each segment arriving does not wake the loop
+    /// for nothing.
     static let socketEvents = UInt32(HTTPDNS_PROXY_READABLE | HTTPDNS_PROXY_WRITABLE | HTTPDNS_PROXY_PEER_CLOSED) | HTTPDNS_PROXY_EDGE
+    static let writeOnlyEvents = UInt32(HTTPDNS_PROXY_WRITABLE) | HTTPDNS_PROXY_EDGE
 
     /// Most empty pipes kept for the next tunnels that reach the splice threshold.
     static let pooledPipes = 32
 
+    /// Loops per proxy: one per core, at most 4 (a loopback proxy seldom needs more; each loop is a thread).
+    static let defaultCount = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4))
+
     let settings: ProxySettings
     private let epoll: Int32
     private let wake: Int32
-    private let listeners: [Int32]
+    private let listeners: ProxyListeners
     private let inbox = HTTPDNSLock<[@Sendable () -> Void]>([])
 
     // Loop-confined state.
@@ -48,20 +60,21 @@ final class ProxyLoop: @unchecked Sendable {
     /// Scratch buffer for bytes that go through user space (request and response heads, short tunnels).
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
-    init(settings: ProxySettings, listeners: [Int32]) throws(HTTPDNSProxyError) {
+    init(settings: ProxySettings, listeners: ProxyListeners) throws(HTTPDNSProxyError) {
         self.settings = settings
         self.listeners = listeners
         epoll = httpdns_proxy_epoll_create()
         wake = httpdns_proxy_eventfd()
         guard epoll >= 0, wake >= 0 else {
+            let code = errno
             if epoll >= 0 { close(epoll) }
             if wake >= 0 { close(wake) }
             scratch.deallocate()
-            throw HTTPDNSProxyError(.cannotListen, "epoll/eventfd: \(ProxySocket.errorText(errno))")
+            throw HTTPDNSProxyError(.cannotListen, "epoll/eventfd: \(ProxySocket.errorText(code))")
         }
         _ = register(wake, events: UInt32(HTTPDNS_PROXY_READABLE), .wake)
-        for listener in listeners {
-            _ = register(listener, events: UInt32(HTTPDNS_PROXY_READABLE), .listener(listener))
+        for listener in listeners.fds {
+            _ = register(listener, events: UInt32(HTTPDNS_PROXY_READABLE) | HTTPDNS_PROXY_EXCLUSIVE, .listener(listener))
         }
     }
 
@@ -69,10 +82,17 @@ final class ProxyLoop: @unchecked Sendable {
         scratch.deallocate()
     }
 
+    /// Releases a loop that never started (another loop of the proxy could not be made).
+    func discard() {
+        close(wake)
+        close(epoll)
+        listeners.loopEnded()
+    }
+
     /// Starts the loop thread.
-    func start() {
+    func start(name: String) {
         let thread = Thread { [self] in run() }
-        thread.name = "httpdns-proxy"
+        thread.name = name
         thread.stackSize = 1 << 20
         self.thread = thread
         thread.start()
@@ -153,8 +173,8 @@ final class ProxyLoop: @unchecked Sendable {
             let id = nextConnectionID
             nextConnectionID += 1
             let connection = ProxyConnection(id: id, client: fd, loop: self, now: httpdns_proxy_now())
-            if connections.count >= settings.configuration.maxConnections {
-                settings.connector.monitor.proxyRefused(status: 503, reason: "too many connections")
+            guard settings.admit() else {
+                settings.monitor.proxyRefused(status: 503, reason: "too many connections")
                 connection.refuse(status: 503, reason: "too many connections")
                 continue
             }
@@ -169,7 +189,7 @@ final class ProxyLoop: @unchecked Sendable {
 
     private func shutdown() {
         for connection in Array(connections.values) { connection.close() }
-        for listener in listeners { close(listener) }
+        listeners.loopEnded()
         for pipe in pipes {
             close(pipe.read)
             close(pipe.write)
@@ -200,6 +220,11 @@ final class ProxyLoop: @unchecked Sendable {
         return token
     }
 
+    /// Changes the interest of a registered `fd`.
+    func modify(_ fd: Int32, token: UInt64, events: UInt32) {
+        _ = httpdns_proxy_epoll_control(epoll, 1, fd, events, token)
+    }
+
     /// Forgets a token whose socket is about to be closed: the close takes it out of the epoll set
     /// (no `EPOLL_CTL_DEL` needed), and an event still queued for it is dropped, as tokens are never reused.
     func forget(_ token: UInt64) {
@@ -207,7 +232,7 @@ final class ProxyLoop: @unchecked Sendable {
     }
 
     func connectionClosed(_ id: UInt64) {
-        connections[id] = nil
+        if connections.removeValue(forKey: id) != nil { settings.release() }
     }
 
     // MARK: - Pipes (loop thread)
@@ -246,14 +271,28 @@ final class ProxyLoop: @unchecked Sendable {
         }
     }
 
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
-    }
-
     /// No address connected: answer the client.
     func connectFailed(id: UInt64, failure: ProxyConnector.Failure) {
         guard let connection = connections[id], connection.isConnecting else { return }
         connection.connectFailed(failure)
+    }
+}
+
+/// The listening sockets every loop of a proxy watches; closed when the last loop has ended, so
+/// that no loop ever accepts on a descriptor number that was closed and given to something else.
+final class ProxyListeners: Sendable {
+    let fds: [Int32]
+    private let running: Atomic<Int>
+
+    init(fds: [Int32], loops: Int) {
+        self.fds = fds
+        running = Atomic(loops)
+    }
+
+    func loopEnded() {
+        let (_, left) = running.subtract(1, ordering: .acquiringAndReleasing)
+        if left == 0 {
+            for fd in fds { close(fd) }
+        }
     }
 }

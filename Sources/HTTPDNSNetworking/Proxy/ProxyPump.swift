@@ -57,6 +57,11 @@ struct ProxyPump {
     /// Bytes delivered to the destination.
     private(set) var moved: Int64 = 0
 
+    /// Bytes read wait for a destination that takes no more: reading on would only fill memory.
+    var waitsForDestination: Bool {
+        !destinationWritable && !finished && failure == nil && (pendingOffset < pending.count || inPipe > 0)
+    }
+
     /// - Parameters:
     ///   - prefix: bytes sent before anything read from `source`.
     ///   - scanResponse: read a response head first and rewrite it (forwarded requests).
