@@ -1,3 +1,4 @@
+import Foundation
 @testable import HTTPDNSNetworking
 import XCTest
 
@@ -33,6 +34,21 @@ final class ProxyRequestHeadTests: XCTestCase {
         XCTAssertEqual(head.minorVersion, 1)
         XCTAssertEqual(head.value(of: "proxy-authorization"), "Basic dTpw")
         XCTAssertEqual(head.fields.count, 3)
+    }
+
+    /// The credential check compares the token as clients send it (canonical base64), scheme in any case.
+    func testCredentialToken() {
+        let token = Array(Data("u:p".utf8).base64EncodedString().utf8)  // dTpw
+        func matches(_ value: String) -> Bool {
+            var value = value
+            return value.withUTF8 { ProxySettings.matches(UnsafeRawBufferPointer($0), token: token) }
+        }
+        for good in ["Basic dTpw", "basic dTpw", "BASIC  dTpw", "bAsIc \tdTpw"] {
+            XCTAssertTrue(matches(good), good)
+        }
+        for bad in ["Basic dTp", "Basic dTpwx", "Basic dTpw=", "Bearer dTpw", "Basic", "Basic ", "BasicdTpw", "Basi dTpw", "Basic1 dTpw", "", "Basic\tdTpw"] {
+            XCTAssertFalse(matches(bad), bad)
+        }
     }
 
     func testForwardHead() throws {

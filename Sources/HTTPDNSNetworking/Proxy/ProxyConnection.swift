@@ -196,7 +196,7 @@ final class ProxyConnection {
     private func parseHead(_ bytes: UnsafeRawBufferPointer) {
         let parsed: ProxyRequestHead.Parse
         do {
-            parsed = try ProxyRequestHead.parse(bytes)
+            parsed = try ProxyRequestHead.parse(contiguous: bytes)
         } catch {
             monitor.proxyRefused(status: error.status, reason: error.description)
             respond(status: error.status, reason: error.detail, drain: true)

@@ -54,9 +54,17 @@ package struct ProxyRequestHead: Sendable, Equatable {
     package var minorVersion: Int
     package var fields: [Field]
 
-    /// The value of the first field named `name` (case-insensitive), if any.
+    /// The value of the first field named `name` (given in lower case; compared case-insensitively), if any.
     package func value(of name: String) -> String? {
-        fields.first { $0.name.lowercased() == name }?.value
+        fields.first { Self.isName($0.name, lowercased: name) }?.value
+    }
+
+    /// Whether `name` equals `lowercased` but for the case of ASCII letters (no allocation).
+    static func isName(_ name: String, lowercased: String) -> Bool {
+        guard name.utf8.count == lowercased.utf8.count else { return false }
+        return zip(name.utf8, lowercased.utf8).allSatisfy { byte, lower in
+            byte == lower || (byte >= 0x41 && byte <= 0x5A && byte | 0x20 == lower)
+        }
     }
 
     /// Parses the start of `bytes`.
@@ -65,12 +73,22 @@ package struct ProxyRequestHead: Sendable, Equatable {
     /// - Throws: ``ProxyHeadError`` for anything malformed or over a limit, as soon as it is seen
     ///   (a bare LF is refused at once, so a client using LF line ends gets an answer, not a wait).
     package static func parse(_ bytes: some Collection<UInt8>) throws(ProxyHeadError) -> Parse {
-        let bytes = Array(bytes.prefix(maximumBytes + 1))
-        var end: Int?
+        let contiguous = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(ProxyHeadError) -> Parse in try parse(contiguous: UnsafeRawBufferPointer(buffer)) }
+        }
+        if let contiguous { return try contiguous.get() }
+        return try Array(bytes.prefix(maximumBytes + 1)).withUnsafeBytes { buffer in
+            Result { () throws(ProxyHeadError) -> Parse in try parse(contiguous: buffer) }
+        }.get()
+    }
+
+    /// ``parse(_:)`` on bytes in memory, where the loop has them: no copy, one pass to the blank line.
+    static func parse(contiguous bytes: UnsafeRawBufferPointer) throws(ProxyHeadError) -> Parse {
+        let count = min(bytes.count, maximumBytes + 1)
+        var end = 0
         var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == 0x0A {
+        while index < count {
+            if bytes[index] == 0x0A {
                 guard index > 0, bytes[index - 1] == 0x0D else { throw ProxyHeadError(.malformed, "bare LF in the request head") }
                 if index >= 3, bytes[index - 2] == 0x0A, bytes[index - 3] == 0x0D {
                     end = index + 1
@@ -79,50 +97,75 @@ package struct ProxyRequestHead: Sendable, Equatable {
             }
             index += 1
         }
-        guard let end, end <= maximumBytes else {
-            if bytes.count > maximumBytes { throw ProxyHeadError(.tooLarge, "request head over \(maximumBytes) bytes") }
+        guard end > 0, end <= maximumBytes else {
+            if count > maximumBytes { throw ProxyHeadError(.tooLarge, "request head over \(maximumBytes) bytes") }
             return .incomplete
         }
-        let head = try parseLines(bytes[0..<(end - 2)])
+        let head = try parseLines(UnsafeRawBufferPointer(rebasing: bytes[0..<(end - 2)]))
         return .complete(head, length: end)
     }
 
     /// Parses the head without its final empty line: every line ends in CRLF (a bare LF was refused).
-    private static func parseLines(_ bytes: ArraySlice<UInt8>) throws(ProxyHeadError) -> ProxyRequestHead {
-        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast().map { $0.dropLast() }  // drop CR
-        guard !lines.isEmpty else { throw ProxyHeadError(.malformed, "empty request head") }
-        let requestLine = lines.removeFirst()
-        let parts = requestLine.split(separator: 0x20, omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw ProxyHeadError(.malformed, "request line is not METHOD TARGET VERSION") }
-        let method = parts[0]
-        guard !method.isEmpty, method.count <= maximumMethodBytes, method.allSatisfy(isTokenByte) else {
+    private static func parseLines(_ bytes: UnsafeRawBufferPointer) throws(ProxyHeadError) -> ProxyRequestHead {
+        // Each line is [start, LF - 1): the CR before every LF is dropped.
+        func lineEnd(from start: Int) -> Int {
+            var index = start
+            while index < bytes.count, bytes[index] != 0x0A { index += 1 }
+            return index
+        }
+        func text(_ range: Range<Int>) -> String {
+            String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        }
+        guard !bytes.isEmpty else { throw ProxyHeadError(.malformed, "empty request head") }
+        let requestEnd = lineEnd(from: 0)
+        let requestLine = 0..<(requestEnd - 1)
+        var spaces: [Int] = []
+        for index in requestLine where bytes[index] == 0x20 {
+            spaces.append(index)
+            if spaces.count > 2 { break }
+        }
+        guard spaces.count == 2 else { throw ProxyHeadError(.malformed, "request line is not METHOD TARGET VERSION") }
+        let method = 0..<spaces[0]
+        guard !method.isEmpty, method.count <= maximumMethodBytes, method.allSatisfy({ isTokenByte(bytes[$0]) }) else {
             throw ProxyHeadError(.malformed, "bad method")
         }
+        let version = UnsafeRawBufferPointer(rebasing: bytes[(spaces[1] + 1)..<requestLine.upperBound])
         let minorVersion: Int
-        switch String(decoding: parts[2], as: UTF8.self) {
-        case "HTTP/1.1": minorVersion = 1
-        case "HTTP/1.0": minorVersion = 0
-        default: throw ProxyHeadError(.unsupportedVersion, "only HTTP/1.0 and HTTP/1.1 are spoken")
+        if version.elementsEqual("HTTP/1.1".utf8) {
+            minorVersion = 1
+        } else if version.elementsEqual("HTTP/1.0".utf8) {
+            minorVersion = 0
+        } else {
+            throw ProxyHeadError(.unsupportedVersion, "only HTTP/1.0 and HTTP/1.1 are spoken")
         }
-        guard lines.count <= maximumFields else { throw ProxyHeadError(.tooLarge, "more than \(maximumFields) header fields") }
+        let fieldsStart = requestEnd + 1
+        var lineCount = 0
+        for index in fieldsStart..<bytes.count where bytes[index] == 0x0A { lineCount += 1 }
+        guard lineCount <= maximumFields else { throw ProxyHeadError(.tooLarge, "more than \(maximumFields) header fields") }
         var fields: [Field] = []
-        fields.reserveCapacity(lines.count)
-        for line in lines {
-            guard let first = line.first else { throw ProxyHeadError(.malformed, "empty header line") }
+        fields.reserveCapacity(lineCount)
+        var start = fieldsStart
+        while start < bytes.count {
+            let end = lineEnd(from: start)
+            let line = start..<(end - 1)
+            start = end + 1
+            guard let first = line.first.map({ bytes[$0] }) else { throw ProxyHeadError(.malformed, "empty header line") }
             guard first != 0x20, first != 0x09 else { throw ProxyHeadError(.malformed, "obsolete line folding") }
-            guard let colon = line.firstIndex(of: 0x3A) else { throw ProxyHeadError(.malformed, "header line without a colon") }
-            let name = line[line.startIndex..<colon]
-            guard !name.isEmpty, name.allSatisfy(isTokenByte) else { throw ProxyHeadError(.malformed, "bad header name") }
-            var value = line[(colon + 1)...]
-            while let byte = value.first, byte == 0x20 || byte == 0x09 { value = value.dropFirst() }
-            while let byte = value.last, byte == 0x20 || byte == 0x09 { value = value.dropLast() }
-            guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+            guard let colon = line.first(where: { bytes[$0] == 0x3A }) else { throw ProxyHeadError(.malformed, "header line without a colon") }
+            let name = line.lowerBound..<colon
+            guard !name.isEmpty, name.allSatisfy({ isTokenByte(bytes[$0]) }) else { throw ProxyHeadError(.malformed, "bad header name") }
+            var valueStart = colon + 1
+            var valueEnd = line.upperBound
+            while valueStart < valueEnd, bytes[valueStart] == 0x20 || bytes[valueStart] == 0x09 { valueStart += 1 }
+            while valueEnd > valueStart, bytes[valueEnd - 1] == 0x20 || bytes[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+            let value = valueStart..<valueEnd
+            guard value.allSatisfy({ bytes[$0] == 0x09 || (bytes[$0] >= 0x20 && bytes[$0] != 0x7F) }) else {
                 throw ProxyHeadError(.malformed, "control character in a header value")
             }
-            fields.append(Field(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self)))
+            fields.append(Field(name: text(name), value: text(value)))
         }
-        let methodText = String(decoding: method, as: UTF8.self)
-        let target = try parseTarget(parts[1], method: methodText)
+        let methodText = text(method)
+        let target = try parseTarget(Array(bytes[(spaces[0] + 1)..<spaces[1]])[...], method: methodText)
         let head = ProxyRequestHead(method: methodText, target: target, minorVersion: minorVersion, fields: fields)
         try head.checkFraming()
         return head
@@ -130,8 +173,8 @@ package struct ProxyRequestHead: Sendable, Equatable {
 
     /// RFC 9112 §6.1 and §6.3: one unambiguous body length, or none.
     private func checkFraming() throws(ProxyHeadError) {
-        let lengths = fields.filter { $0.name.lowercased() == "content-length" }.map(\.value)
-        let encodings = fields.filter { $0.name.lowercased() == "transfer-encoding" }
+        let lengths = fields.filter { Self.isName($0.name, lowercased: "content-length") }.map(\.value)
+        let encodings = fields.filter { Self.isName($0.name, lowercased: "transfer-encoding") }
         if !lengths.isEmpty, !encodings.isEmpty {
             throw ProxyHeadError(.malformed, "both Content-Length and Transfer-Encoding")
         }

@@ -10,8 +10,8 @@ final class ProxySettings: Sendable {
     let policy: ProxyTargetPolicy
     let connector: ProxyConnector
     let monitor: any HTTPDNSEventMonitor
-    /// The expected `Proxy-Authorization` credential bytes (`user:password`), nil when none is required.
-    let credential: [UInt8]?
+    /// The expected `Proxy-Authorization: Basic` token (base64 of `user:password`), nil when none is required.
+    let token: [UInt8]?
     let headTimeout: UInt64
     let idleTimeout: UInt64
     let connectTimeout: UInt64
@@ -23,7 +23,7 @@ final class ProxySettings: Sendable {
         self.policy = policy
         self.connector = connector
         self.monitor = connector.monitor
-        self.credential = configuration.credential.map { Array("\($0.user):\($0.password)".utf8) }
+        self.token = configuration.credential.map { Array(Data("\($0.user):\($0.password)".utf8).base64EncodedString().utf8) }
         headTimeout = Self.nanoseconds(configuration.headTimeout)
         idleTimeout = Self.nanoseconds(configuration.idleTimeout)
         connectTimeout = Self.nanoseconds(configuration.connectTimeout)
@@ -47,19 +47,25 @@ final class ProxySettings: Sendable {
         admitted.subtract(1, ordering: .relaxed)
     }
 
-    /// Whether `head` carries the credential (RFC 7617 Basic; the scheme is case-insensitive). The
+    /// Whether `head` carries the credential (RFC 7617 Basic; the scheme is case-insensitive): the
+    /// token must be the canonical base64 of `user:password`, as every client sends it. The
     /// comparison takes the same time wherever the first difference is.
     func authorizes(_ head: ProxyRequestHead) -> Bool {
-        guard let expected = credential else { return true }
-        guard let value = head.value(of: "proxy-authorization") else { return false }
-        let parts = value.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "basic",
-              let decoded = Data(base64Encoded: String(parts[1]).trimmingBlanks)
-        else { return false }
-        let given = [UInt8](decoded)
+        guard let expected = token else { return true }
+        guard var value = head.value(of: "proxy-authorization") else { return false }
+        return value.withUTF8 { Self.matches(UnsafeRawBufferPointer($0), token: expected) }
+    }
+
+    /// `Basic TOKEN` (the value comes trimmed) against the expected token bytes.
+    static func matches(_ value: UnsafeRawBufferPointer, token expected: [UInt8]) -> Bool {
+        var index = 0
+        while index < value.count, value[index] != 0x20 { index += 1 }
+        guard index == 5, zip(value[0..<5], "basic".utf8).allSatisfy({ $0 == $1 || $0 | 0x20 == $1 }) else { return false }
+        while index < value.count, value[index] == 0x20 || value[index] == 0x09 { index += 1 }
+        let given = value[index...]
         var difference = UInt8(given.count == expected.count ? 0 : 1)
-        for index in expected.indices {
-            difference |= expected[index] ^ (index < given.count ? given[index] : 0)
+        for offset in expected.indices {
+            difference |= expected[offset] ^ (offset < given.count ? given[given.startIndex + offset] : 0)
         }
         return difference == 0
     }
