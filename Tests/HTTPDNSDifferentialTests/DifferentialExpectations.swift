@@ -12,6 +12,11 @@ enum DifferentialExpectations {
     /// Through any proxy, corelibs' libcurl 7.88 may fail some of 200 simultaneous HTTP/2 tasks with
     /// `URLError(.unknown)` ("send: no filter connected") while the first tunnel is being set up; the
     /// tasks that fail fail with that code only (-1), never with another.
+    ///
+    /// Not the proxy's doing: the same 200 tasks on one default session (`https_proxy` set, the
+    /// bed's nginx over HTTP/2) through Debian's tinyproxy 1.11.1 instead fail the same way,
+    /// `-1 [CONN-0-0] send: no filter connected`, in 7 of 24 runs (6 to 107 tasks lost), against 2 of
+    /// 12 runs through `httpdns proxy` in the same session (2026-12-01; plain, without a proxy, never).
     static let proxyOpen: [String: OpenDefect] = [
         "concurrent-200": OpenDefect(readmeRow: "Open: concurrent-200 through the proxy", fact: "failures", value: "-1"),
     ]
