@@ -362,10 +362,8 @@ final class ProxyConnection {
         let downLast = toServer!.finished || forwarding
         let down = toClient!.run(loop: loop, closing: downLast)
         if up || down { lastActivity = httpdns_proxy_now() }
-        let upPump = toServer!
-        let downPump = toClient!
-        if downPump.failure != nil || upPump.failure != nil {
-            if downPump.badResponse, downPump.moved == 0, let target {
+        if toClient!.failure != nil || toServer!.failure != nil {
+            if toClient!.badResponse, toClient!.moved == 0, let target {
                 teardownUpstream()
                 fail(ProxyConnector.Failure(status: 502, reason: "bad response from \(target.host)"))
             } else {
@@ -373,17 +371,17 @@ final class ProxyConnection {
             }
             return
         }
-        if downPump.finished, upPump.finished || forwarding {
+        if toClient!.finished, toServer!.finished || forwarding {
             close()
             return
         }
         // A socket whose bytes wait for the other side is not watched for reading until they move.
-        let clientEvents = upPump.waitsForDestination ? ProxyLoop.writeOnlyEvents : ProxyLoop.socketEvents
+        let clientEvents = toServer!.waitsForDestination ? ProxyLoop.writeOnlyEvents : ProxyLoop.socketEvents
         if clientEvents != clientInterest {
             clientInterest = clientEvents
             loop.modify(client, token: clientToken, events: clientEvents)
         }
-        let upstreamEvents = downPump.waitsForDestination ? ProxyLoop.writeOnlyEvents : ProxyLoop.socketEvents
+        let upstreamEvents = toClient!.waitsForDestination ? ProxyLoop.writeOnlyEvents : ProxyLoop.socketEvents
         if upstreamEvents != upstreamInterest {
             upstreamInterest = upstreamEvents
             loop.modify(upstream, token: upstreamToken, events: upstreamEvents)

@@ -61,10 +61,16 @@ package struct ProxyRequestHead: Sendable, Equatable {
 
     /// Whether `name` equals `lowercased` but for the case of ASCII letters (no allocation).
     static func isName(_ name: String, lowercased: String) -> Bool {
-        guard name.utf8.count == lowercased.utf8.count else { return false }
-        return zip(name.utf8, lowercased.utf8).allSatisfy { byte, lower in
-            byte == lower || (byte >= 0x41 && byte <= 0x5A && byte | 0x20 == lower)
+        let (bytes, lower) = (name.utf8, lowercased.utf8)
+        guard bytes.count == lower.count else { return false }
+        var (index, other) = (bytes.startIndex, lower.startIndex)
+        while index != bytes.endIndex {
+            let (byte, expected) = (bytes[index], lower[other])
+            guard byte == expected || (byte >= 0x41 && byte <= 0x5A && byte | 0x20 == expected) else { return false }
+            bytes.formIndex(after: &index)
+            lower.formIndex(after: &other)
         }
+        return true
     }
 
     /// Parses the start of `bytes`.
