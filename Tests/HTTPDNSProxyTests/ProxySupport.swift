@@ -46,10 +46,14 @@ final class RecordingProxyMonitor: HTTPDNSEventMonitor, @unchecked Sendable {
 final class RawClient {
     private(set) var fd: Int32
 
-    init(_ address: HTTPDNSIPAddress, port: UInt16, timeout: Int = 10) throws {
+    /// - Parameter receiveBuffer: a SO_RCVBUF to set before connecting (a slow reader's small window), or nil.
+    init(_ address: HTTPDNSIPAddress, port: UInt16, timeout: Int = 10, receiveBuffer: Int32? = nil) throws {
         fd = socket(address.family == .v4 ? AF_INET : AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
         var time = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         let result = SocketAddress(address: address, port: port).withSockAddr { connect(fd, $0, $1) }
         guard result == 0 else {
             Glibc.close(fd)
@@ -73,6 +77,12 @@ final class RawClient {
 
     /// Reads until the proxy closes (or the receive timeout passes: then `timedOut` is true).
     func readToEnd() -> (text: String, timedOut: Bool) {
+        let (bytes, timedOut) = readBytesToEnd()
+        return (String(decoding: bytes, as: UTF8.self), timedOut)
+    }
+
+    /// ``readToEnd()`` as bytes.
+    func readBytesToEnd() -> (bytes: [UInt8], timedOut: Bool) {
         var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -82,7 +92,7 @@ final class RawClient {
                 continue
             }
             let timedOut = count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
-            return (String(decoding: data, as: UTF8.self), timedOut)
+            return (data, timedOut)
         }
     }
 

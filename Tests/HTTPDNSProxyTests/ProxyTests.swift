@@ -110,6 +110,38 @@ final class ProxyTests: XCTestCase {
         }
     }
 
+    /// A client that reads slowly, through a small receive buffer: the proxy stops reading the
+    /// origin while the client lags (its bytes wait in the pipe) and goes on when the client reads
+    /// again; nothing is lost or reordered.
+    func testSlowReaderGetsEveryByte() throws {
+        let proxy = try startProxy()
+        let expected = try Data(contentsOf: bed.bigFile)
+        let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: proxy.port!, receiveBuffer: 4096)
+        client.send("CONNECT \(ProxyTestBed.plainHost):\(bed.httpPort) HTTP/1.1\r\n\(proxy.configuration.credential!.fieldLine)\r\n")
+        XCTAssertEqual(client.read(until: "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n")
+        client.send("GET /big/file.bin HTTP/1.1\r\nHost: \(ProxyTestBed.plainHost)\r\nConnection: close\r\n\r\n")
+        usleep(300_000)  // the proxy fills the client's buffer and its pipe, then waits
+        let (bytes, timedOut) = client.readBytesToEnd()
+        XCTAssertFalse(timedOut)
+        guard let end = bytes.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound else { return XCTFail("no response head") }
+        XCTAssertTrue(bytes.starts(with: Array("HTTP/1.1 200 ".utf8)), String(decoding: bytes.prefix(100), as: UTF8.self))
+        XCTAssertEqual(Data(bytes[end...]), expected)
+    }
+
+    /// A client that half-closes right after its request still gets the whole answer, then the end.
+    /// (nginx itself gives up on a half-closed client whose answer has to wait, so the answer is short.)
+    func testHalfClosedClientGetsTheAnswer() throws {
+        let proxy = try startProxy()
+        let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: proxy.port!)
+        client.send("CONNECT \(ProxyTestBed.plainHost):\(bed.httpPort) HTTP/1.1\r\n\(proxy.configuration.credential!.fieldLine)\r\n"
+            + "\r\nGET / HTTP/1.1\r\nHost: \(ProxyTestBed.plainHost)\r\nConnection: close\r\n\r\n")
+        shutdown(client.fd, Int32(SHUT_WR))
+        let (text, timedOut) = client.readToEnd()
+        XCTAssertFalse(timedOut)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 200 OK\r\n"), text)
+        XCTAssertTrue(text.hasSuffix("\r\n\r\n" + ProxyTestBed.realBody), text)
+    }
+
     func testIPv6Listener() throws {
         let proxy = try startProxy { $0.listenAddresses = [HTTPDNSIPAddress("::1")!] }
         XCTAssertTrue(proxy.url!.absoluteString.contains("@[::1]:"), proxy.url!.absoluteString)
