@@ -259,7 +259,7 @@ final class ProxyConnection {
     func startAttempt(address: HTTPDNSIPAddress, port: UInt16, number: Int, deliver: ((ProxyConnector.AttemptResult) -> Void)?) {
         attempt = Attempt(
             address: address, number: number,
-            deadline: httpdns_proxy_now() + loop.settings.connectTimeout, deliver: deliver)
+            deadline: loop.now + loop.settings.connectTimeout, deliver: deliver)
         let start = ProxySocket.connect(address, port: port)
         switch start {
         case .connected(let socket), .inProgress(let socket):
@@ -361,7 +361,7 @@ final class ProxyConnection {
         let up = toServer!.run(loop: loop, closing: upLast)
         let downLast = toServer!.finished || forwarding
         let down = toClient!.run(loop: loop, closing: downLast)
-        if up || down { lastActivity = httpdns_proxy_now() }
+        if up || down { lastActivity = loop.now }
         if toClient!.failure != nil || toServer!.failure != nil {
             if toClient!.badResponse, toClient!.moved == 0, let target {
                 teardownUpstream()
@@ -397,7 +397,7 @@ final class ProxyConnection {
         reply = ProxyConnection.response(status: status, reason: reason)
         replyOffset = 0
         phase = .draining
-        drainDeadline = httpdns_proxy_now() + (drain ? 1_000_000_000 : 0)
+        drainDeadline = loop.now + (drain ? 1_000_000_000 : 0)
         if clientToken == 0 {
             clientToken = loop.register(client, .client(self))
             clientInterest = ProxyLoop.socketEvents
