@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <h2o.h>
+#include <h2o/http1.h>
 #include <h2o/http2.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -59,10 +60,15 @@ struct connection {
     h2o_linklist_t link;
     httpdns_h2o_server *server;
     h2o_socket_t *sock;
-    /* Linked while a PROXY header is awaited. */
-    h2o_timeout_entry_t proxy_deadline;
+    /* Linked while a PROXY header or the TLS handshake is awaited. */
+    h2o_timeout_entry_t setup_deadline;
+    /* HTTP/1: linked while a request (head and body) is awaited; see on_request_deadline. */
+    h2o_timeout_entry_t request_deadline;
+    struct timeval connected_at;
     int fd;
     int listener;
+    /* Requests of this connection handed to Swift and not yet let go (HTTP/2 stream limit). */
+    int requests;
     struct sockaddr_storage peer;
     socklen_t peer_length;
 };
@@ -80,6 +86,11 @@ struct httpdns_h2o_server {
     h2o_multithread_receiver_t receiver;
     httpdns_h2o_callbacks callbacks;
     httpdns_h2o_settings settings;
+    /* Our HTTP/1 request deadline (h2o's own req_timeout is set a second later, as a backstop). */
+    h2o_timeout_t request_deadline;
+    /* The callbacks of h2o's HTTP/1 connections, learnt at the first one: a socket whose connection
+     * has others has become HTTP/2 (h2c). */
+    const h2o_conn_callbacks_t *http1_callbacks;
     /* Posted by the loop thread once its h2o objects exist. */
     sem_t ready;
     struct listener listeners[MAX_LISTENERS];
@@ -104,6 +115,12 @@ struct httpdns_h2o_request {
     h2o_generator_t generator; /* first: h2o hands it back to the callbacks */
     h2o_req_t *req;            /* NULL once h2o disposed of the request */
     httpdns_h2o_server *server;
+    /* The connection, until the request is disposed of (h2o disposes of a connection's requests
+     * before it closes its socket); NULL when it is not one of ours. */
+    struct connection *conn;
+    int http1;
+    /* Counted in conn->requests. */
+    int counted;
     int swift_holds;
     int started;
     int stopped;
@@ -128,6 +145,18 @@ static void free_request_if_done(httpdns_h2o_request *r)
     free(r);
 }
 
+/* Swift has let go of the request: it no longer counts against its connection's stream limit. */
+static void swift_done(httpdns_h2o_request *r)
+{
+    r->swift_holds = 0;
+    if (r->counted) {
+        r->counted = 0;
+        r->conn->requests--;
+    }
+}
+
+static void arm_request_deadline(struct connection *c);
+
 static void notify_proceed(httpdns_h2o_request *r, int cancelled)
 {
     if (r->swift_holds)
@@ -138,6 +167,15 @@ static void on_dispose(void *slot)
 {
     httpdns_h2o_request *r = *(httpdns_h2o_request **)slot;
     r->req = NULL;
+    if (r->counted) {
+        r->counted = 0;
+        r->conn->requests--;
+    }
+    /* HTTP/1: this request is over (answered, or its connection is closing); the next one has
+     * the request timeout from now, as h2o's own keep-alive timer has. */
+    if (r->conn != NULL && r->http1)
+        arm_request_deadline(r->conn);
+    r->conn = NULL;
     /* A streaming producer waits for `proceed`: tell it the client is gone. */
     if (r->started && !r->finished && r->swift_holds)
         notify_proceed(r, 1);
@@ -152,7 +190,7 @@ static void send_chunk(httpdns_h2o_request *r, struct message *m)
     h2o_iovec_t buffer = h2o_iovec_init(m->body, m->body_length);
     if (m->final) {
         r->finished = 1;
-        r->swift_holds = 0;
+        swift_done(r);
     }
     free(m);
     /* May dispose of the request (and free `r` when Swift is done): the caller must not touch `r`. */
@@ -183,14 +221,60 @@ static void on_stop(h2o_generator_t *generator, h2o_req_t *req)
     r->stopped = 1;
 }
 
+static void on_connection_close(void *data);
+
+/* Our record of the connection a request came on, or NULL (a socket h2o made itself). */
+static struct connection *connection_of(h2o_req_t *req)
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    if (sock == NULL || sock->on_close.cb != on_connection_close)
+        return NULL;
+    return sock->on_close.data;
+}
+
+/* An HTTP/2 stream past --max-streams on its connection. h2o 2.2 would queue it (its
+ * max_concurrent_requests_per_connection holds requests back until others finish), so a client
+ * could park any number of requests behind slow ones and wait in silence. It is answered here,
+ * without entering Swift: 503 with Retry-After, which the client, its logs and h2load's status
+ * counts all see. Not RST_STREAM REFUSED_STREAM: h2o's handler API cannot send it, and h2o 2.2
+ * advertises a fixed SETTINGS_MAX_CONCURRENT_STREAMS of 100 (its settings frame is a constant),
+ * so a client under 100 broke no rule and deserves an HTTP answer that says when to come back. */
+static void refuse_stream(httpdns_h2o_server *s, h2o_req_t *req)
+{
+    static const char body[] = "too many concurrent requests on this connection, try again soon\n";
+    req->res.status = 503;
+    req->res.reason = "Service Unavailable";
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("text/plain; charset=utf-8"));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+    s->callbacks.shed(s->callbacks.context, HTTPDNS_H2O_SHED_STREAMS);
+    h2o_send_inline(req, body, sizeof(body) - 1);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     httpdns_h2o_server *s = ((struct handler *)self)->server;
+    struct connection *c = connection_of(req);
+    int http1 = req->version < 0x200;
+    if (c != NULL) {
+        /* The request is whole: the deadline for its head and body is met. */
+        if (h2o_timeout_is_linked(&c->request_deadline))
+            h2o_timeout_unlink(&c->request_deadline);
+        if (!http1 && (size_t)c->requests >= s->settings.max_streams) {
+            refuse_stream(s, req);
+            return 0;
+        }
+    }
     httpdns_h2o_request *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return -1;
     r->req = req;
     r->server = s;
+    r->conn = c;
+    r->http1 = http1;
+    if (c != NULL) {
+        r->counted = 1;
+        c->requests++;
+    }
     r->swift_holds = 1;
     r->generator.proceed = on_proceed;
     r->generator.stop = on_stop;
@@ -238,7 +322,7 @@ static void handle_head(httpdns_h2o_server *s, struct message *m)
     if (r->req == NULL || r->started) {
         /* The client is gone (or a second head): drop it; a stream start learns of it at once. */
         if (m->final)
-            r->swift_holds = 0;
+            swift_done(r);
         else if (r->swift_holds)
             notify_proceed(r, 1);
         free(m->body);
@@ -292,7 +376,7 @@ static void handle_chunk(struct message *m)
     httpdns_h2o_request *r = m->request;
     if (r->req == NULL || r->stopped || r->finished || !r->started) {
         if (m->final)
-            r->swift_holds = 0;
+            swift_done(r);
         free(m->body);
         free(m);
         free_request_if_done(r);
@@ -314,7 +398,7 @@ static void handle_release(struct message *m)
 {
     httpdns_h2o_request *r = m->request;
     free(m);
-    r->swift_holds = 0;
+    swift_done(r);
     if (r->req != NULL && !r->finished && !r->stopped) {
         /* Either call may dispose of the request, and so free `r`: not touched again. */
         r->finished = 1;
@@ -342,8 +426,10 @@ static void on_connection_close(void *data)
 {
     struct connection *c = data;
     httpdns_h2o_server *s = c->server;
-    if (h2o_timeout_is_linked(&c->proxy_deadline))
-        h2o_timeout_unlink(&c->proxy_deadline);
+    if (h2o_timeout_is_linked(&c->setup_deadline))
+        h2o_timeout_unlink(&c->setup_deadline);
+    if (h2o_timeout_is_linked(&c->request_deadline))
+        h2o_timeout_unlink(&c->request_deadline);
     h2o_linklist_unlink(&c->link);
     atomic_fetch_sub(&s->open_connections, 1);
     s->callbacks.closed(s->callbacks.context, (struct sockaddr *)&c->peer, c->peer_length);
@@ -367,13 +453,99 @@ static void refuse(int fd, int tls)
     close(fd);
 }
 
-/* ---- PROXY protocol (from trusted balancers only; the parsing is Swift's) ---- */
+/* ---- request deadline (HTTP/1) ---- */
 
-static void on_proxy_timeout(h2o_timeout_entry_t *entry)
+static void arm_request_deadline(struct connection *c)
 {
-    struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, proxy_deadline, entry);
+    if (h2o_timeout_is_linked(&c->request_deadline))
+        h2o_timeout_unlink(&c->request_deadline);
+    h2o_timeout_link(c->server->loop, &c->server->request_deadline, &c->request_deadline);
+}
+
+/* HTTP/1 gives a request (head and body) the request timeout from the moment the connection may
+ * send it: accept (TLS: the handshake's end) or the previous response. h2o 2.2 enforces that with
+ * its req_timeout but closes the socket in silence, so nobody could tell a slowloris cut from an
+ * idle keep-alive ending. This timer runs first (h2o's is set a second later, as a backstop): with
+ * bytes of an unfinished request waiting it is a shed (counted; a plain client reads 408), with
+ * none the connection was idle; either way the socket is shut down and h2o closes it. */
+static void on_request_deadline(h2o_timeout_entry_t *entry)
+{
+    struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, request_deadline, entry);
+    httpdns_h2o_server *s = c->server;
+    h2o_conn_t *conn = c->sock->data;
+    /* h2c (prior knowledge or Upgrade) replaced the HTTP/1 connection: HTTP/2 has its idle timeout. */
+    if (conn == NULL || conn->callbacks != s->http1_callbacks)
+        return;
+    if (c->sock->input->size > 0) {
+        s->callbacks.shed(s->callbacks.context, HTTPDNS_H2O_SHED_DEADLINE);
+        if (c->sock->ssl == NULL) {
+            static const char reply[] = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+                                        "Content-Length: 34\r\n\r\nthe request took too long to send\n";
+            char discard[4096];
+            /* Read what already arrived so that the close sends FIN, not RST, behind the reply. */
+            while (recv(c->fd, discard, sizeof(discard), MSG_DONTWAIT) > 0) {
+            }
+            ssize_t sent = send(c->fd, reply, sizeof(reply) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+            (void)sent;
+        }
+    }
+    shutdown(c->fd, SHUT_RDWR);
+}
+
+static void accept_http1(struct connection *c, h2o_accept_ctx_t *accept_ctx)
+{
+    h2o_http1_accept(accept_ctx, c->sock, c->connected_at);
+    if (c->server->http1_callbacks == NULL && c->sock->data != NULL)
+        c->server->http1_callbacks = ((h2o_conn_t *)c->sock->data)->callbacks;
+    arm_request_deadline(c);
+}
+
+/* ---- TLS and PROXY protocol set-up ---- */
+
+static void on_setup_timeout(h2o_timeout_entry_t *entry)
+{
+    struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, setup_deadline, entry);
     h2o_socket_close(c->sock);
 }
+
+/* h2o_accept's TLS path, done here so that the connection's protocol is known: HTTP/1 gets the
+ * request deadline, HTTP/2 its own idle timeout. */
+static void on_handshake(h2o_socket_t *sock, const char *error)
+{
+    struct connection *c = sock->data;
+    sock->data = NULL;
+    h2o_timeout_unlink(&c->setup_deadline);
+    if (error != NULL) {
+        h2o_socket_close(sock);
+        return;
+    }
+    h2o_accept_ctx_t *accept_ctx = &c->server->listeners[c->listener].accept_ctx;
+    h2o_iovec_t chosen = h2o_socket_ssl_get_selected_protocol(sock);
+    for (const h2o_iovec_t *known = h2o_http2_alpn_protocols; known->len != 0; known++) {
+        if (chosen.len == known->len && memcmp(chosen.base, known->base, chosen.len) == 0) {
+            h2o_http2_accept(accept_ctx, sock, c->connected_at);
+            return;
+        }
+    }
+    accept_http1(c, accept_ctx);
+}
+
+/* The connection's own bytes may come now (after a PROXY header, or at once). */
+static void start_connection(struct connection *c)
+{
+    httpdns_h2o_server *s = c->server;
+    h2o_accept_ctx_t *accept_ctx = &s->listeners[c->listener].accept_ctx;
+    if (accept_ctx->ssl_ctx == NULL) {
+        accept_http1(c, accept_ctx);
+        return;
+    }
+    c->sock->data = c;
+    c->setup_deadline.cb = on_setup_timeout;
+    h2o_timeout_link(s->loop, &s->context.handshake_timeout, &c->setup_deadline);
+    h2o_socket_ssl_handshake(c->sock, accept_ctx->ssl_ctx, NULL, on_handshake);
+}
+
+/* ---- PROXY protocol (from trusted balancers only; the parsing is Swift's) ---- */
 
 static void on_proxy_read(h2o_socket_t *sock, const char *error)
 {
@@ -392,14 +564,14 @@ static void on_proxy_read(h2o_socket_t *sock, const char *error)
     }
     if (used == 0)
         return;
-    h2o_timeout_unlink(&c->proxy_deadline);
+    h2o_timeout_unlink(&c->setup_deadline);
     h2o_socket_read_stop(sock);
     if (used > 0) /* -2: no header here, the bytes are the connection's own */
         h2o_buffer_consume(&sock->input, (size_t)used);
     if (source_length > 0)
         h2o_socket_setpeername(sock, (struct sockaddr *)&source, source_length);
     sock->data = NULL;
-    h2o_accept(&s->listeners[c->listener].accept_ctx, sock);
+    start_connection(c);
 }
 
 static void on_accept(h2o_socket_t *listener_socket, const char *error)
@@ -436,6 +608,8 @@ static void on_accept(h2o_socket_t *listener_socket, const char *error)
         c->server = s;
         c->fd = fd;
         c->listener = l->index;
+        c->connected_at = *h2o_get_timestamp(&s->context, NULL, NULL);
+        c->request_deadline.cb = on_request_deadline;
         memcpy(&c->peer, &peer, length);
         c->peer_length = length;
         h2o_linklist_insert(&s->connections, &c->link);
@@ -446,12 +620,12 @@ static void on_accept(h2o_socket_t *listener_socket, const char *error)
         sock->on_close.data = c;
         if (verdict == 2) {
             sock->data = c;
-            c->proxy_deadline.cb = on_proxy_timeout;
-            h2o_timeout_link(s->loop, &s->context.handshake_timeout, &c->proxy_deadline);
+            c->setup_deadline.cb = on_setup_timeout;
+            h2o_timeout_link(s->loop, &s->context.handshake_timeout, &c->setup_deadline);
             h2o_socket_read_start(sock, on_proxy_read);
             continue;
         }
-        h2o_accept(&l->accept_ctx, sock);
+        start_connection(c);
     }
 }
 
@@ -604,11 +778,14 @@ static void setup(httpdns_h2o_server *s)
     s->config.server_name = h2o_iovec_init(H2O_STRLIT("httpdns"));
     s->config.max_request_entity_size = settings->max_body_bytes;
     s->config.handshake_timeout = settings->handshake_timeout_ms;
-    s->config.http1.req_timeout = settings->request_timeout_ms;
+    /* A backstop: on_request_deadline acts a second earlier and says why. */
+    s->config.http1.req_timeout = settings->request_timeout_ms + 1000;
     s->config.http1.upgrade_to_http2 = 1;
     s->config.http2.idle_timeout = settings->idle_timeout_ms;
     s->config.http2.graceful_shutdown_timeout = settings->graceful_shutdown_ms;
-    s->config.http2.max_concurrent_requests_per_connection = settings->max_streams;
+    /* h2o runs every stream it accepts (it resets those past its advertised 100 itself); on_req
+     * refuses those past max_streams, instead of h2o queueing them. */
+    s->config.http2.max_concurrent_requests_per_connection = H2O_HTTP2_SETTINGS_HOST.max_concurrent_streams;
     h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     struct handler *handler = (struct handler *)h2o_create_handler(path, sizeof(*handler));
@@ -616,6 +793,7 @@ static void setup(httpdns_h2o_server *s)
     handler->server = s;
     s->loop = h2o_evloop_create();
     h2o_context_init(&s->context, s->loop, &s->config);
+    h2o_timeout_init(s->loop, &s->request_deadline, settings->request_timeout_ms);
     s->queue = h2o_multithread_create_queue(s->loop);
     h2o_multithread_register_receiver(s->queue, &s->receiver, on_messages);
     for (int i = 0; i < s->listener_count; i++) {

@@ -115,14 +115,16 @@ public final class HTTPDNSService: Sendable {
         public var maxConnections: Int = 10_000
         /// Open connections from one client address. Default 1,000.
         public var maxConnectionsPerClient: Int = 1_000
-        /// HTTP/1: deadline for a request's head and body from its first byte (slowloris), and the
-        /// idle time of a keep-alive connection. Default 10 s.
+        /// HTTP/1: deadline for a request's head and body (slowloris), from the moment the connection
+        /// may send it; also the idle time of a keep-alive connection. A connection cut with a request
+        /// unfinished counts as shed (`deadline`; a plain client reads `408`). Default 10 s.
         public var requestTimeout: Duration = .seconds(10)
         /// Deadline for a TLS handshake. Default 10 s.
         public var handshakeTimeout: Duration = .seconds(10)
         /// HTTP/2: idle time of a connection. Default 30 s.
         public var idleTimeout: Duration = .seconds(30)
-        /// HTTP/2: requests of one connection handled at once. Default 100.
+        /// HTTP/2: requests of one connection handled at once (at most 100, what h2o advertises);
+        /// more are answered `503` with `Retry-After` at once and count as shed (`streams`). Default 100.
         public var maxConcurrentStreams: Int = 100
         /// On ``HTTPDNSService/stop()``: how long requests in flight may finish. Default 5 s.
         public var drainTimeout: Duration = .seconds(5)

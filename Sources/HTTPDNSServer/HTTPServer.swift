@@ -53,15 +53,22 @@ package final class HTTPServer: Sendable {
         package var maxConnections: Int = 10_000
         /// Open connections from one client address. Default 1,000.
         package var maxConnectionsPerClient: Int = 1_000
-        /// HTTP/1: the deadline for a whole request, head and body, from its first byte; also how long
-        /// an idle keep-alive connection stays (h2o's `http1.req_timeout`). Default 10 s.
+        /// HTTP/1: the deadline for a whole request, head and body, from the moment the connection may
+        /// send it (accept, the TLS handshake's end, or the previous response); also how long an idle
+        /// keep-alive connection stays. A connection cut with a request unfinished is a shed
+        /// (``ConnectionEvent/requestDeadline``; a plain client reads `408`). Default 10 s.
         package var requestTimeout: Duration = .seconds(10)
         /// The deadline for a TLS handshake. Default 10 s.
         package var handshakeTimeout: Duration = .seconds(10)
         /// HTTP/2: how long a connection with nothing to do stays. Default 30 s.
         package var idleTimeout: Duration = .seconds(30)
-        /// HTTP/2: requests of one connection handled at once (more wait in h2o). Default 100.
+        /// HTTP/2: requests of one connection handled at once (handed to the responder and not yet
+        /// answered); more are answered `503` with `Retry-After: 1` at once, without reaching the
+        /// responder (``ConnectionEvent/refusedStream``). At most ``streamCeiling``. Default 100.
         package var maxConcurrentStreams: Int = 100
+
+        /// h2o 2.2 advertises `SETTINGS_MAX_CONCURRENT_STREAMS` 100 and resets streams past it itself.
+        package static let streamCeiling = 100
 
         package init() {}
     }
@@ -83,8 +90,8 @@ package final class HTTPServer: Sendable {
         package var reusePort: Bool = false
         /// PROXY protocol headers read from trusted balancers. Default nil: none is read.
         package var proxyProtocol: ProxyProtocol? = nil
-        /// Told of every connection opened, closed or refused, on the loop thread (keep it cheap:
-        /// metrics). Default nil.
+        /// Told of every connection opened, closed or refused, and of every request refused by a limit,
+        /// on the loop thread (keep it cheap: metrics). Default nil.
         package var connectionEvents: (@Sendable (ConnectionEvent) -> Void)? = nil
 
         package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
@@ -123,6 +130,11 @@ package final class HTTPServer: Sendable {
         case refusedConnections
         /// Refused: the client held ``Limits/maxConnectionsPerClient``.
         case refusedPerClient
+        /// An HTTP/2 request was answered `503`: its connection had ``Limits/maxConcurrentStreams``
+        /// requests in hand.
+        case refusedStream
+        /// An HTTP/1 connection was closed at ``Limits/requestTimeout`` with a request unfinished.
+        case requestDeadline
     }
 
     /// Produces the response for a request on a thread of its own (it may block).
@@ -210,6 +222,12 @@ package final class HTTPServer: Sendable {
 
     /// Connections refused at a limit so far.
     package var refusedConnectionCount: Int { core.refused.load(ordering: .relaxed) }
+
+    /// HTTP/2 requests answered `503` past ``Limits/maxConcurrentStreams`` so far.
+    package var refusedStreamCount: Int { core.refusedStreams.load(ordering: .relaxed) }
+
+    /// HTTP/1 connections cut at ``Limits/requestTimeout`` with a request unfinished so far.
+    package var requestDeadlineCount: Int { core.deadlineCuts.load(ordering: .relaxed) }
 
     /// Requests whose response has not been handed to the loop yet.
     package var inFlightRequestCount: Int { core.inFlight.load(ordering: .relaxed) }

@@ -20,6 +20,10 @@ final class HTTPServerCore: @unchecked Sendable {
     let open = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
+    /// HTTP/2 requests answered 503 past ``HTTPServer/Limits/maxConcurrentStreams``.
+    let refusedStreams = Atomic<Int>(0)
+    /// HTTP/1 connections cut at ``HTTPServer/Limits/requestTimeout`` with a request unfinished.
+    let deadlineCuts = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
     /// Open connections per client address; loop thread only.
     private var perClient: [HTTPDNSIPAddress: Int] = [:]
@@ -76,7 +80,7 @@ final class HTTPServerCore: @unchecked Sendable {
         settings.handshake_timeout_ms = Self.milliseconds(limits.handshakeTimeout)
         settings.idle_timeout_ms = Self.milliseconds(limits.idleTimeout)
         settings.graceful_shutdown_ms = 2_000
-        settings.max_streams = max(1, limits.maxConcurrentStreams)
+        settings.max_streams = min(max(1, limits.maxConcurrentStreams), HTTPServer.Limits.streamCeiling)
         settings.max_body_bytes = max(
             0, bodySink == nil ? configuration.maxRequestBodyBytes : max(configuration.maxRequestBodyBytes, configuration.maxSinkBodyBytes))
         var callbacks = httpdns_h2o_callbacks()
@@ -85,6 +89,7 @@ final class HTTPServerCore: @unchecked Sendable {
         callbacks.closed = serverClosed
         callbacks.request = serverRequest
         callbacks.proceed = serverProceed
+        callbacks.shed = serverShed
         server = HTTPDNSLock(nil)
         callbacks.context = Unmanaged.passUnretained(self).toOpaque()
         guard let pointer = httpdns_h2o_server_create(&settings, callbacks) else {
@@ -232,6 +237,20 @@ final class HTTPServerCore: @unchecked Sendable {
         responder(head, nil, exchange)
     }
 
+    /// The loop refused work (see `HTTPDNS_H2O_SHED_*`).
+    func shed(reason: Int32) {
+        switch reason {
+        case Int32(HTTPDNS_H2O_SHED_STREAMS):
+            refusedStreams.add(1, ordering: .relaxed)
+            events?(.refusedStream)
+        case Int32(HTTPDNS_H2O_SHED_DEADLINE):
+            deadlineCuts.add(1, ordering: .relaxed)
+            events?(.requestDeadline)
+        default:
+            break
+        }
+    }
+
     func proceed(token: UInt, cancelled: Bool) {
         guard let pump = pumps.withLock({ $0[token] }) else { return }
         pump.proceed(cancelled: cancelled)
@@ -343,6 +362,10 @@ private let serverClosed: @convention(c) (UnsafeMutableRawPointer?, UnsafePointe
 private let serverRequest: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?) -> Void = { context, request in
     guard let request else { return }
     core(context).request(request)
+}
+
+private let serverShed: @convention(c) (UnsafeMutableRawPointer?, Int32) -> Void = { context, reason in
+    core(context).shed(reason: reason)
 }
 
 private let serverProceed: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, Int32) -> Void = {

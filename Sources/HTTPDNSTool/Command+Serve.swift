@@ -27,12 +27,15 @@ extension Command {
         OptionSpec("max-connections", value: "n", help: "Open connections in all; more get a 503 (TLS: closed). Default 10000."),
         OptionSpec("max-connections-per-client", value: "n", help: "Open connections from one client address. Default 1000."),
         OptionSpec("request-timeout", value: "seconds", help: """
-            HTTP/1: deadline for a request's head and body (slowloris), and the idle time of a keep-alive \
-            connection. Default 10.
+            HTTP/1: deadline for a request's head and body (slowloris: cut, counted as shed, plain \
+            clients read 408), and the idle time of a keep-alive connection. Default 10.
             """),
         OptionSpec("handshake-timeout", value: "seconds", help: "Deadline for a TLS handshake. Default 10."),
         OptionSpec("idle-timeout", value: "seconds", help: "HTTP/2: idle time of a connection. Default 30."),
-        OptionSpec("max-streams", value: "n", help: "HTTP/2: requests of one connection handled at once. Default 100."),
+        OptionSpec("max-streams", value: "n", help: """
+            HTTP/2: requests of one connection handled at once (1-100); more get 503 with Retry-After, \
+            counted as shed. Default 100.
+            """),
         OptionSpec("drain-timeout", value: "seconds", help: "On SIGTERM/SIGINT: how long requests in flight may finish. Default 5."),
         OptionSpec("access-log", value: "file", help: """
             One JSON line per answered request (time, client, protocol, endpoint, name, type, status, rcode, \
@@ -210,7 +213,7 @@ extension Command {
         }
         if let value = try count("max-connections", 1...1_000_000) { connections.maxConnections = value }
         if let value = try count("max-connections-per-client", 1...1_000_000) { connections.maxConnectionsPerClient = value }
-        if let value = try count("max-streams", 1...256) { connections.maxConcurrentStreams = value }
+        if let value = try count("max-streams", 1...HTTPServer.Limits.streamCeiling) { connections.maxConcurrentStreams = value }
         if let value = try seconds("request-timeout") { connections.requestTimeout = value }
         if let value = try seconds("handshake-timeout") { connections.handshakeTimeout = value }
         if let value = try seconds("idle-timeout") { connections.idleTimeout = value }

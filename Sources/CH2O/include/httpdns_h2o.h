@@ -18,6 +18,14 @@ typedef struct httpdns_h2o_request httpdns_h2o_request;
 /* An OpenSSL SSL_CTX, opaque to Swift. */
 typedef struct httpdns_h2o_tls httpdns_h2o_tls;
 
+/* Why the loop refused work, for the `shed` callback. */
+enum {
+    /* An HTTP/2 stream past max_streams on its connection (answered 503 with Retry-After). */
+    HTTPDNS_H2O_SHED_STREAMS = 1,
+    /* An HTTP/1 request whose head or body did not arrive within request_timeout_ms (plain: 408). */
+    HTTPDNS_H2O_SHED_DEADLINE = 2,
+};
+
 typedef struct {
     void *context;
     /* A connection was accepted on `listener`: return 1 to keep it, 2 to keep it and read a PROXY
@@ -37,11 +45,13 @@ typedef struct {
     void (*request)(void *context, httpdns_h2o_request *request);
     /* A streaming response may send its next chunk (`cancelled` 1: the client went away; stop). */
     void (*proceed)(void *context, void *token, int cancelled);
+    /* Work refused by a limit, one of HTTPDNS_H2O_SHED_*. */
+    void (*shed)(void *context, int reason);
 } httpdns_h2o_callbacks;
 
 typedef struct {
-    /* HTTP/1: the whole request head and body, and an idle keep-alive connection (h2o's
-     * http1.req_timeout). */
+    /* HTTP/1: the whole request head and body, from accept (TLS: the handshake's end) or the
+     * previous response; also how long an idle keep-alive connection stays. */
     uint64_t request_timeout_ms;
     /* TLS handshake deadline. */
     uint64_t handshake_timeout_ms;
@@ -49,7 +59,8 @@ typedef struct {
     uint64_t idle_timeout_ms;
     /* HTTP/2: how long GOAWAY waits before closing on shutdown. */
     uint64_t graceful_shutdown_ms;
-    /* HTTP/2: requests of one connection handled at once. */
+    /* HTTP/2: requests of one connection handled at once (handed to the request callback and not
+     * yet answered); more are answered 503 at once. At most h2o's advertised 100. */
     size_t max_streams;
     /* Larger request bodies get 413 from h2o. */
     size_t max_body_bytes;
