@@ -15,9 +15,9 @@ import HTTPDNSCore
 ///
 /// Names the zone lacks go to ``Upstream/resolvers`` through an ``HTTPDNSEngine``, so
 /// upstream answers are cached and concurrent questions for one name share one upstream request.
-/// Requests arrive on the HTTP server's event loop (HTTP/1.1 and HTTP/2, plain and TLS) and are
-/// answered there when the zone has the name; names that need upstream are fetched on the
-/// cooperative pool while the loop serves other connections. `/health` answers `200 ready`
+/// Requests arrive on the HTTP server's event loops (HTTP/1.1 and HTTP/2, plain and TLS; one loop
+/// thread per online CPU) and are answered there when the zone has the name; names that need
+/// upstream are fetched on the cooperative pool while the loops serve other connections. `/health` answers `200 ready`
 /// (`503 draining` once stopping).
 ///
 /// ```swift
@@ -130,6 +130,9 @@ public final class HTTPDNSService: Sendable {
         public var drainTimeout: Duration = .seconds(5)
         /// `SO_REUSEPORT`, so that several instances share a port. Default false.
         public var reusePort: Bool = false
+        /// Event-loop threads, each serving its share of the connections (1 to 256). Default the
+        /// number of online CPUs.
+        package var threads: Int = HTTPServer.Configuration.onlineProcessors
 
         public init() {}
     }
@@ -249,6 +252,7 @@ public final class HTTPDNSService: Sendable {
         serverConfiguration.limits.idleTimeout = connections.idleTimeout
         serverConfiguration.limits.maxConcurrentStreams = connections.maxConcurrentStreams
         serverConfiguration.reusePort = connections.reusePort
+        serverConfiguration.threads = connections.threads
         serverConfiguration.connectionEvents = Self.connectionEvents(configuration.metrics)
         serverConfiguration.proxyProtocol = Self.proxyProtocol(trusting: configuration.trustedProxies)
         try server.withLock { (server: inout HTTPServer?) throws(HTTPDNSServiceError) in

@@ -5,7 +5,8 @@
 // loop, where the alternative would need an HTTP/1 parser from elsewhere and our own TLS and
 // timer plumbing. h2o's headers did not fight Swift because Swift never imports them: the C target
 // CH2O wraps the few calls we need behind opaque types, and its callbacks (accept, request,
-// proceed, close) come back here on the loop thread.
+// proceed, close) come back here on a loop thread. Several loop threads (one h2o context each;
+// loop 0 accepts and hands connections to the least busy) let one process use more than one core.
 //
 // Known limit of h2o 2.2: a request body is read whole before the handler runs (streaming request
 // bodies arrived in h2o 2.3). Past 4 MiB (CH2O lowers h2o's 32 MiB `h2o_socket_buffer_mmap_settings`)
@@ -18,11 +19,14 @@ import HTTPDNSCore
 /// A small event-driven HTTP/1.1 and HTTP/2 server (h2o's event loop), plain and TLS, on one or more
 /// listening sockets.
 ///
-/// One loop thread owns every connection; handlers never run on it. A synchronous ``Handler`` runs
-/// on a thread of its own (it may block), and a ``Responder`` is called on the loop thread and answers later through its ``Exchange`` from any
-/// thread: the response is queued to the loop (h2o's multithread queue: a mutex and a pipe) and
-/// written there. Past ``Limits`` the server sheds load visibly: a refused plain connection reads a
-/// `503`, a refused TLS connection is closed at once.
+/// ``Configuration/threads`` loop threads share the connections, each owning those it was handed;
+/// handlers never run on them. A synchronous ``Handler`` runs on a thread of its own (it may block),
+/// and a ``Responder`` is called on the connection's loop thread (several at once when there are
+/// several loops) and answers, then or later, through its ``Exchange`` from any thread: the
+/// response is queued to that loop (h2o's multithread queue: a mutex and a pipe), or written at
+/// once when answered on the loop itself. Past ``Limits`` the server sheds load visibly: a refused
+/// plain connection reads a `503`, a refused TLS connection is closed at once, an HTTP/2 request
+/// past the stream limit reads a `503`.
 ///
 /// The HTTPDNS endpoints are built on this; tests use it directly as a loopback origin.
 package final class HTTPServer: Sendable {
@@ -91,8 +95,17 @@ package final class HTTPServer: Sendable {
         /// PROXY protocol headers read from trusted balancers. Default nil: none is read.
         package var proxyProtocol: ProxyProtocol? = nil
         /// Told of every connection opened, closed or refused, and of every request refused by a limit,
-        /// on the loop thread (keep it cheap: metrics). Default nil.
+        /// on a loop thread, several at once with several loops (keep it cheap: metrics). Default nil.
         package var connectionEvents: (@Sendable (ConnectionEvent) -> Void)? = nil
+        /// Event-loop threads, each with its own h2o context; connections are spread among them (1 to
+        /// ``maxThreads``). Default ``onlineProcessors``, the number of online CPUs.
+        package var threads: Int = Configuration.onlineProcessors
+
+        /// The number of online CPUs (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
+        package static var onlineProcessors: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+
+        /// Most loop threads one server runs.
+        package static let maxThreads = 256
 
         package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             listeners = [Listener(address: address, port: port)]
@@ -139,7 +152,8 @@ package final class HTTPServer: Sendable {
 
     /// Produces the response for a request on a thread of its own (it may block).
     package typealias Handler = @Sendable (Request) -> Response
-    /// Called on the loop thread, must not block; answers through the exchange, from any thread.
+    /// Called on the connection's loop thread (several may call at once), must not block; answers
+    /// through the exchange, from any thread.
     package typealias Responder = @Sendable (Request, (any BodySink)?, Exchange) -> Void
 
     /// The settings the server started with.

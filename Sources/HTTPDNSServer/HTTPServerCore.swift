@@ -3,10 +3,12 @@ import Foundation
 import HTTPDNSCore
 import Synchronization
 
-/// What the C loop calls back into, through its context pointer.
+/// What the C loops call back into, through their context pointer.
 ///
-/// `perClient` is touched only on the loop thread (accept and close callbacks); the counters are
-/// atomics read from anywhere; the server pointer sits behind a lock so that stopping happens once.
+/// With several loop threads the callbacks run at the same time: `accept` on loop 0, the others on
+/// the loop that holds the connection. `perClient` (accept and close only) sits behind a lock; the
+/// counters are atomics read from anywhere; the server pointer sits behind a lock so that stopping
+/// happens once.
 /// The C server outlives this object's use of it (it is never freed; see `httpdns_h2o_server_destroy`).
 final class HTTPServerCore: @unchecked Sendable {
     let maxRequestBodyBytes: Int
@@ -25,8 +27,8 @@ final class HTTPServerCore: @unchecked Sendable {
     /// HTTP/1 connections cut at ``HTTPServer/Limits/requestTimeout`` with a request unfinished.
     let deadlineCuts = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
-    /// Open connections per client address; loop thread only.
-    private var perClient: [HTTPDNSIPAddress: Int] = [:]
+    /// Open connections per client address (taken on accept and close, not per request).
+    private let perClient = Mutex<[HTTPDNSIPAddress: Int]>([:])
     /// Streaming responses waiting for `proceed`, by request token.
     let pumps = HTTPDNSLock<[UInt: HTTPServerStreamPump]>([:])
     private let server: HTTPDNSLock<ServerHandle?>
@@ -81,6 +83,7 @@ final class HTTPServerCore: @unchecked Sendable {
         settings.idle_timeout_ms = Self.milliseconds(limits.idleTimeout)
         settings.graceful_shutdown_ms = 2_000
         settings.max_streams = min(max(1, limits.maxConcurrentStreams), HTTPServer.Limits.streamCeiling)
+        settings.threads = max(1, min(configuration.threads, HTTPServer.Configuration.maxThreads))
         settings.max_body_bytes = max(
             0, bodySink == nil ? configuration.maxRequestBodyBytes : max(configuration.maxRequestBodyBytes, configuration.maxSinkBodyBytes))
         var callbacks = httpdns_h2o_callbacks()
@@ -156,20 +159,26 @@ final class HTTPServerCore: @unchecked Sendable {
         Unmanaged.passUnretained(self).release()
     }
 
-    // MARK: Loop-thread callbacks
+    // MARK: Loop-thread callbacks (several loops may call at once)
 
     /// 0 refuse, 1 keep, 2 keep and read a PROXY header first.
     func accept(listener: Int, peer: UnsafePointer<sockaddr>?) -> Int32 {
         let address = Self.peer(peer).0
+        // Only loop 0 accepts, so the totals only fall between the check and the count.
         let total = open.load(ordering: .relaxed)
-        let fromClient = address.map { perClient[$0, default: 0] } ?? 0
-        guard total < limits.maxConnections, fromClient < limits.maxConnectionsPerClient else {
+        let kept = perClient.withLock { perClient -> Bool in
+            guard total < limits.maxConnections else { return false }
+            guard let address else { return true }
+            guard perClient[address, default: 0] < limits.maxConnectionsPerClient else { return false }
+            perClient[address, default: 0] += 1
+            return true
+        }
+        guard kept else {
             refused.add(1, ordering: .relaxed)
             events?(total < limits.maxConnections ? .refusedPerClient : .refusedConnections)
             return 0
         }
         events?(.opened)
-        if let address { perClient[address, default: 0] += 1 }
         open.add(1, ordering: .relaxed)
         accepted.add(1, ordering: .relaxed)
         if let proxyProtocol, let address, proxyProtocol.expects(listener, address) { return 2 }
@@ -202,8 +211,11 @@ final class HTTPServerCore: @unchecked Sendable {
     func closed(peer: UnsafePointer<sockaddr>?) {
         open.subtract(1, ordering: .relaxed)
         events?(.closed)
-        guard let address = Self.peer(peer).0, let count = perClient[address] else { return }
-        if count <= 1 { perClient[address] = nil } else { perClient[address] = count - 1 }
+        guard let address = Self.peer(peer).0 else { return }
+        perClient.withLock { perClient in
+            guard let count = perClient[address] else { return }
+            if count <= 1 { perClient[address] = nil } else { perClient[address] = count - 1 }
+        }
     }
 
     func request(_ request: OpaquePointer) {
