@@ -28,7 +28,7 @@ final class HTTPServerCore: @unchecked Sendable {
     let deadlineCuts = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
     /// Open connections per client address (taken on accept and close, not per request).
-    private let perClient = Mutex<[HTTPDNSIPAddress: Int]>([:])
+    private let perClient = HTTPDNSLock<[HTTPDNSIPAddress: Int]>([:])
     /// Streaming responses waiting for `proceed`, by request token.
     let pumps = HTTPDNSLock<[UInt: HTTPServerStreamPump]>([:])
     private let server: HTTPDNSLock<ServerHandle?>
