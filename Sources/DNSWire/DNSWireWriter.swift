@@ -15,6 +15,7 @@ struct DNSWireWriter {
 
     init() {
         bytes.reserveCapacity(512)
+        targets.reserveCapacity(16)
     }
 
     func error(_ code: DNSWireError.Code) -> DNSWireError {

@@ -31,9 +31,11 @@ final class HTTPServerCore: @unchecked Sendable {
     private let perClient = HTTPDNSLock<[HTTPDNSIPAddress: Int]>([:])
     /// Streaming responses waiting for `proceed`, by request token.
     let pumps = HTTPDNSLock<[UInt: HTTPServerStreamPump]>([:])
+    /// The running server's handle; taken (set to nil) by the one `stop` that destroys it.
     private let server: HTTPDNSLock<ServerHandle?>
-    /// The handle once stopped: posts still reach the C side, which drops them.
-    private let stoppedHandle = HTTPDNSLock<ServerHandle?>(nil)
+    /// The `httpdns_h2o_server *` as bits, for posting without a lock: set once before the loops
+    /// start, and valid for ever (the C server is never freed; after `destroy` it drops posts).
+    private let postTarget = Atomic<UInt>(0)
 
     /// The `httpdns_h2o_server *`; its post functions are thread-safe.
     struct ServerHandle: @unchecked Sendable {
@@ -105,6 +107,7 @@ final class HTTPServerCore: @unchecked Sendable {
         // The loop holds a reference until the server is stopped (see `stop`).
         _ = Unmanaged.passRetained(self)
         server.withLock { $0 = ServerHandle(pointer: pointer) }
+        postTarget.store(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pointer))), ordering: .releasing)
         let started = httpdns_h2o_server_start(pointer)
         guard started == 0 else {
             stop(drain: .zero)
@@ -153,7 +156,6 @@ final class HTTPServerCore: @unchecked Sendable {
             defer { value = nil }
             return value != nil
         }) else { return }
-        stoppedHandle.withLock { $0 = handle }
         httpdns_h2o_server_destroy(handle.pointer)
         // The loop thread has ended: no more callbacks use the context pointer.
         Unmanaged.passUnretained(self).release()
@@ -270,12 +272,13 @@ final class HTTPServerCore: @unchecked Sendable {
 
     // MARK: Posting (any thread)
 
-    /// Hands a message to the loop. No lock is held during the call: on the loop thread the C side
-    /// writes the response at once, which may start the next request (and so come back here). The
-    /// C server is never freed, and after `destroy` it drops what is posted.
+    /// Hands a message to the request's loop. No lock is taken or held: on the loop thread the C
+    /// side writes the response at once, which may start the next request (and so come back here).
+    /// The C server is never freed, and after `destroy` it drops what is posted.
     func post(_ body: (OpaquePointer) -> Void) {
-        guard let handle = server.withLock({ $0 }) ?? stoppedHandle.withLock({ $0 }) else { return }
-        body(handle.pointer)
+        let bits = postTarget.load(ordering: .acquiring)
+        guard bits != 0, let pointer = OpaquePointer(bitPattern: bits) else { return }
+        body(pointer)
     }
 
     func finished(_ token: UInt) {
@@ -294,11 +297,13 @@ final class HTTPServerCore: @unchecked Sendable {
         let target = bytes { httpdns_h2o_request_target(request, $0) }
         let queryAt = httpdns_h2o_request_query_at(request)
         let pathBytes = queryAt >= 0 ? target[..<Int(queryAt)] : target[...]
-        let path = String(decoding: HTTPServerQuery.decode(ArraySlice(pathBytes), plusIsSpace: false), as: UTF8.self)
+        let path = pathBytes.contains(UInt8(ascii: "%"))
+            ? String(decoding: HTTPServerQuery.decode(ArraySlice(pathBytes), plusIsSpace: false), as: UTF8.self)
+            : String(decoding: pathBytes, as: UTF8.self)
         let query = queryAt >= 0 ? HTTPServerQuery(target[(Int(queryAt) + 1)...]) : HTTPServerQuery()
         var headers: [HTTPServer.Header] = []
         let count = httpdns_h2o_request_header_count(request)
-        headers.reserveCapacity(count)
+        headers.reserveCapacity(count + 2)  // room for the host and content-length added below
         for index in 0..<count {
             let name = bytes { httpdns_h2o_request_header_name(request, index, $0) }
             let value = bytes { httpdns_h2o_request_header_value(request, index, $0) }
