@@ -67,7 +67,8 @@ demo: deps
 	$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/httpdns-demo
 
 # What protection costs against same-run baselines; BENCH_ARGS="--quick", "--only 1,4", "--json FILE".
-bench: deps
+bench:
+	@scripts/ensure-deps.sh --bench
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product httpdns-bench
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product httpdns
 	$$($(SWIFT) build -c release --show-bin-path)/httpdns-bench $(BENCH_ARGS)

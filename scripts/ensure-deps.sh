@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the Debian packages the build, the tests and the demo need are installed.
 # As root it installs what is missing; otherwise it prints the exact apt-get line and fails.
+# `--bench` adds what only `make bench` needs (dnsdist, row 8's baseline).
 set -euo pipefail
 
 packages=(
@@ -24,6 +25,9 @@ packages=(
   libnss3-tools          # certutil: the headless browser's trust store holds the test CA
   tinyproxy              # `make bench`: the proxy rows' baseline
 )
+if [[ ${1:-} == --bench ]]; then
+  packages+=(dnsdist)    # `make bench`: row 8's baseline, dnsdist's DoH frontend
+fi
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "error: the Swift toolchain (6.2 or newer) is not on PATH; see https://www.swift.org/install/linux/" >&2
@@ -52,6 +56,7 @@ if [[ $(id -u) -eq 0 ]]; then
   if command -v systemctl >/dev/null 2>&1; then
     systemctl stop nginx >/dev/null 2>&1 || true
     systemctl stop unbound >/dev/null 2>&1 || true
+    systemctl stop dnsdist >/dev/null 2>&1 || true
   fi
 else
   echo "Missing Debian packages. Install them with:" >&2

@@ -1,11 +1,21 @@
 /*
  * The loop side of the Swift server on h2o (see include/httpdns_h2o.h).
  *
- * One loop thread per server runs h2o's evloop (epoll). It owns every h2o object: sockets,
- * requests, the context. Other threads reach it only through h2o's multithread queue (a mutex
- * and a pipe), which carries responses, chunks and control messages. A request's C record
- * outlives h2o's request when Swift still holds its token: h2o's pool dispose callback clears the
- * pointer, and a late response is dropped instead of touching freed memory.
+ * A server runs one or more loop threads, each with its own h2o evloop (epoll), context and
+ * multithread queue. A loop owns every h2o object it made: sockets, requests, its context. Other
+ * threads reach a loop only through its queue (a mutex and a pipe), which carries responses,
+ * chunks, new connections and control messages. A request's C record remembers its loop, so a
+ * response goes back to the loop that holds the connection; control messages go to every loop.
+ * A request's record outlives h2o's request when Swift still holds its token: h2o's pool dispose
+ * callback clears the pointer, and a late response is dropped instead of touching freed memory.
+ *
+ * Loop 0 alone polls the listening sockets. It applies the connection limits (Swift's `accepted`
+ * callback) and hands each kept connection to the loop with the fewest connections, which makes
+ * the h2o socket on its own thread. The alternatives spread connections worse: with every loop
+ * polling a shared listener, whichever loop wakes first takes a whole burst (h2load's 16
+ * connections arrive in one), and SO_REUSEPORT sockets per loop hash the 4-tuple, which leaves a
+ * small set of connections uneven and needs each port bound once per loop. A connection costs
+ * loop 0 one accept and one queued message; its TLS handshake and requests run on its own loop.
  */
 #define _GNU_SOURCE
 #include "httpdns_h2o.h"
@@ -23,14 +33,28 @@
 #include <unistd.h>
 
 #include <h2o.h>
+#include <h2o/http1.h>
 #include <h2o/http2.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 
 #define MAX_LISTENERS 32
+#define MAX_LOOPS 256
 
-enum message_kind { MSG_HEAD, MSG_CHUNK, MSG_RELEASE, MSG_SET_TLS, MSG_STOP_ACCEPTING, MSG_CLOSE_CONNECTIONS, MSG_EXIT };
+enum message_kind {
+    MSG_HEAD,
+    MSG_CHUNK,
+    MSG_RELEASE,
+    MSG_ADOPT,
+    MSG_SET_TLS,
+    MSG_STOP_ACCEPTING,
+    MSG_CLOSE_CONNECTIONS,
+    MSG_EXIT
+};
+
+struct connection;
+struct loop;
 
 struct message {
     h2o_multithread_message_t super;
@@ -45,65 +69,104 @@ struct message {
     size_t body_length;
     SSL_CTX *tls;
     int index;
+    /* MSG_ADOPT: a connection accepted by loop 0; `index` 2 when a PROXY header comes first. */
+    struct connection *connection;
 };
 
 struct listener {
     httpdns_h2o_server *server;
     int fd;
     int index;
+    int tls;
+    /* The TLS context each loop starts with (a reference, dropped once every loop has its own). */
+    SSL_CTX *initial_tls;
+    /* Loop 0's socket on the listener; NULL once closed. */
     h2o_socket_t *sock;
-    h2o_accept_ctx_t accept_ctx;
 };
 
 struct connection {
     h2o_linklist_t link;
-    httpdns_h2o_server *server;
+    struct loop *loop;
     h2o_socket_t *sock;
-    /* Linked while a PROXY header is awaited. */
-    h2o_timeout_entry_t proxy_deadline;
+    /* Linked while a PROXY header or the TLS handshake is awaited. */
+    h2o_timeout_entry_t setup_deadline;
+    /* HTTP/1: linked while a request (head and body) is awaited; see on_request_deadline. */
+    h2o_timeout_entry_t request_deadline;
+    struct timeval connected_at;
     int fd;
     int listener;
+    /* Requests of this connection handed to Swift and not yet let go (HTTP/2 stream limit). */
+    int requests;
     struct sockaddr_storage peer;
     socklen_t peer_length;
 };
 
 struct handler {
     h2o_handler_t super;
+    struct loop *loop;
+};
+
+struct loop {
     httpdns_h2o_server *server;
+    int index;
+    h2o_globalconf_t config;
+    h2o_context_t context;
+    h2o_evloop_t *evloop;
+    h2o_multithread_queue_t *queue;
+    h2o_multithread_receiver_t receiver;
+    /* This loop's context and current TLS context, per listener. */
+    h2o_accept_ctx_t accept_ctx[MAX_LISTENERS];
+    /* Our HTTP/1 request deadline (h2o's own req_timeout is set a second later, as a backstop). */
+    h2o_timeout_t request_deadline;
+    /* The callbacks of h2o's HTTP/1 connections, learnt at the first one: a socket whose connection
+     * has others has become HTTP/2 (h2c). */
+    const h2o_conn_callbacks_t *http1_callbacks;
+    h2o_linklist_t connections;
+    /* Connections handed to this loop and not closed yet (read by loop 0 to pick the next one). */
+    atomic_int connection_count;
+    /* MSG_CLOSE_CONNECTIONS was handled: a connection handed over later is closed at once. */
+    int closing;
+    /* Request records not yet freed (this loop's thread only). */
+    long live_requests;
+    /* For pthread_join (written by the creating thread). */
+    pthread_t thread;
+    /* The loop thread as it sees itself (written before `running`). */
+    pthread_t self;
+    /* Set once the loop's h2o objects exist. */
+    atomic_int running;
+    atomic_int exit_requested;
 };
 
 struct httpdns_h2o_server {
-    h2o_globalconf_t config;
-    h2o_context_t context;
-    h2o_evloop_t *loop;
-    h2o_multithread_queue_t *queue;
-    h2o_multithread_receiver_t receiver;
     httpdns_h2o_callbacks callbacks;
     httpdns_h2o_settings settings;
-    /* Posted by the loop thread once its h2o objects exist. */
-    sem_t ready;
     struct listener listeners[MAX_LISTENERS];
     int listener_count;
+    struct loop *loops;
+    int loop_count;
+    /* Loop threads created (they are joined by destroy). */
+    int started;
+    /* Posted by each loop thread once its h2o objects exist. */
+    sem_t ready;
+    /* Loop 0 only. */
     int accepting;
     uint64_t accept_paused_until;
-    h2o_linklist_t connections;
+    unsigned next_loop;
     atomic_int open_connections;
-    /* Request records not yet freed (loop thread only). */
-    long live_requests;
-    pthread_t thread;
-    int started;
-    /* The loop thread, as it sees itself (set before `loop_running`). */
-    pthread_t loop_thread;
-    atomic_int loop_running;
-    atomic_int exit_requested;
-    /* Set once the loop has ended: later posts are dropped. */
+    /* Set once the loops have ended: later posts are dropped. */
     atomic_int dead;
 };
 
 struct httpdns_h2o_request {
     h2o_generator_t generator; /* first: h2o hands it back to the callbacks */
     h2o_req_t *req;            /* NULL once h2o disposed of the request */
-    httpdns_h2o_server *server;
+    struct loop *loop;
+    /* The connection, until the request is disposed of (h2o disposes of a connection's requests
+     * before it closes its socket); NULL when it is not one of ours. */
+    struct connection *conn;
+    int http1;
+    /* Counted in conn->requests. */
+    int counted;
     int swift_holds;
     int started;
     int stopped;
@@ -124,20 +187,42 @@ static void free_request_if_done(httpdns_h2o_request *r)
         free(r->pending);
     }
     free(r->inflight);
-    r->server->live_requests--;
+    r->loop->live_requests--;
     free(r);
 }
 
+/* Swift has let go of the request: it no longer counts against its connection's stream limit. */
+static void swift_done(httpdns_h2o_request *r)
+{
+    r->swift_holds = 0;
+    if (r->counted) {
+        r->counted = 0;
+        r->conn->requests--;
+    }
+}
+
+static void arm_request_deadline(struct connection *c);
+
 static void notify_proceed(httpdns_h2o_request *r, int cancelled)
 {
+    httpdns_h2o_server *s = r->loop->server;
     if (r->swift_holds)
-        r->server->callbacks.proceed(r->server->callbacks.context, r, cancelled);
+        s->callbacks.proceed(s->callbacks.context, r, cancelled);
 }
 
 static void on_dispose(void *slot)
 {
     httpdns_h2o_request *r = *(httpdns_h2o_request **)slot;
     r->req = NULL;
+    if (r->counted) {
+        r->counted = 0;
+        r->conn->requests--;
+    }
+    /* HTTP/1: this request is over (answered, or its connection is closing); the next one has
+     * the request timeout from now, as h2o's own keep-alive timer has. */
+    if (r->conn != NULL && r->http1)
+        arm_request_deadline(r->conn);
+    r->conn = NULL;
     /* A streaming producer waits for `proceed`: tell it the client is gone. */
     if (r->started && !r->finished && r->swift_holds)
         notify_proceed(r, 1);
@@ -152,7 +237,7 @@ static void send_chunk(httpdns_h2o_request *r, struct message *m)
     h2o_iovec_t buffer = h2o_iovec_init(m->body, m->body_length);
     if (m->final) {
         r->finished = 1;
-        r->swift_holds = 0;
+        swift_done(r);
     }
     free(m);
     /* May dispose of the request (and free `r` when Swift is done): the caller must not touch `r`. */
@@ -183,20 +268,67 @@ static void on_stop(h2o_generator_t *generator, h2o_req_t *req)
     r->stopped = 1;
 }
 
+static void on_connection_close(void *data);
+
+/* Our record of the connection a request came on, or NULL (a socket h2o made itself). */
+static struct connection *connection_of(h2o_req_t *req)
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    if (sock == NULL || sock->on_close.cb != on_connection_close)
+        return NULL;
+    return sock->on_close.data;
+}
+
+/* An HTTP/2 stream past --max-streams on its connection. h2o 2.2 would queue it (its
+ * max_concurrent_requests_per_connection holds requests back until others finish), so a client
+ * could park any number of requests behind slow ones and wait in silence. It is answered here,
+ * without entering Swift: 503 with Retry-After, which the client, its logs and h2load's status
+ * counts all see. Not RST_STREAM REFUSED_STREAM: h2o's handler API cannot send it, and h2o 2.2
+ * advertises a fixed SETTINGS_MAX_CONCURRENT_STREAMS of 100 (its settings frame is a constant),
+ * so a client under 100 broke no rule and deserves an HTTP answer that says when to come back. */
+static void refuse_stream(httpdns_h2o_server *s, h2o_req_t *req)
+{
+    static const char body[] = "too many concurrent requests on this connection, try again soon\n";
+    req->res.status = 503;
+    req->res.reason = "Service Unavailable";
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("text/plain; charset=utf-8"));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+    s->callbacks.shed(s->callbacks.context, HTTPDNS_H2O_SHED_STREAMS);
+    h2o_send_inline(req, body, sizeof(body) - 1);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    httpdns_h2o_server *s = ((struct handler *)self)->server;
+    struct loop *loop = ((struct handler *)self)->loop;
+    httpdns_h2o_server *s = loop->server;
+    struct connection *c = connection_of(req);
+    int http1 = req->version < 0x200;
+    if (c != NULL) {
+        /* The request is whole: the deadline for its head and body is met. */
+        if (h2o_timeout_is_linked(&c->request_deadline))
+            h2o_timeout_unlink(&c->request_deadline);
+        if (!http1 && (size_t)c->requests >= s->settings.max_streams) {
+            refuse_stream(s, req);
+            return 0;
+        }
+    }
     httpdns_h2o_request *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return -1;
     r->req = req;
-    r->server = s;
+    r->loop = loop;
+    r->conn = c;
+    r->http1 = http1;
+    if (c != NULL) {
+        r->counted = 1;
+        c->requests++;
+    }
     r->swift_holds = 1;
     r->generator.proceed = on_proceed;
     r->generator.stop = on_stop;
     httpdns_h2o_request **slot = h2o_mem_alloc_shared(&req->pool, sizeof(*slot), on_dispose);
     *slot = r;
-    s->live_requests++;
+    loop->live_requests++;
     s->callbacks.request(s->callbacks.context, r);
     return 0;
 }
@@ -232,13 +364,13 @@ static const char *reason_for(int status)
     }
 }
 
-static void handle_head(httpdns_h2o_server *s, struct message *m)
+static void handle_head(struct message *m)
 {
     httpdns_h2o_request *r = m->request;
     if (r->req == NULL || r->started) {
         /* The client is gone (or a second head): drop it; a stream start learns of it at once. */
         if (m->final)
-            r->swift_holds = 0;
+            swift_done(r);
         else if (r->swift_holds)
             notify_proceed(r, 1);
         free(m->body);
@@ -247,7 +379,6 @@ static void handle_head(httpdns_h2o_server *s, struct message *m)
         free_request_if_done(r);
         return;
     }
-    (void)s;
     h2o_req_t *req = r->req;
     req->res.status = m->status;
     req->res.reason = reason_for(m->status);
@@ -292,7 +423,7 @@ static void handle_chunk(struct message *m)
     httpdns_h2o_request *r = m->request;
     if (r->req == NULL || r->stopped || r->finished || !r->started) {
         if (m->final)
-            r->swift_holds = 0;
+            swift_done(r);
         free(m->body);
         free(m);
         free_request_if_done(r);
@@ -314,7 +445,7 @@ static void handle_release(struct message *m)
 {
     httpdns_h2o_request *r = m->request;
     free(m);
-    r->swift_holds = 0;
+    swift_done(r);
     if (r->req != NULL && !r->finished && !r->stopped) {
         /* Either call may dispose of the request, and so free `r`: not touched again. */
         r->finished = 1;
@@ -338,16 +469,24 @@ static uint64_t now_ms(void)
     return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
-static void on_connection_close(void *data)
+/* A connection the server counted (open, Swift's `accepted`) is gone. */
+static void forget_connection(httpdns_h2o_server *s, struct connection *c)
 {
-    struct connection *c = data;
-    httpdns_h2o_server *s = c->server;
-    if (h2o_timeout_is_linked(&c->proxy_deadline))
-        h2o_timeout_unlink(&c->proxy_deadline);
-    h2o_linklist_unlink(&c->link);
+    atomic_fetch_sub(&c->loop->connection_count, 1);
     atomic_fetch_sub(&s->open_connections, 1);
     s->callbacks.closed(s->callbacks.context, (struct sockaddr *)&c->peer, c->peer_length);
     free(c);
+}
+
+static void on_connection_close(void *data)
+{
+    struct connection *c = data;
+    if (h2o_timeout_is_linked(&c->setup_deadline))
+        h2o_timeout_unlink(&c->setup_deadline);
+    if (h2o_timeout_is_linked(&c->request_deadline))
+        h2o_timeout_unlink(&c->request_deadline);
+    h2o_linklist_unlink(&c->link);
+    forget_connection(c->loop->server, c);
 }
 
 /* Over a limit: plain HTTP hears a 503 (the client sees why), TLS is closed at once. */
@@ -367,18 +506,104 @@ static void refuse(int fd, int tls)
     close(fd);
 }
 
-/* ---- PROXY protocol (from trusted balancers only; the parsing is Swift's) ---- */
+/* ---- request deadline (HTTP/1) ---- */
 
-static void on_proxy_timeout(h2o_timeout_entry_t *entry)
+static void arm_request_deadline(struct connection *c)
 {
-    struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, proxy_deadline, entry);
+    if (h2o_timeout_is_linked(&c->request_deadline))
+        h2o_timeout_unlink(&c->request_deadline);
+    h2o_timeout_link(c->loop->evloop, &c->loop->request_deadline, &c->request_deadline);
+}
+
+/* HTTP/1 gives a request (head and body) the request timeout from the moment the connection may
+ * send it: accept (TLS: the handshake's end) or the previous response. h2o 2.2 enforces that with
+ * its req_timeout but closes the socket in silence, so nobody could tell a slowloris cut from an
+ * idle keep-alive ending. This timer runs first (h2o's is set a second later, as a backstop): with
+ * bytes of an unfinished request waiting it is a shed (counted; a plain client reads 408), with
+ * none the connection was idle; either way the socket is shut down and h2o closes it. */
+static void on_request_deadline(h2o_timeout_entry_t *entry)
+{
+    struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, request_deadline, entry);
+    httpdns_h2o_server *s = c->loop->server;
+    h2o_conn_t *conn = c->sock->data;
+    /* h2c (prior knowledge or Upgrade) replaced the HTTP/1 connection: HTTP/2 has its idle timeout. */
+    if (conn == NULL || conn->callbacks != c->loop->http1_callbacks)
+        return;
+    if (c->sock->input->size > 0) {
+        s->callbacks.shed(s->callbacks.context, HTTPDNS_H2O_SHED_DEADLINE);
+        if (c->sock->ssl == NULL) {
+            static const char reply[] = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+                                        "Content-Length: 34\r\n\r\nthe request took too long to send\n";
+            char discard[4096];
+            /* Read what already arrived so that the close sends FIN, not RST, behind the reply. */
+            while (recv(c->fd, discard, sizeof(discard), MSG_DONTWAIT) > 0) {
+            }
+            ssize_t sent = send(c->fd, reply, sizeof(reply) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+            (void)sent;
+        }
+    }
+    shutdown(c->fd, SHUT_RDWR);
+}
+
+static void accept_http1(struct connection *c, h2o_accept_ctx_t *accept_ctx)
+{
+    h2o_http1_accept(accept_ctx, c->sock, c->connected_at);
+    if (c->loop->http1_callbacks == NULL && c->sock->data != NULL)
+        c->loop->http1_callbacks = ((h2o_conn_t *)c->sock->data)->callbacks;
+    arm_request_deadline(c);
+}
+
+/* ---- TLS and PROXY protocol set-up ---- */
+
+static void on_setup_timeout(h2o_timeout_entry_t *entry)
+{
+    struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, setup_deadline, entry);
     h2o_socket_close(c->sock);
 }
+
+/* h2o_accept's TLS path, done here so that the connection's protocol is known: HTTP/1 gets the
+ * request deadline, HTTP/2 its own idle timeout. */
+static void on_handshake(h2o_socket_t *sock, const char *error)
+{
+    struct connection *c = sock->data;
+    sock->data = NULL;
+    h2o_timeout_unlink(&c->setup_deadline);
+    if (error != NULL) {
+        h2o_socket_close(sock);
+        return;
+    }
+    h2o_accept_ctx_t *accept_ctx = &c->loop->accept_ctx[c->listener];
+    h2o_iovec_t chosen = h2o_socket_ssl_get_selected_protocol(sock);
+    for (const h2o_iovec_t *known = h2o_http2_alpn_protocols; known->len != 0; known++) {
+        if (chosen.len == known->len && memcmp(chosen.base, known->base, chosen.len) == 0) {
+            h2o_http2_accept(accept_ctx, sock, c->connected_at);
+            return;
+        }
+    }
+    accept_http1(c, accept_ctx);
+}
+
+/* The connection's own bytes may come now (after a PROXY header, or at once). */
+static void start_connection(struct connection *c)
+{
+    struct loop *loop = c->loop;
+    h2o_accept_ctx_t *accept_ctx = &loop->accept_ctx[c->listener];
+    if (accept_ctx->ssl_ctx == NULL) {
+        accept_http1(c, accept_ctx);
+        return;
+    }
+    c->sock->data = c;
+    c->setup_deadline.cb = on_setup_timeout;
+    h2o_timeout_link(loop->evloop, &loop->context.handshake_timeout, &c->setup_deadline);
+    h2o_socket_ssl_handshake(c->sock, accept_ctx->ssl_ctx, NULL, on_handshake);
+}
+
+/* ---- PROXY protocol (from trusted balancers only; the parsing is Swift's) ---- */
 
 static void on_proxy_read(h2o_socket_t *sock, const char *error)
 {
     struct connection *c = sock->data;
-    httpdns_h2o_server *s = c->server;
+    httpdns_h2o_server *s = c->loop->server;
     if (error != NULL) {
         h2o_socket_close(sock);
         return;
@@ -392,20 +617,70 @@ static void on_proxy_read(h2o_socket_t *sock, const char *error)
     }
     if (used == 0)
         return;
-    h2o_timeout_unlink(&c->proxy_deadline);
+    h2o_timeout_unlink(&c->setup_deadline);
     h2o_socket_read_stop(sock);
     if (used > 0) /* -2: no header here, the bytes are the connection's own */
         h2o_buffer_consume(&sock->input, (size_t)used);
     if (source_length > 0)
         h2o_socket_setpeername(sock, (struct sockaddr *)&source, source_length);
     sock->data = NULL;
-    h2o_accept(&s->listeners[c->listener].accept_ctx, sock);
+    start_connection(c);
 }
 
+/* On the connection's own loop: its h2o socket is made here (see loop_main on __thread state). */
+static void adopt(struct loop *loop, struct connection *c, int proxy)
+{
+    c->loop = loop;
+    if (loop->closing) {
+        /* Handed over after the server closed its connections (stop): not served. */
+        close(c->fd);
+        forget_connection(loop->server, c);
+        return;
+    }
+    c->connected_at = *h2o_get_timestamp(&loop->context, NULL, NULL);
+    c->request_deadline.cb = on_request_deadline;
+    h2o_linklist_insert(&loop->connections, &c->link);
+    h2o_socket_t *sock = h2o_evloop_socket_create(loop->evloop, c->fd, 0);
+    c->sock = sock;
+    sock->on_close.cb = on_connection_close;
+    sock->on_close.data = c;
+    if (proxy) {
+        sock->data = c;
+        c->setup_deadline.cb = on_setup_timeout;
+        h2o_timeout_link(loop->evloop, &loop->context.handshake_timeout, &c->setup_deadline);
+        h2o_socket_read_start(sock, on_proxy_read);
+        return;
+    }
+    start_connection(c);
+}
+
+static void post(struct loop *loop, struct message *m);
+
+/* The running loop with the fewest connections, taking turns among equals. */
+static struct loop *pick_loop(httpdns_h2o_server *s)
+{
+    struct loop *best = &s->loops[0];
+    int fewest = -1;
+    for (int i = 0; i < s->loop_count; i++) {
+        struct loop *candidate = &s->loops[(s->next_loop + (unsigned)i) % (unsigned)s->loop_count];
+        if (!atomic_load(&candidate->running))
+            continue;
+        int count = atomic_load_explicit(&candidate->connection_count, memory_order_relaxed);
+        if (fewest < 0 || count < fewest) {
+            best = candidate;
+            fewest = count;
+        }
+    }
+    s->next_loop = (unsigned)(best->index + 1) % (unsigned)s->loop_count;
+    return best;
+}
+
+/* Loop 0 only: accepts, applies the limits, hands each kept connection to a loop. */
 static void on_accept(h2o_socket_t *listener_socket, const char *error)
 {
     struct listener *l = listener_socket->data;
     httpdns_h2o_server *s = l->server;
+    struct loop *acceptor = &s->loops[0];
     if (error != NULL || !s->accepting)
         return;
     for (int i = 0; i < 64; i++) {
@@ -416,68 +691,76 @@ static void on_accept(h2o_socket_t *listener_socket, const char *error)
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* Out of descriptors: stop polling the listeners briefly instead of spinning. */
                 for (int j = 0; j < s->listener_count; j++)
-                    h2o_socket_read_stop(s->listeners[j].sock);
+                    if (s->listeners[j].sock != NULL)
+                        h2o_socket_read_stop(s->listeners[j].sock);
                 s->accept_paused_until = now_ms() + 100;
             }
             return;
         }
         int verdict = s->callbacks.accepted(s->callbacks.context, l->index, (struct sockaddr *)&peer, length);
         if (verdict == 0) {
-            refuse(fd, l->accept_ctx.ssl_ctx != NULL);
+            refuse(fd, l->tls);
             continue;
         }
         int on = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
         struct connection *c = calloc(1, sizeof(*c));
-        if (c == NULL) {
+        struct message *m = calloc(1, sizeof(*m));
+        if (c == NULL || m == NULL) {
+            free(c);
+            free(m);
             close(fd);
+            s->callbacks.closed(s->callbacks.context, (struct sockaddr *)&peer, length);
             continue;
         }
-        c->server = s;
         c->fd = fd;
         c->listener = l->index;
         memcpy(&c->peer, &peer, length);
         c->peer_length = length;
-        h2o_linklist_insert(&s->connections, &c->link);
         atomic_fetch_add(&s->open_connections, 1);
-        h2o_socket_t *sock = h2o_evloop_socket_create(s->loop, fd, 0);
-        c->sock = sock;
-        sock->on_close.cb = on_connection_close;
-        sock->on_close.data = c;
-        if (verdict == 2) {
-            sock->data = c;
-            c->proxy_deadline.cb = on_proxy_timeout;
-            h2o_timeout_link(s->loop, &s->context.handshake_timeout, &c->proxy_deadline);
-            h2o_socket_read_start(sock, on_proxy_read);
+        struct loop *target = pick_loop(s);
+        atomic_fetch_add_explicit(&target->connection_count, 1, memory_order_relaxed);
+        c->loop = target;
+        if (target == acceptor) {
+            free(m);
+            adopt(acceptor, c, verdict == 2);
             continue;
         }
-        h2o_accept(&l->accept_ctx, sock);
+        m->kind = MSG_ADOPT;
+        m->connection = c;
+        m->index = verdict == 2;
+        post(target, m);
     }
 }
 
 /* ---- control ---- */
 
-static void stop_accepting(httpdns_h2o_server *s)
+static int stopping(struct loop *loop) { return loop->context.shutdown_requested; }
+
+static void stop_accepting(struct loop *loop)
 {
-    if (!s->accepting)
-        return;
-    s->accepting = 0;
-    for (int i = 0; i < s->listener_count; i++) {
-        struct listener *l = &s->listeners[i];
-        if (l->sock != NULL) {
-            h2o_socket_read_stop(l->sock);
-            h2o_socket_close(l->sock);
-            l->sock = NULL;
+    httpdns_h2o_server *s = loop->server;
+    if (loop->index == 0 && s->accepting) {
+        s->accepting = 0;
+        for (int i = 0; i < s->listener_count; i++) {
+            struct listener *l = &s->listeners[i];
+            if (l->sock != NULL) {
+                h2o_socket_read_stop(l->sock);
+                h2o_socket_close(l->sock);
+                l->sock = NULL;
+            }
         }
     }
-    h2o_context_request_shutdown(&s->context);
+    /* HTTP/2 connections get GOAWAY, HTTP/1 ones lose keep-alive. */
+    if (!stopping(loop))
+        h2o_context_request_shutdown(&loop->context);
 }
 
-static void dispatch(httpdns_h2o_server *s, struct message *m)
+static void dispatch(struct loop *loop, struct message *m)
 {
     switch (m->kind) {
     case MSG_HEAD:
-        handle_head(s, m);
+        handle_head(m);
         break;
     case MSG_CHUNK:
         handle_chunk(m);
@@ -485,28 +768,33 @@ static void dispatch(httpdns_h2o_server *s, struct message *m)
     case MSG_RELEASE:
         handle_release(m);
         break;
+    case MSG_ADOPT:
+        adopt(loop, m->connection, m->index);
+        free(m);
+        break;
     case MSG_SET_TLS:
-        if (m->index >= 0 && m->index < s->listener_count && s->listeners[m->index].accept_ctx.ssl_ctx != NULL) {
-            SSL_CTX_free(s->listeners[m->index].accept_ctx.ssl_ctx);
-            s->listeners[m->index].accept_ctx.ssl_ctx = m->tls;
+        if (m->index >= 0 && m->index < loop->server->listener_count && loop->accept_ctx[m->index].ssl_ctx != NULL) {
+            SSL_CTX_free(loop->accept_ctx[m->index].ssl_ctx);
+            loop->accept_ctx[m->index].ssl_ctx = m->tls;
         } else if (m->tls != NULL) {
             SSL_CTX_free(m->tls);
         }
         free(m);
         break;
     case MSG_STOP_ACCEPTING:
-        stop_accepting(s);
+        stop_accepting(loop);
         free(m);
         break;
     case MSG_CLOSE_CONNECTIONS:
-        for (h2o_linklist_t *node = s->connections.next; node != &s->connections; node = node->next) {
+        loop->closing = 1;
+        for (h2o_linklist_t *node = loop->connections.next; node != &loop->connections; node = node->next) {
             struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, link, node);
             shutdown(c->fd, SHUT_RDWR);
         }
         free(m);
         break;
     case MSG_EXIT:
-        atomic_store(&s->exit_requested, 1);
+        atomic_store(&loop->exit_requested, 1);
         free(m);
         break;
     }
@@ -514,38 +802,48 @@ static void dispatch(httpdns_h2o_server *s, struct message *m)
 
 static void on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
 {
-    httpdns_h2o_server *s = H2O_STRUCT_FROM_MEMBER(httpdns_h2o_server, receiver, receiver);
+    struct loop *loop = H2O_STRUCT_FROM_MEMBER(struct loop, receiver, receiver);
     while (!h2o_linklist_is_empty(messages)) {
         struct message *m = (struct message *)H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
         h2o_linklist_unlink(&m->super.link);
-        dispatch(s, m);
+        dispatch(loop, m);
     }
 }
 
-static void post(httpdns_h2o_server *s, struct message *m)
+static void drop_message(struct message *m)
 {
-    if (atomic_load(&s->dead)) {
-        free(m->body);
-        free(m->headers);
-        if (m->tls != NULL)
-            SSL_CTX_free(m->tls);
-        free(m);
-        return;
+    free(m->body);
+    free(m->headers);
+    if (m->tls != NULL)
+        SSL_CTX_free(m->tls);
+    if (m->connection != NULL) {
+        close(m->connection->fd);
+        free(m->connection);
     }
-    /* A response made on the loop thread itself (a zone answer, inside the request callback) is
-     * written at once: no queue, no pipe write, no extra turn of the loop. */
-    if (atomic_load(&s->loop_running) && pthread_equal(pthread_self(), s->loop_thread)) {
-        dispatch(s, m);
-        return;
-    }
-    h2o_multithread_send_message(&s->receiver, &m->super);
+    free(m);
 }
 
-static void setup(httpdns_h2o_server *s);
+static void post(struct loop *loop, struct message *m)
+{
+    if (atomic_load(&loop->server->dead)) {
+        drop_message(m);
+        return;
+    }
+    /* A response made on the loop's own thread (a zone answer, inside the request callback) is
+     * written at once: no queue, no pipe write, no extra turn of the loop. */
+    if (atomic_load_explicit(&loop->running, memory_order_acquire) && pthread_equal(pthread_self(), loop->self)) {
+        dispatch(loop, m);
+        return;
+    }
+    h2o_multithread_send_message(&loop->receiver, &m->super);
+}
+
+static void setup(struct loop *loop);
 
 static void *loop_main(void *argument)
 {
-    httpdns_h2o_server *s = argument;
+    struct loop *loop = argument;
+    httpdns_h2o_server *s = loop->server;
     /* h2o writes with writev: a peer that closed would raise SIGPIPE and end the process. SIGPIPE
      * from a write goes to the writing thread, so blocking it here (only here) makes those writes
      * fail with EPIPE instead, without touching the process's signal dispositions. */
@@ -555,17 +853,19 @@ static void *loop_main(void *argument)
     pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
     /* Every h2o object is made here, on the thread that will use it: h2o keeps per-thread buffer
      * prototypes and recycling allocators (`__thread`), and a socket made on another thread would
-     * share that thread's unsynchronised free lists (heap corruption, seen with several servers). */
-    setup(s);
-    s->loop_thread = pthread_self();
-    atomic_store(&s->loop_running, 1);
+     * share that thread's unsynchronised free lists (heap corruption, seen with several servers).
+     * That is why loop 0 hands over a descriptor, not a socket. */
+    setup(loop);
+    loop->self = pthread_self();
+    atomic_store_explicit(&loop->running, 1, memory_order_release);
     sem_post(&s->ready);
-    while (!atomic_load(&s->exit_requested)) {
-        h2o_evloop_run(s->loop, 100);
-        if (s->accept_paused_until != 0 && now_ms() >= s->accept_paused_until) {
+    while (!atomic_load(&loop->exit_requested)) {
+        h2o_evloop_run(loop->evloop, 100);
+        if (loop->index == 0 && s->accept_paused_until != 0 && now_ms() >= s->accept_paused_until) {
             s->accept_paused_until = 0;
             for (int i = 0; s->accepting && i < s->listener_count; i++)
-                h2o_socket_read_start(s->listeners[i].sock, on_accept);
+                if (s->listeners[i].sock != NULL)
+                    h2o_socket_read_start(s->listeners[i].sock, on_accept);
         }
     }
     return NULL;
@@ -591,40 +891,61 @@ httpdns_h2o_server *httpdns_h2o_server_create(const httpdns_h2o_settings *settin
         return NULL;
     s->callbacks = callbacks;
     s->settings = *settings;
-    h2o_linklist_init_anchor(&s->connections);
+    s->loop_count = settings->threads < 1 ? 1 : settings->threads > MAX_LOOPS ? MAX_LOOPS : (int)settings->threads;
+    s->loops = calloc((size_t)s->loop_count, sizeof(*s->loops));
+    if (s->loops == NULL) {
+        free(s);
+        return NULL;
+    }
+    for (int i = 0; i < s->loop_count; i++) {
+        s->loops[i].server = s;
+        s->loops[i].index = i;
+    }
     s->accepting = 1;
     return s;
 }
 
-/* On the loop thread, before it runs. */
-static void setup(httpdns_h2o_server *s)
+/* On the loop's thread, before it runs. */
+static void setup(struct loop *loop)
 {
+    httpdns_h2o_server *s = loop->server;
     const httpdns_h2o_settings *settings = &s->settings;
-    h2o_config_init(&s->config);
-    s->config.server_name = h2o_iovec_init(H2O_STRLIT("httpdns"));
-    s->config.max_request_entity_size = settings->max_body_bytes;
-    s->config.handshake_timeout = settings->handshake_timeout_ms;
-    s->config.http1.req_timeout = settings->request_timeout_ms;
-    s->config.http1.upgrade_to_http2 = 1;
-    s->config.http2.idle_timeout = settings->idle_timeout_ms;
-    s->config.http2.graceful_shutdown_timeout = settings->graceful_shutdown_ms;
-    s->config.http2.max_concurrent_requests_per_connection = settings->max_streams;
-    h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_config_init(&loop->config);
+    loop->config.server_name = h2o_iovec_init(H2O_STRLIT("httpdns"));
+    loop->config.max_request_entity_size = settings->max_body_bytes;
+    loop->config.handshake_timeout = settings->handshake_timeout_ms;
+    /* A backstop: on_request_deadline acts a second earlier and says why. */
+    loop->config.http1.req_timeout = settings->request_timeout_ms + 1000;
+    loop->config.http1.upgrade_to_http2 = 1;
+    loop->config.http2.idle_timeout = settings->idle_timeout_ms;
+    loop->config.http2.graceful_shutdown_timeout = settings->graceful_shutdown_ms;
+    /* h2o runs every stream it accepts (it resets those past its advertised 100 itself); on_req
+     * refuses those past max_streams, instead of h2o queueing them. */
+    loop->config.http2.max_concurrent_requests_per_connection = H2O_HTTP2_SETTINGS_HOST.max_concurrent_streams;
+    h2o_hostconf_t *host = h2o_config_register_host(&loop->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     struct handler *handler = (struct handler *)h2o_create_handler(path, sizeof(*handler));
     handler->super.on_req = on_req;
-    handler->server = s;
-    s->loop = h2o_evloop_create();
-    h2o_context_init(&s->context, s->loop, &s->config);
-    s->queue = h2o_multithread_create_queue(s->loop);
-    h2o_multithread_register_receiver(s->queue, &s->receiver, on_messages);
+    handler->loop = loop;
+    loop->evloop = h2o_evloop_create();
+    h2o_context_init(&loop->context, loop->evloop, &loop->config);
+    h2o_timeout_init(loop->evloop, &loop->request_deadline, settings->request_timeout_ms);
+    loop->queue = h2o_multithread_create_queue(loop->evloop);
+    h2o_multithread_register_receiver(loop->queue, &loop->receiver, on_messages);
+    h2o_linklist_init_anchor(&loop->connections);
     for (int i = 0; i < s->listener_count; i++) {
         struct listener *l = &s->listeners[i];
-        l->accept_ctx.ctx = &s->context;
-        l->accept_ctx.hosts = s->config.hosts;
-        l->sock = h2o_evloop_socket_create(s->loop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
-        l->sock->data = l;
-        h2o_socket_read_start(l->sock, on_accept);
+        loop->accept_ctx[i].ctx = &loop->context;
+        loop->accept_ctx[i].hosts = loop->config.hosts;
+        if (l->initial_tls != NULL) {
+            SSL_CTX_up_ref(l->initial_tls);
+            loop->accept_ctx[i].ssl_ctx = l->initial_tls;
+        }
+        if (loop->index == 0) {
+            l->sock = h2o_evloop_socket_create(loop->evloop, l->fd, H2O_SOCKET_FLAG_DONT_READ);
+            l->sock->data = l;
+            h2o_socket_read_start(l->sock, on_accept);
+        }
     }
 }
 
@@ -638,7 +959,8 @@ int httpdns_h2o_server_add_listener(httpdns_h2o_server *s, int fd, httpdns_h2o_t
     l->index = s->listener_count;
     if (tls != NULL) {
         SSL_CTX_up_ref((SSL_CTX *)tls);
-        l->accept_ctx.ssl_ctx = (SSL_CTX *)tls;
+        l->initial_tls = (SSL_CTX *)tls;
+        l->tls = 1;
     }
     return s->listener_count++;
 }
@@ -647,13 +969,25 @@ int httpdns_h2o_server_start(httpdns_h2o_server *s)
 {
     if (sem_init(&s->ready, 0, 0) != 0)
         return errno;
-    int error = pthread_create(&s->thread, NULL, loop_main, s);
-    if (error != 0)
-        return error;
-    s->started = 1;
-    while (sem_wait(&s->ready) != 0 && errno == EINTR) {
+    int error = 0;
+    for (int i = 0; i < s->loop_count; i++) {
+        error = pthread_create(&s->loops[i].thread, NULL, loop_main, &s->loops[i]);
+        if (error != 0)
+            break;
+        s->started++;
     }
-    return 0;
+    for (int i = 0; i < s->started; i++) {
+        while (sem_wait(&s->ready) != 0 && errno == EINTR) {
+        }
+    }
+    /* Every loop holds its own reference now. */
+    for (int i = 0; i < s->listener_count; i++) {
+        if (s->listeners[i].initial_tls != NULL) {
+            SSL_CTX_free(s->listeners[i].initial_tls);
+            s->listeners[i].initial_tls = NULL;
+        }
+    }
+    return error;
 }
 
 static struct message *new_message(enum message_kind kind)
@@ -664,29 +998,35 @@ static struct message *new_message(enum message_kind kind)
     return m;
 }
 
+/* A control message to every loop (each gets its own copy, and its own reference to `tls`). */
+static void post_all(httpdns_h2o_server *s, enum message_kind kind, SSL_CTX *tls, int index)
+{
+    for (int i = 0; i < s->started; i++) {
+        struct message *m = new_message(kind);
+        if (m == NULL)
+            continue;
+        if (tls != NULL) {
+            SSL_CTX_up_ref(tls);
+            m->tls = tls;
+        }
+        m->index = index;
+        post(&s->loops[i], m);
+    }
+}
+
 void httpdns_h2o_server_set_tls(httpdns_h2o_server *s, int index, httpdns_h2o_tls *tls)
 {
-    struct message *m = new_message(MSG_SET_TLS);
-    if (m == NULL)
-        return;
-    SSL_CTX_up_ref((SSL_CTX *)tls);
-    m->tls = (SSL_CTX *)tls;
-    m->index = index;
-    post(s, m);
+    post_all(s, MSG_SET_TLS, (SSL_CTX *)tls, index);
 }
 
 void httpdns_h2o_server_stop_accepting(httpdns_h2o_server *s)
 {
-    struct message *m = new_message(MSG_STOP_ACCEPTING);
-    if (m != NULL)
-        post(s, m);
+    post_all(s, MSG_STOP_ACCEPTING, NULL, 0);
 }
 
 void httpdns_h2o_server_close_connections(httpdns_h2o_server *s)
 {
-    struct message *m = new_message(MSG_CLOSE_CONNECTIONS);
-    if (m != NULL)
-        post(s, m);
+    post_all(s, MSG_CLOSE_CONNECTIONS, NULL, 0);
 }
 
 int httpdns_h2o_server_open_connections(httpdns_h2o_server *s)
@@ -696,20 +1036,18 @@ int httpdns_h2o_server_open_connections(httpdns_h2o_server *s)
 
 void httpdns_h2o_server_destroy(httpdns_h2o_server *s)
 {
-    if (s->started) {
-        struct message *m = new_message(MSG_EXIT);
-        if (m != NULL)
-            post(s, m);
-        pthread_join(s->thread, NULL);
-    } else {
+    post_all(s, MSG_EXIT, NULL, 0);
+    for (int i = 0; i < s->started; i++)
+        pthread_join(s->loops[i].thread, NULL);
+    if (s->started == 0) {
         for (int i = 0; i < s->listener_count; i++)
             close(s->listeners[i].fd);
     }
     atomic_store(&s->dead, 1);
-    /* The context, loop and queue are not freed: h2o 2.2 asserts in h2o_context_dispose while any
-     * timer is linked (GOAWAY's graceful-shutdown timer, a connection's deadline), and a response
-     * posted late must still find the queue. The listeners are closed; what stays is a few
-     * kilobytes and the loop's epoll and pipe descriptors per stopped server. */
+    /* The contexts, loops and queues are not freed: h2o 2.2 asserts in h2o_context_dispose while
+     * any timer is linked (GOAWAY's graceful-shutdown timer, a connection's deadline), and a
+     * response posted late must still find its loop. The listeners are closed; what stays is a
+     * few kilobytes and each loop's epoll and pipe descriptors per stopped server. */
 }
 
 httpdns_h2o_tls *httpdns_h2o_tls_create(const char *certificate_pem, const char *key_pem, char *error, size_t error_size)
@@ -843,6 +1181,7 @@ void httpdns_h2o_post_head(httpdns_h2o_server *s, void *token, int status, const
                            const size_t *lengths, size_t header_count, long long content_length, const void *body,
                            size_t body_length, int final)
 {
+    (void)s; /* the request knows its loop */
     struct message *m = new_message(MSG_HEAD);
     if (m == NULL)
         abort(); /* out of memory: the request could never be answered */
@@ -868,11 +1207,12 @@ void httpdns_h2o_post_head(httpdns_h2o_server *s, void *token, int status, const
     if (body_length > 0)
         memcpy(m->body, body, body_length);
     m->body_length = body_length;
-    post(s, m);
+    post(((httpdns_h2o_request *)token)->loop, m);
 }
 
 void httpdns_h2o_post_chunk(httpdns_h2o_server *s, void *token, const void *bytes, size_t length, int final)
 {
+    (void)s; /* the request knows its loop */
     struct message *m = new_message(MSG_CHUNK);
     if (m == NULL)
         abort();
@@ -884,14 +1224,15 @@ void httpdns_h2o_post_chunk(httpdns_h2o_server *s, void *token, const void *byte
     if (length > 0)
         memcpy(m->body, bytes, length);
     m->body_length = length;
-    post(s, m);
+    post(((httpdns_h2o_request *)token)->loop, m);
 }
 
 void httpdns_h2o_post_release(httpdns_h2o_server *s, void *token)
 {
+    (void)s; /* the request knows its loop */
     struct message *m = new_message(MSG_RELEASE);
     if (m == NULL)
         abort();
     m->request = token;
-    post(s, m);
+    post(((httpdns_h2o_request *)token)->loop, m);
 }

@@ -89,7 +89,9 @@ extension DNSName {
     /// - Parameter trailingDot: end with `.` as dig prints names (the root is always `.`).
     package func text(trailingDot: Bool = false) -> String {
         if labels.isEmpty { return "." }
+        // Sized for the common case (no escapes) up front: one buffer, one string.
         var out: [UInt8] = []
+        out.reserveCapacity(wireLength + 1)
         for (position, label) in labels.enumerated() {
             if position > 0 { out.append(UInt8(ascii: ".")) }
             for byte in label {
@@ -101,8 +103,9 @@ extension DNSName {
                     out.append(byte)
                 default:
                     out.append(UInt8(ascii: "\\"))
-                    out.append(contentsOf: Array(String(byte / 100).utf8) + Array(String(byte / 10 % 10).utf8)
-                        + Array(String(byte % 10).utf8))
+                    out.append(0x30 + byte / 100)
+                    out.append(0x30 + byte / 10 % 10)
+                    out.append(0x30 + byte % 10)
                 }
             }
         }

@@ -25,10 +25,11 @@ public struct HTTPDNSIPAddress: Hashable, Sendable, CustomStringConvertible, Cod
 
     /// The address in network byte order: 4 bytes for IPv4, 16 for IPv6.
     public var bytes: [UInt8] {
+        // One allocation of the final size (IPv4 is the first 4 bytes of `high`).
         var result = [UInt8]()
         result.reserveCapacity(isV6 ? 16 : 4)
-        for shift in stride(from: 56, through: 0, by: -8) { result.append(UInt8(truncatingIfNeeded: high >> UInt64(shift))) }
-        if !isV6 { return Array(result[0..<4]) }
+        for shift in stride(from: 56, through: isV6 ? 0 : 32, by: -8) { result.append(UInt8(truncatingIfNeeded: high >> UInt64(shift))) }
+        guard isV6 else { return result }
         for shift in stride(from: 56, through: 0, by: -8) { result.append(UInt8(truncatingIfNeeded: low >> UInt64(shift))) }
         return result
     }

@@ -220,7 +220,7 @@ final class HTTPDNSServiceLookups {
 
     /// Notes the question and the DNS answer of a DoH request.
     func described(_ question: DNSQuestion, _ reply: HTTPDNSServiceReply) {
-        name = question.name.text(trailingDot: false)
+        name = reply.name.isEmpty ? question.name.text(trailingDot: false) : reply.name
         type = question.type.description
         rcode = reply.rcode
         answers = reply.answers.count

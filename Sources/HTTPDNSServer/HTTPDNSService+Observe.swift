@@ -38,6 +38,8 @@ extension HTTPDNSService {
             case .closed: metrics.connectionClosed()
             case .refusedConnections: metrics.shed(.connections)
             case .refusedPerClient: metrics.shed(.perClient)
+            case .refusedStream: metrics.shed(.streams)
+            case .requestDeadline: metrics.shed(.deadline)
             }
         }
     }

@@ -15,9 +15,9 @@ import HTTPDNSCore
 ///
 /// Names the zone lacks go to ``Upstream/resolvers`` through an ``HTTPDNSEngine``, so
 /// upstream answers are cached and concurrent questions for one name share one upstream request.
-/// Requests arrive on the HTTP server's event loop (HTTP/1.1 and HTTP/2, plain and TLS) and are
-/// answered there when the zone has the name; names that need upstream are fetched on the
-/// cooperative pool while the loop serves other connections. `/health` answers `200 ready`
+/// Requests arrive on the HTTP server's event loops (HTTP/1.1 and HTTP/2, plain and TLS; one loop
+/// thread per online CPU) and are answered there when the zone has the name; names that need
+/// upstream are fetched on the cooperative pool while the loops serve other connections. `/health` answers `200 ready`
 /// (`503 draining` once stopping).
 ///
 /// ```swift
@@ -115,19 +115,24 @@ public final class HTTPDNSService: Sendable {
         public var maxConnections: Int = 10_000
         /// Open connections from one client address. Default 1,000.
         public var maxConnectionsPerClient: Int = 1_000
-        /// HTTP/1: deadline for a request's head and body from its first byte (slowloris), and the
-        /// idle time of a keep-alive connection. Default 10 s.
+        /// HTTP/1: deadline for a request's head and body (slowloris), from the moment the connection
+        /// may send it; also the idle time of a keep-alive connection. A connection cut with a request
+        /// unfinished counts as shed (`deadline`; a plain client reads `408`). Default 10 s.
         public var requestTimeout: Duration = .seconds(10)
         /// Deadline for a TLS handshake. Default 10 s.
         public var handshakeTimeout: Duration = .seconds(10)
         /// HTTP/2: idle time of a connection. Default 30 s.
         public var idleTimeout: Duration = .seconds(30)
-        /// HTTP/2: requests of one connection handled at once. Default 100.
+        /// HTTP/2: requests of one connection handled at once (at most 100, what h2o advertises);
+        /// more are answered `503` with `Retry-After` at once and count as shed (`streams`). Default 100.
         public var maxConcurrentStreams: Int = 100
         /// On ``HTTPDNSService/stop()``: how long requests in flight may finish. Default 5 s.
         public var drainTimeout: Duration = .seconds(5)
         /// `SO_REUSEPORT`, so that several instances share a port. Default false.
         public var reusePort: Bool = false
+        /// Event-loop threads, each serving its share of the connections (1 to 256). Default the
+        /// number of online CPUs.
+        package var threads: Int = HTTPServer.Configuration.onlineProcessors
 
         public init() {}
     }
@@ -247,6 +252,7 @@ public final class HTTPDNSService: Sendable {
         serverConfiguration.limits.idleTimeout = connections.idleTimeout
         serverConfiguration.limits.maxConcurrentStreams = connections.maxConcurrentStreams
         serverConfiguration.reusePort = connections.reusePort
+        serverConfiguration.threads = connections.threads
         serverConfiguration.connectionEvents = Self.connectionEvents(configuration.metrics)
         serverConfiguration.proxyProtocol = Self.proxyProtocol(trusting: configuration.trustedProxies)
         try server.withLock { (server: inout HTTPServer?) throws(HTTPDNSServiceError) in

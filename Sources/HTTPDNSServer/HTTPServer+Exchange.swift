@@ -43,34 +43,40 @@ extension HTTPServer {
         }
 
         private func postHead(_ response: Response, body: Data, contentLength: Int64, final: Bool) {
-            // Fields with CR, LF or NUL could split the response: they are dropped.
-            let headers = response.headers.filter { header in
-                !header.name.isEmpty
-                    && !header.name.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: ":") || $0 >= 0x7f }
-                    && !header.value.utf8.contains { $0 == 0x0d || $0 == 0x0a || $0 == 0 }
-                    && !Request.equalsIgnoringCase(header.name, "content-length")
-                    && !Request.equalsIgnoringCase(header.name, "transfer-encoding")
-            }
-            // Names and values back to back in one buffer; the C side copies them once.
+            // Names and values back to back in one buffer, sized first; the C side copies them once.
+            var size = 0
+            for header in response.headers { size += header.name.utf8.count + header.value.utf8.count }
             var text: [UInt8] = []
+            text.reserveCapacity(size)
             var lengths: [Int] = []
-            lengths.reserveCapacity(headers.count * 2)
-            for header in headers {
-                text += header.name.utf8
-                text += header.value.utf8
+            lengths.reserveCapacity(response.headers.count * 2)
+            for header in response.headers where Self.isSendable(header) {
+                text.append(contentsOf: header.name.utf8)
+                text.append(contentsOf: header.value.utf8)
                 lengths.append(header.name.utf8.count)
                 lengths.append(header.value.utf8.count)
             }
+            let count = lengths.count / 2
             let status = Int32(clamping: (100...999).contains(response.status) ? response.status : 500)
             text.withUnsafeBytes { text in
                 body.withUnsafeBytes { bytes in
                     core.post { server in
                         httpdns_h2o_post_head(
-                            server, UnsafeMutableRawPointer(bitPattern: token), status, text.baseAddress, lengths, headers.count,
+                            server, UnsafeMutableRawPointer(bitPattern: token), status, text.baseAddress, lengths, count,
                             contentLength, bytes.baseAddress, bytes.count, final ? 1 : 0)
                     }
                 }
             }
+        }
+
+        /// Fields with CR, LF or NUL could split the response: they are dropped, as are the framing
+        /// fields the server writes itself.
+        static func isSendable(_ header: Header) -> Bool {
+            !header.name.isEmpty
+                && !header.name.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: ":") || $0 >= 0x7f }
+                && !header.value.utf8.contains { $0 == 0x0d || $0 == 0x0a || $0 == 0 }
+                && !Request.equalsIgnoringCase(header.name, "content-length")
+                && !Request.equalsIgnoringCase(header.name, "transfer-encoding")
         }
     }
 }

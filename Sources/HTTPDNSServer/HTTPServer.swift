@@ -5,7 +5,8 @@
 // loop, where the alternative would need an HTTP/1 parser from elsewhere and our own TLS and
 // timer plumbing. h2o's headers did not fight Swift because Swift never imports them: the C target
 // CH2O wraps the few calls we need behind opaque types, and its callbacks (accept, request,
-// proceed, close) come back here on the loop thread.
+// proceed, close) come back here on a loop thread. Several loop threads (one h2o context each;
+// loop 0 accepts and hands connections to the least busy) let one process use more than one core.
 //
 // Known limit of h2o 2.2: a request body is read whole before the handler runs (streaming request
 // bodies arrived in h2o 2.3). Past 4 MiB (CH2O lowers h2o's 32 MiB `h2o_socket_buffer_mmap_settings`)
@@ -18,11 +19,14 @@ import HTTPDNSCore
 /// A small event-driven HTTP/1.1 and HTTP/2 server (h2o's event loop), plain and TLS, on one or more
 /// listening sockets.
 ///
-/// One loop thread owns every connection; handlers never run on it. A synchronous ``Handler`` runs
-/// on a thread of its own (it may block), and a ``Responder`` is called on the loop thread and answers later through its ``Exchange`` from any
-/// thread: the response is queued to the loop (h2o's multithread queue: a mutex and a pipe) and
-/// written there. Past ``Limits`` the server sheds load visibly: a refused plain connection reads a
-/// `503`, a refused TLS connection is closed at once.
+/// ``Configuration/threads`` loop threads share the connections, each owning those it was handed;
+/// handlers never run on them. A synchronous ``Handler`` runs on a thread of its own (it may block),
+/// and a ``Responder`` is called on the connection's loop thread (several at once when there are
+/// several loops) and answers, then or later, through its ``Exchange`` from any thread: the
+/// response is queued to that loop (h2o's multithread queue: a mutex and a pipe), or written at
+/// once when answered on the loop itself. Past ``Limits`` the server sheds load visibly: a refused
+/// plain connection reads a `503`, a refused TLS connection is closed at once, an HTTP/2 request
+/// past the stream limit reads a `503`.
 ///
 /// The HTTPDNS endpoints are built on this; tests use it directly as a loopback origin.
 package final class HTTPServer: Sendable {
@@ -53,15 +57,22 @@ package final class HTTPServer: Sendable {
         package var maxConnections: Int = 10_000
         /// Open connections from one client address. Default 1,000.
         package var maxConnectionsPerClient: Int = 1_000
-        /// HTTP/1: the deadline for a whole request, head and body, from its first byte; also how long
-        /// an idle keep-alive connection stays (h2o's `http1.req_timeout`). Default 10 s.
+        /// HTTP/1: the deadline for a whole request, head and body, from the moment the connection may
+        /// send it (accept, the TLS handshake's end, or the previous response); also how long an idle
+        /// keep-alive connection stays. A connection cut with a request unfinished is a shed
+        /// (``ConnectionEvent/requestDeadline``; a plain client reads `408`). Default 10 s.
         package var requestTimeout: Duration = .seconds(10)
         /// The deadline for a TLS handshake. Default 10 s.
         package var handshakeTimeout: Duration = .seconds(10)
         /// HTTP/2: how long a connection with nothing to do stays. Default 30 s.
         package var idleTimeout: Duration = .seconds(30)
-        /// HTTP/2: requests of one connection handled at once (more wait in h2o). Default 100.
+        /// HTTP/2: requests of one connection handled at once (handed to the responder and not yet
+        /// answered); more are answered `503` with `Retry-After: 1` at once, without reaching the
+        /// responder (``ConnectionEvent/refusedStream``). At most ``streamCeiling``. Default 100.
         package var maxConcurrentStreams: Int = 100
+
+        /// h2o 2.2 advertises `SETTINGS_MAX_CONCURRENT_STREAMS` 100 and resets streams past it itself.
+        package static let streamCeiling = 100
 
         package init() {}
     }
@@ -83,9 +94,18 @@ package final class HTTPServer: Sendable {
         package var reusePort: Bool = false
         /// PROXY protocol headers read from trusted balancers. Default nil: none is read.
         package var proxyProtocol: ProxyProtocol? = nil
-        /// Told of every connection opened, closed or refused, on the loop thread (keep it cheap:
-        /// metrics). Default nil.
+        /// Told of every connection opened, closed or refused, and of every request refused by a limit,
+        /// on a loop thread, several at once with several loops (keep it cheap: metrics). Default nil.
         package var connectionEvents: (@Sendable (ConnectionEvent) -> Void)? = nil
+        /// Event-loop threads, each with its own h2o context; connections are spread among them (1 to
+        /// ``maxThreads``). Default ``onlineProcessors``, the number of online CPUs.
+        package var threads: Int = Configuration.onlineProcessors
+
+        /// The number of online CPUs (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
+        package static var onlineProcessors: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+
+        /// Most loop threads one server runs.
+        package static let maxThreads = 256
 
         package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             listeners = [Listener(address: address, port: port)]
@@ -123,11 +143,17 @@ package final class HTTPServer: Sendable {
         case refusedConnections
         /// Refused: the client held ``Limits/maxConnectionsPerClient``.
         case refusedPerClient
+        /// An HTTP/2 request was answered `503`: its connection had ``Limits/maxConcurrentStreams``
+        /// requests in hand.
+        case refusedStream
+        /// An HTTP/1 connection was closed at ``Limits/requestTimeout`` with a request unfinished.
+        case requestDeadline
     }
 
     /// Produces the response for a request on a thread of its own (it may block).
     package typealias Handler = @Sendable (Request) -> Response
-    /// Called on the loop thread, must not block; answers through the exchange, from any thread.
+    /// Called on the connection's loop thread (several may call at once), must not block; answers
+    /// through the exchange, from any thread.
     package typealias Responder = @Sendable (Request, (any BodySink)?, Exchange) -> Void
 
     /// The settings the server started with.
@@ -210,6 +236,12 @@ package final class HTTPServer: Sendable {
 
     /// Connections refused at a limit so far.
     package var refusedConnectionCount: Int { core.refused.load(ordering: .relaxed) }
+
+    /// HTTP/2 requests answered `503` past ``Limits/maxConcurrentStreams`` so far.
+    package var refusedStreamCount: Int { core.refusedStreams.load(ordering: .relaxed) }
+
+    /// HTTP/1 connections cut at ``Limits/requestTimeout`` with a request unfinished so far.
+    package var requestDeadlineCount: Int { core.deadlineCuts.load(ordering: .relaxed) }
 
     /// Requests whose response has not been handed to the loop yet.
     package var inFlightRequestCount: Int { core.inFlight.load(ordering: .relaxed) }

@@ -3,10 +3,12 @@ import Foundation
 import HTTPDNSCore
 import Synchronization
 
-/// What the C loop calls back into, through its context pointer.
+/// What the C loops call back into, through their context pointer.
 ///
-/// `perClient` is touched only on the loop thread (accept and close callbacks); the counters are
-/// atomics read from anywhere; the server pointer sits behind a lock so that stopping happens once.
+/// With several loop threads the callbacks run at the same time: `accept` on loop 0, the others on
+/// the loop that holds the connection. `perClient` (accept and close only) sits behind a lock; the
+/// counters are atomics read from anywhere; the server pointer sits behind a lock so that stopping
+/// happens once.
 /// The C server outlives this object's use of it (it is never freed; see `httpdns_h2o_server_destroy`).
 final class HTTPServerCore: @unchecked Sendable {
     let maxRequestBodyBytes: Int
@@ -20,14 +22,20 @@ final class HTTPServerCore: @unchecked Sendable {
     let open = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
+    /// HTTP/2 requests answered 503 past ``HTTPServer/Limits/maxConcurrentStreams``.
+    let refusedStreams = Atomic<Int>(0)
+    /// HTTP/1 connections cut at ``HTTPServer/Limits/requestTimeout`` with a request unfinished.
+    let deadlineCuts = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
-    /// Open connections per client address; loop thread only.
-    private var perClient: [HTTPDNSIPAddress: Int] = [:]
+    /// Open connections per client address (taken on accept and close, not per request).
+    private let perClient = HTTPDNSLock<[HTTPDNSIPAddress: Int]>([:])
     /// Streaming responses waiting for `proceed`, by request token.
     let pumps = HTTPDNSLock<[UInt: HTTPServerStreamPump]>([:])
+    /// The running server's handle; taken (set to nil) by the one `stop` that destroys it.
     private let server: HTTPDNSLock<ServerHandle?>
-    /// The handle once stopped: posts still reach the C side, which drops them.
-    private let stoppedHandle = HTTPDNSLock<ServerHandle?>(nil)
+    /// The `httpdns_h2o_server *` as bits, for posting without a lock: set once before the loops
+    /// start, and valid for ever (the C server is never freed; after `destroy` it drops posts).
+    private let postTarget = Atomic<UInt>(0)
 
     /// The `httpdns_h2o_server *`; its post functions are thread-safe.
     struct ServerHandle: @unchecked Sendable {
@@ -76,7 +84,8 @@ final class HTTPServerCore: @unchecked Sendable {
         settings.handshake_timeout_ms = Self.milliseconds(limits.handshakeTimeout)
         settings.idle_timeout_ms = Self.milliseconds(limits.idleTimeout)
         settings.graceful_shutdown_ms = 2_000
-        settings.max_streams = max(1, limits.maxConcurrentStreams)
+        settings.max_streams = min(max(1, limits.maxConcurrentStreams), HTTPServer.Limits.streamCeiling)
+        settings.threads = max(1, min(configuration.threads, HTTPServer.Configuration.maxThreads))
         settings.max_body_bytes = max(
             0, bodySink == nil ? configuration.maxRequestBodyBytes : max(configuration.maxRequestBodyBytes, configuration.maxSinkBodyBytes))
         var callbacks = httpdns_h2o_callbacks()
@@ -85,6 +94,7 @@ final class HTTPServerCore: @unchecked Sendable {
         callbacks.closed = serverClosed
         callbacks.request = serverRequest
         callbacks.proceed = serverProceed
+        callbacks.shed = serverShed
         server = HTTPDNSLock(nil)
         callbacks.context = Unmanaged.passUnretained(self).toOpaque()
         guard let pointer = httpdns_h2o_server_create(&settings, callbacks) else {
@@ -97,6 +107,7 @@ final class HTTPServerCore: @unchecked Sendable {
         // The loop holds a reference until the server is stopped (see `stop`).
         _ = Unmanaged.passRetained(self)
         server.withLock { $0 = ServerHandle(pointer: pointer) }
+        postTarget.store(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pointer))), ordering: .releasing)
         let started = httpdns_h2o_server_start(pointer)
         guard started == 0 else {
             stop(drain: .zero)
@@ -145,26 +156,31 @@ final class HTTPServerCore: @unchecked Sendable {
             defer { value = nil }
             return value != nil
         }) else { return }
-        stoppedHandle.withLock { $0 = handle }
         httpdns_h2o_server_destroy(handle.pointer)
         // The loop thread has ended: no more callbacks use the context pointer.
         Unmanaged.passUnretained(self).release()
     }
 
-    // MARK: Loop-thread callbacks
+    // MARK: Loop-thread callbacks (several loops may call at once)
 
     /// 0 refuse, 1 keep, 2 keep and read a PROXY header first.
     func accept(listener: Int, peer: UnsafePointer<sockaddr>?) -> Int32 {
         let address = Self.peer(peer).0
+        // Only loop 0 accepts, so the totals only fall between the check and the count.
         let total = open.load(ordering: .relaxed)
-        let fromClient = address.map { perClient[$0, default: 0] } ?? 0
-        guard total < limits.maxConnections, fromClient < limits.maxConnectionsPerClient else {
+        let kept = perClient.withLock { perClient -> Bool in
+            guard total < limits.maxConnections else { return false }
+            guard let address else { return true }
+            guard perClient[address, default: 0] < limits.maxConnectionsPerClient else { return false }
+            perClient[address, default: 0] += 1
+            return true
+        }
+        guard kept else {
             refused.add(1, ordering: .relaxed)
             events?(total < limits.maxConnections ? .refusedPerClient : .refusedConnections)
             return 0
         }
         events?(.opened)
-        if let address { perClient[address, default: 0] += 1 }
         open.add(1, ordering: .relaxed)
         accepted.add(1, ordering: .relaxed)
         if let proxyProtocol, let address, proxyProtocol.expects(listener, address) { return 2 }
@@ -197,8 +213,11 @@ final class HTTPServerCore: @unchecked Sendable {
     func closed(peer: UnsafePointer<sockaddr>?) {
         open.subtract(1, ordering: .relaxed)
         events?(.closed)
-        guard let address = Self.peer(peer).0, let count = perClient[address] else { return }
-        if count <= 1 { perClient[address] = nil } else { perClient[address] = count - 1 }
+        guard let address = Self.peer(peer).0 else { return }
+        perClient.withLock { perClient in
+            guard let count = perClient[address] else { return }
+            if count <= 1 { perClient[address] = nil } else { perClient[address] = count - 1 }
+        }
     }
 
     func request(_ request: OpaquePointer) {
@@ -232,6 +251,20 @@ final class HTTPServerCore: @unchecked Sendable {
         responder(head, nil, exchange)
     }
 
+    /// The loop refused work (see `HTTPDNS_H2O_SHED_*`).
+    func shed(reason: Int32) {
+        switch reason {
+        case Int32(HTTPDNS_H2O_SHED_STREAMS):
+            refusedStreams.add(1, ordering: .relaxed)
+            events?(.refusedStream)
+        case Int32(HTTPDNS_H2O_SHED_DEADLINE):
+            deadlineCuts.add(1, ordering: .relaxed)
+            events?(.requestDeadline)
+        default:
+            break
+        }
+    }
+
     func proceed(token: UInt, cancelled: Bool) {
         guard let pump = pumps.withLock({ $0[token] }) else { return }
         pump.proceed(cancelled: cancelled)
@@ -239,12 +272,13 @@ final class HTTPServerCore: @unchecked Sendable {
 
     // MARK: Posting (any thread)
 
-    /// Hands a message to the loop. No lock is held during the call: on the loop thread the C side
-    /// writes the response at once, which may start the next request (and so come back here). The
-    /// C server is never freed, and after `destroy` it drops what is posted.
+    /// Hands a message to the request's loop. No lock is taken or held: on the loop thread the C
+    /// side writes the response at once, which may start the next request (and so come back here).
+    /// The C server is never freed, and after `destroy` it drops what is posted.
     func post(_ body: (OpaquePointer) -> Void) {
-        guard let handle = server.withLock({ $0 }) ?? stoppedHandle.withLock({ $0 }) else { return }
-        body(handle.pointer)
+        let bits = postTarget.load(ordering: .acquiring)
+        guard bits != 0, let pointer = OpaquePointer(bitPattern: bits) else { return }
+        body(pointer)
     }
 
     func finished(_ token: UInt) {
@@ -263,11 +297,13 @@ final class HTTPServerCore: @unchecked Sendable {
         let target = bytes { httpdns_h2o_request_target(request, $0) }
         let queryAt = httpdns_h2o_request_query_at(request)
         let pathBytes = queryAt >= 0 ? target[..<Int(queryAt)] : target[...]
-        let path = String(decoding: HTTPServerQuery.decode(ArraySlice(pathBytes), plusIsSpace: false), as: UTF8.self)
+        let path = pathBytes.contains(UInt8(ascii: "%"))
+            ? String(decoding: HTTPServerQuery.decode(ArraySlice(pathBytes), plusIsSpace: false), as: UTF8.self)
+            : String(decoding: pathBytes, as: UTF8.self)
         let query = queryAt >= 0 ? HTTPServerQuery(target[(Int(queryAt) + 1)...]) : HTTPServerQuery()
         var headers: [HTTPServer.Header] = []
         let count = httpdns_h2o_request_header_count(request)
-        headers.reserveCapacity(count)
+        headers.reserveCapacity(count + 2)  // room for the host and content-length added below
         for index in 0..<count {
             let name = bytes { httpdns_h2o_request_header_name(request, index, $0) }
             let value = bytes { httpdns_h2o_request_header_value(request, index, $0) }
@@ -343,6 +379,10 @@ private let serverClosed: @convention(c) (UnsafeMutableRawPointer?, UnsafePointe
 private let serverRequest: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?) -> Void = { context, request in
     guard let request else { return }
     core(context).request(request)
+}
+
+private let serverShed: @convention(c) (UnsafeMutableRawPointer?, Int32) -> Void = { context, reason in
+    core(context).shed(reason: reason)
 }
 
 private let serverProceed: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, Int32) -> Void = {

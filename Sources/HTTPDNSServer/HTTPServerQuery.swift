@@ -67,8 +67,7 @@ package struct HTTPServerQuery: Sendable {
 
     /// How many times `name` occurs.
     package func count(_ name: String) -> Int {
-        let wanted = Array(name.utf8)
-        return parsed.reduce(0) { $0 + ($1.name == wanted ? 1 : 0) }
+        parsed.reduce(0) { $0 + ($1.name.elementsEqual(name.utf8) ? 1 : 0) }
     }
 
     /// Every item as text.
@@ -81,8 +80,7 @@ package struct HTTPServerQuery: Sendable {
     }
 
     private func item(_ name: String) -> Item? {
-        let wanted = Array(name.utf8)
-        return parsed.first { $0.name == wanted }
+        parsed.first { $0.name.elementsEqual(name.utf8) }
     }
 
     /// `%XX` decoded (and `+` → space when asked); the bytes unchanged when an escape is broken.

@@ -2,42 +2,23 @@
 import Glibc
 #elseif canImport(Musl)
 import Musl
-#elseif canImport(Darwin)
-import Darwin
 #endif
 import Foundation
 
 /// A server process started by a test: runs in the foreground as our child, and is stopped with
 /// SIGTERM, then SIGKILL when it does not exit in time, so that a stuck server never hangs the suite.
+/// Started through ``Spawn`` (posix_spawn), not Foundation's `Process`.
 final class ChildProcess: @unchecked Sendable {
-    // `Process` is not Sendable; every access goes through the lock.
+    // The pid and the reaped status are only touched under the lock.
     private let lock = NSLock()
-    private var process: Process?
+    private let pid: pid_t
+    private var reaped = false
+    private var stopped = false
     private let stopTimeout: Duration
 
     /// Starts `executable` with stdin from /dev/null and stdout and stderr appended to `output`.
     init(executable: String, arguments: [String], output: URL, stopTimeout: Duration = .seconds(10)) throws {
-        if !FileManager.default.fileExists(atPath: output.path) {
-            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        }
-        let log = try FileHandle(forWritingTo: output)
-        defer { try? log.close() }
-        try log.seekToEnd()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = log
-        process.standardError = log
-        // The child inherits this thread's signal mask, and libdispatch worker threads (where async
-        // tests run) block SIGTERM: spawn with nothing blocked so that stop() works.
-        var empty = sigset_t()
-        var saved = sigset_t()
-        sigemptyset(&empty)
-        pthread_sigmask(SIG_SETMASK, &empty, &saved)
-        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
-        try process.run()
-        self.process = process
+        pid = try Spawn.start(executable, arguments, stdout: output.path, stderr: output.path, append: true)
         self.stopTimeout = stopTimeout
     }
 
@@ -47,7 +28,16 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Whether the process has not exited yet.
     var isRunning: Bool {
-        lock.withLock { process?.isRunning ?? false }
+        lock.withLock { !reapIfExited() }
+    }
+
+    /// Reaps the child if it has exited; true once it is gone. Under the lock.
+    private func reapIfExited() -> Bool {
+        if reaped { return true }
+        var status: Int32 = 0
+        let result = waitpid(pid, &status, WNOHANG)
+        if result == pid || (result < 0 && errno == ECHILD) { reaped = true }
+        return reaped
     }
 
     /// Sends SIGTERM and waits; after `timeout` (default: the one given at start) sends SIGKILL.
@@ -55,20 +45,24 @@ final class ChildProcess: @unchecked Sendable {
     /// - Returns: false when the process was already stopped by an earlier call.
     @discardableResult
     func stop(timeout: Duration?) -> Bool {
-        guard let process = lock.withLock({ () -> Process? in
-            defer { self.process = nil }
-            return self.process
-        }) else { return false }
-        guard process.isRunning else { return true }
-        process.terminate()
+        let first = lock.withLock { () -> Bool in
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return false }
+        guard isRunning else { return true }
+        kill(pid, SIGTERM)
         let deadline = ContinuousClock.now + (timeout ?? stopTimeout)
-        while process.isRunning, ContinuousClock.now < deadline {
+        while isRunning, ContinuousClock.now < deadline {
             usleep(10_000)
         }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+        if isRunning {
+            kill(pid, SIGKILL)
+            lock.withLock {
+                var status: Int32 = 0
+                if !reaped, waitpid(pid, &status, 0) == pid { reaped = true }
+            }
         }
-        process.waitUntilExit()
         return true
     }
 }

@@ -96,22 +96,15 @@ package struct TestCertificates: Sendable {
     }
 
     private static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        let process: RunningTool
         do {
-            try process.run()
+            process = try RunningTool(executable: URL(fileURLWithPath: "/usr/bin/openssl"), arguments: arguments)
         } catch {
             throw Failure(description: "cannot run /usr/bin/openssl: \(error)")
         }
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        guard try process.wait(timeout: .seconds(60)) == 0 else {
             throw Failure(
-                description: "openssl \(arguments.first ?? "") failed: \(String(decoding: message, as: UTF8.self))")
+                description: "openssl \(arguments.first ?? "") failed: \(String(decoding: process.stderr, as: UTF8.self))")
         }
     }
 }

@@ -78,9 +78,8 @@ package struct ToolRunner: Sendable {
 
 /// A started process (the `httpdns` binary, or `curl` in tests).
 ///
-/// Spawned with `posix_spawn` and reaped with `waitpid` here rather than through Foundation's
-/// `Process`: Foundation's monitor thread blocks in `waitpid` on any child that closes its inherited
-/// descriptors while running (dnsmasq does), and then never notices other children exit.
+/// Spawned by ``Spawn`` (posix_spawn) and reaped with `waitpid` here rather than through Foundation's
+/// `Process` (see ``Spawn`` for why).
 package final class RunningTool: @unchecked Sendable {
     // @unchecked: the mutable exit status is only touched by the one test thread driving this value.
     private let pid: pid_t
@@ -98,26 +97,12 @@ package final class RunningTool: @unchecked Sendable {
         stderrPath = directory.appendingPathComponent("stderr")
         commandLine = ([executable.lastPathComponent] + arguments).joined(separator: " ")
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderrPath.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let environmentLines = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
-        let envp = environmentLines.map { strdup($0) } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var child: pid_t = 0
-        let result = posix_spawn(&child, executable.path, &actions, nil, argv, envp)
-        guard result == 0 else {
+        do {
+            pid = try Spawn.start(executable.path, arguments, environment: environment, stdout: stdoutPath.path, stderr: stderrPath.path)
+        } catch {
             try? FileManager.default.removeItem(at: directory)
-            throw ToolRunner.Failure("cannot run \(executable.path): \(String(cString: strerror(result)))")
+            throw ToolRunner.Failure(error.description)
         }
-        pid = child
     }
 
     deinit {
@@ -142,8 +127,7 @@ package final class RunningTool: @unchecked Sendable {
         var status: Int32 = 0
         let reaped = waitpid(pid, &status, WNOHANG)
         guard reaped == pid else { return nil }
-        let signal = status & 0x7f
-        exitStatus = signal == 0 ? (status >> 8) & 0xff : 128 + signal
+        exitStatus = Spawn.exitStatus(status)
         return exitStatus
     }
 

@@ -23,16 +23,23 @@ extension Command {
             """),
         OptionSpec("tls-cert", value: "file", help: "PEM certificate chain for HTTPS listeners; reloaded on SIGHUP. Default none."),
         OptionSpec("tls-key", value: "file", help: "PEM private key for --tls-cert; reloaded on SIGHUP. Default none."),
+        OptionSpec("threads", value: "n", help: """
+            Event-loop threads (1-256), each serving its share of the connections. Default the number of \
+            online CPUs (\(HTTPServer.Configuration.onlineProcessors) here).
+            """),
         OptionSpec("reuse-port", help: "Set SO_REUSEPORT so that several instances share one port. Default off."),
         OptionSpec("max-connections", value: "n", help: "Open connections in all; more get a 503 (TLS: closed). Default 10000."),
         OptionSpec("max-connections-per-client", value: "n", help: "Open connections from one client address. Default 1000."),
         OptionSpec("request-timeout", value: "seconds", help: """
-            HTTP/1: deadline for a request's head and body (slowloris), and the idle time of a keep-alive \
-            connection. Default 10.
+            HTTP/1: deadline for a request's head and body (slowloris: cut, counted as shed, plain \
+            clients read 408), and the idle time of a keep-alive connection. Default 10.
             """),
         OptionSpec("handshake-timeout", value: "seconds", help: "Deadline for a TLS handshake. Default 10."),
         OptionSpec("idle-timeout", value: "seconds", help: "HTTP/2: idle time of a connection. Default 30."),
-        OptionSpec("max-streams", value: "n", help: "HTTP/2: requests of one connection handled at once. Default 100."),
+        OptionSpec("max-streams", value: "n", help: """
+            HTTP/2: requests of one connection handled at once (1-100); more get 503 with Retry-After, \
+            counted as shed. Default 100.
+            """),
         OptionSpec("drain-timeout", value: "seconds", help: "On SIGTERM/SIGINT: how long requests in flight may finish. Default 5."),
         OptionSpec("access-log", value: "file", help: """
             One JSON line per answered request (time, client, protocol, endpoint, name, type, status, rcode, \
@@ -62,7 +69,7 @@ extension Command {
         overview: """
             Run an HTTPDNS server: answers DNSPod (/d?dn=), Alibaba (/ACCOUNT/d?host=), IP-list (/ips?host=) \
             and DNS-over-HTTPS (/dns-query, wire and JSON) requests from a zone file and upstream resolvers, \
-            over HTTP/1.1 and HTTP/2 on one event loop. /health answers 200 "ready" (503 "draining" while \
+            over HTTP/1.1 and HTTP/2 on --threads event loops. /health answers 200 "ready" (503 "draining" while \
             stopping), /metrics Prometheus text. SIGHUP reloads the zone and the certificate (a bad new one is refused, the old one kept, \
             and the reason printed). SIGTERM or SIGINT stops accepting, lets requests in flight finish within \
             --drain-timeout, then exits 0.
@@ -210,7 +217,8 @@ extension Command {
         }
         if let value = try count("max-connections", 1...1_000_000) { connections.maxConnections = value }
         if let value = try count("max-connections-per-client", 1...1_000_000) { connections.maxConnectionsPerClient = value }
-        if let value = try count("max-streams", 1...256) { connections.maxConcurrentStreams = value }
+        if let value = try count("max-streams", 1...HTTPServer.Limits.streamCeiling) { connections.maxConcurrentStreams = value }
+        if let value = try count("threads", 1...HTTPServer.Configuration.maxThreads) { connections.threads = value }
         if let value = try seconds("request-timeout") { connections.requestTimeout = value }
         if let value = try seconds("handshake-timeout") { connections.handshakeTimeout = value }
         if let value = try seconds("idle-timeout") { connections.idleTimeout = value }

@@ -49,6 +49,22 @@ final class DNSRoundTripTests: XCTestCase {
         XCTAssertEqual(occurrences.count, 1)
     }
 
+    /// The full response byte for byte as the writer encoded it when it kept its compression targets
+    /// in a table keyed by lower-cased suffixes (before the scan of earlier names on the wire): the
+    /// same pointers to the same first copies, mixed case included (`Alias.Example.com` first).
+    func testCompressionPicksTheFirstCopyOfTheLongestSuffix() throws {
+        let expected = [
+            "42428180000100070002000105416c696173074578616d706c6503636f6d0000010001c00c0005000100000078000603",
+            "777777c012c02f000100010000003c00045db8d822c02f001c00010000003c0010000102030405060708090a0b0c0d0e",
+            "0fc02f0010000100000005000d0b763d73706631202d616c6c00c02f000f0001000000050009000a046d61696cc01201",
+            "3401330132013107696e2d61646472046172706100000c0001000000050002c02fc02f00410003000000070003000100",
+            "c0120002000100000e100006036e7331c012c0120006000100000e100023c0cc0a686f73746d6173746572c012000000",
+            "01000000020000000300000004000000050000291000010080000006000a0002abcd",
+        ].joined()
+        let encoded = try fullResponse().encode()
+        XCTAssertEqual(encoded.map { String(format: "%02x", $0) }.joined(), expected)
+    }
+
     func testUnknownTypeRdataIsNotCompressedAgainst() throws {
         // Opaque RDATA that happens to look like a name must be copied verbatim, not rewritten.
         var message = DNSMessage(id: 1)

@@ -69,14 +69,8 @@ final class NginxLauncherTests: XCTestCase {
     }
 
     private func curl(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        let process = try RunningTool(executable: URL(fileURLWithPath: "/usr/bin/curl"), arguments: arguments)
+        _ = try process.wait(timeout: .seconds(60))
+        return String(decoding: process.stdout, as: UTF8.self)
     }
 }

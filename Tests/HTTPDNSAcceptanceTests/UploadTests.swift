@@ -89,14 +89,8 @@ final class UploadTests: XCTestCase {
 
     /// `sha256sum FILE`, the coreutils command.
     static func sha256sum(_ file: URL) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        process.arguments = [file.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return String(text.prefix(64))
+        let process = try RunningTool(executable: URL(fileURLWithPath: "/usr/bin/sha256sum"), arguments: [file.path])
+        _ = try process.wait(timeout: .seconds(120))
+        return String(String(decoding: process.stdout, as: UTF8.self).prefix(64))
     }
 }

@@ -19,23 +19,11 @@ class HTTPDNSServiceInteropTestsBase: HTTPDNSServiceTestCase {
 
     /// Runs a binary to completion (killed after `seconds`), collecting its output.
     func run(_ path: String, _ arguments: [String], seconds: Double = 30) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        watchdog.cancel()
+        let process = try RunningTool(executable: URL(fileURLWithPath: path), arguments: arguments)
+        let status = try process.wait(timeout: .milliseconds(Int(seconds * 1000)))
         return Run(
-            status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
-            errors: String(decoding: err, as: UTF8.self))
+            status: status, output: String(decoding: process.stdout, as: UTF8.self),
+            errors: String(decoding: process.stderr, as: UTF8.self))
     }
 
     /// An HTTPS service whose certificate (IP SAN 127.0.0.1) is issued by a fresh private CA.
@@ -107,15 +95,16 @@ final class HTTPDNSServiceDigTests: HTTPDNSServiceInteropTestsBase {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
         let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
-        let nginx = try NginxFront(backendPort: try XCTUnwrap(service.port), leaf: leaf)
+        let front = Nginx.Location.proxy("/dns-query", to: "http://127.0.0.1:\(try XCTUnwrap(service.port))")
+        let nginx = try Nginx(Nginx.Configuration(virtualHosts: [Nginx.VirtualHost(["localhost"], tls: leaf, locations: [front])]))
         defer { nginx.stop() }
         let common = [
-            "@127.0.0.1", "-p", "\(nginx.port)", "+tries=1", "+timeout=5",
+            "@127.0.0.1", "-p", "\(try XCTUnwrap(nginx.httpsPort))", "+tries=1", "+timeout=5",
             "+tls-ca=\(certificates.caCertificatePath)", "+tls-hostname=localhost",
         ]
         for method in ["+https", "+https-get"] {
             let answer = try run("/usr/bin/dig", [method] + common + ["name.test", "A"])
-            XCTAssertEqual(answer.status, 0, answer.errors + answer.output + nginx.log())
+            XCTAssertEqual(answer.status, 0, answer.errors + answer.output + nginx.errorLog)
             XCTAssertTrue(answer.output.contains("status: NOERROR"), answer.output)
             XCTAssertTrue(answer.output.contains("flags: qr aa rd ra"), answer.output)
             XCTAssertTrue(answer.output.range(of: #"name\.test\.\s+5\s+IN\s+A\s+127\.0\.0\.1"#, options: .regularExpression) != nil, answer.output)
@@ -151,113 +140,5 @@ final class HTTPDNSServiceDigTests: HTTPDNSServiceInteropTestsBase {
         let h2c = try run("/usr/bin/dig", ["+http-plain", "@127.0.0.1", "-p", "\(plainPort)", "+tries=1", "+timeout=5", "name.test", "A"])
         XCTAssertEqual(h2c.status, 0, h2c.output + h2c.errors)
         XCTAssertTrue(h2c.output.contains("status: NOERROR"), h2c.output + h2c.errors)
-    }
-}
-
-/// nginx (the Debian package) in the foreground on a free loopback port, terminating TLS with
-/// HTTP/2 and proxying `/dns-query` to the service over HTTP/1.1.
-final class NginxFront {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    let port: Int
-    let directory: URL
-    let process = Process()
-
-    init(backendPort: Int, leaf: TestCertificates.Leaf) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-nginx-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try Self.freePort()
-        let root = directory.path
-        let configuration = """
-            daemon off;
-            master_process off;
-            worker_processes 1;
-            pid \(root)/nginx.pid;
-            error_log \(root)/error.log info;
-            events { worker_connections 64; }
-            http {
-                access_log off;
-                client_body_temp_path \(root)/body;
-                proxy_temp_path \(root)/proxy;
-                fastcgi_temp_path \(root)/fastcgi;
-                uwsgi_temp_path \(root)/uwsgi;
-                scgi_temp_path \(root)/scgi;
-                server {
-                    listen 127.0.0.1:\(port) ssl http2;
-                    ssl_certificate \(leaf.certificatePath);
-                    ssl_certificate_key \(leaf.keyPath);
-                    location /dns-query {
-                        proxy_pass http://127.0.0.1:\(backendPort);
-                        proxy_http_version 1.1;
-                    }
-                }
-            }
-            """
-        let file = directory.appendingPathComponent("nginx.conf").path
-        try configuration.write(toFile: file, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-e", "\(root)/stderr.log", "-p", root, "-c", file]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Ready when the port accepts connections; fail loudly if it never does.
-        for _ in 0..<100 {
-            if Self.accepts(port) { return }
-            guard process.isRunning else { break }
-            usleep(50_000)
-        }
-        let log = self.log()
-        stop()
-        throw NginxFront.Failure("nginx did not start: \(log)")
-    }
-
-    func log() -> String {
-        ["error.log", "stderr.log"].compactMap {
-            try? String(contentsOfFile: directory.appendingPathComponent($0).path, encoding: .utf8)
-        }.joined(separator: "\n")
-    }
-
-    func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    /// A port the kernel just handed out on 127.0.0.1 (bound, read back, released).
-    static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw NginxFront.Failure("socket() failed") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
-            }
-        }
-        guard bound else { throw NginxFront.Failure("bind() failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    static func accepts(_ port: Int) -> Bool {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { return false }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
     }
 }

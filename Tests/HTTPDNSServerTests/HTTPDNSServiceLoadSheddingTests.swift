@@ -3,6 +3,7 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import Synchronization
 import XCTest
 
 /// The service under hostile load: more connections than it may hold, slowloris, one greedy
@@ -116,5 +117,51 @@ final class HTTPDNSServiceLoadSheddingTests: HTTPDNSServiceTestCase {
         XCTAssertEqual(other.readResponse(timeout: 10).status, 200, "another client is not affected")
         for client in held { client.send(request) }
         for client in held { XCTAssertEqual(client.readResponse(timeout: 10).status, 200) }
+    }
+
+    /// An upstream that answers only once `open` is set, so that requests stay in the service.
+    final class GateResolver: HTTPDNSResolver {
+        let name = "gate"
+        let open = Atomic<Bool>(false)
+
+        func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+            while !open.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+            return HTTPDNSRecordSet(host: host, ipv4: [HTTPDNSIPAddress("203.0.113.9")!], ttl: 60)
+        }
+    }
+
+    func testStreamsPastTheLimitAndUnfinishedRequestsAreShedInTheMetrics() throws {
+        let gate = GateResolver()
+        let service = try startService { configuration in
+            configuration.connections.maxConcurrentStreams = 4
+            configuration.connections.requestTimeout = .seconds(1)
+            configuration.upstream.resolvers = [gate]
+        }
+        let url = base(service) + "/dns-query?dns=" + DoHWireFormat.base64URL(
+            DNSMessage.query(name: try DNSName("gated.example.test"), type: .A, id: 0))
+        func shed(_ reason: String) throws -> Double? {
+            try PrometheusText(service.metrics.render()).value("httpdns_shed_total", ["reason": reason])
+        }
+        // h2load: one HTTP/2 connection (h2c), ten queries at once; four wait for the upstream.
+        let result = HTTPDNSLock<String?>(nil)
+        let done = expectation(description: "h2load finished")
+        Thread {
+            let output = try? HTTPServerLimitsTests.run("/usr/bin/h2load", ["-n", "10", "-c", "1", "-m", "10", url])
+            result.withLock { $0 = output?.output }
+            done.fulfill()
+        }.start()
+        let end = Date().addingTimeInterval(20)
+        while try shed("streams") ?? 0 < 6, Date() < end { usleep(2_000) }
+        XCTAssertEqual(try shed("streams"), 6)
+        gate.open.store(true, ordering: .releasing)
+        wait(for: [done], timeout: 30)
+        let output = try XCTUnwrap(result.withLock { $0 })
+        XCTAssertTrue(output.contains("status codes: 4 2xx, 0 3xx, 0 4xx, 6 5xx"), output)
+        // Half a request head, never finished: cut at the request timeout and counted.
+        let slow = try RawHTTPClient(port: try XCTUnwrap(service.port))
+        slow.send("GET /dns-query HTTP/1.1\r\n")
+        XCTAssertEqual(slow.readResponse(timeout: 10).status, 408)
+        XCTAssertEqual(try shed("deadline"), 1)
+        XCTAssertEqual(try shed("connections"), 0)
     }
 }

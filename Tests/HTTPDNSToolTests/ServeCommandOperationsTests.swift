@@ -32,7 +32,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
         XCTAssertEqual(help.status, 0)
         for expected in [
             "Default 127.0.0.1:8053", "Default 10000", "Default 1000.", "request-timeout", "Default 10.", "Default 30.",
-            "Default 100.", "Default 5.", "SO_REUSEPORT", "https://", "SIGHUP", "/health",
+            "Default 100.", "Default 5.", "SO_REUSEPORT", "https://", "SIGHUP", "/health", "online CPUs",
         ] {
             XCTAssertTrue(help.stdoutText.contains(expected), "help lacks '\(expected)':\n\(help.stdoutText)")
         }
@@ -50,6 +50,9 @@ final class ServeCommandOperationsTests: ToolTestCase {
         assertUsage(try run(["serve", "--listen", "https://127.0.0.1:0"]))  // HTTPS without a certificate
         assertUsage(try run(["serve", "--max-connections", "0"]))
         assertUsage(try run(["serve", "--request-timeout", "soon"]))
+        assertUsage(try run(["serve", "--threads", "0"]))
+        assertUsage(try run(["serve", "--threads", "257"]))
+        assertUsage(try run(["serve", "--max-streams", "101"]))  // h2o advertises 100 concurrent streams
     }
 
     func testPlainAndHTTPSListenersHealthAndSIGHUPReload() throws {
@@ -134,7 +137,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
         defer { upstream.stop() }
         let server = try runner.start([
             "serve", "--listen", "127.0.0.1:0", "--upstream", "dnspod=\(upstream.baseURL.absoluteString)", "--allow-private",
-            "--drain-timeout", "25", "--timeout", "25",
+            "--drain-timeout", "25", "--timeout", "25", "--threads", "3",  // the drain reaches every loop
         ])
         let url = try listening(server, count: 1)[0]
         let port = try XCTUnwrap(url.split(separator: ":").last.flatMap { Int($0) })

@@ -4,8 +4,10 @@
  * A narrow C face over h2o's evloop library (Debian libh2o-evloop-dev) for the Swift server.
  *
  * Swift never sees h2o's own headers: their inline functions, token macros, bit fields and
- * callback structs stay on this side. Everything here runs on the loop thread except
- * httpdns_h2o_post_*, which any thread may call (they queue a message and wake the loop).
+ * callback structs stay on this side. A server runs `threads` loop threads; the callbacks come on
+ * them, so with more than one they may run at the same time (`accepted` always on loop 0, the
+ * others on the loop that holds the connection). httpdns_h2o_post_* and the control functions
+ * may be called from any thread (they queue a message and wake the loop concerned).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +19,14 @@ typedef struct httpdns_h2o_server httpdns_h2o_server;
 typedef struct httpdns_h2o_request httpdns_h2o_request;
 /* An OpenSSL SSL_CTX, opaque to Swift. */
 typedef struct httpdns_h2o_tls httpdns_h2o_tls;
+
+/* Why the loop refused work, for the `shed` callback. */
+enum {
+    /* An HTTP/2 stream past max_streams on its connection (answered 503 with Retry-After). */
+    HTTPDNS_H2O_SHED_STREAMS = 1,
+    /* An HTTP/1 request whose head or body did not arrive within request_timeout_ms (plain: 408). */
+    HTTPDNS_H2O_SHED_DEADLINE = 2,
+};
 
 typedef struct {
     void *context;
@@ -37,11 +47,13 @@ typedef struct {
     void (*request)(void *context, httpdns_h2o_request *request);
     /* A streaming response may send its next chunk (`cancelled` 1: the client went away; stop). */
     void (*proceed)(void *context, void *token, int cancelled);
+    /* Work refused by a limit, one of HTTPDNS_H2O_SHED_*. */
+    void (*shed)(void *context, int reason);
 } httpdns_h2o_callbacks;
 
 typedef struct {
-    /* HTTP/1: the whole request head and body, and an idle keep-alive connection (h2o's
-     * http1.req_timeout). */
+    /* HTTP/1: the whole request head and body, from accept (TLS: the handshake's end) or the
+     * previous response; also how long an idle keep-alive connection stays. */
     uint64_t request_timeout_ms;
     /* TLS handshake deadline. */
     uint64_t handshake_timeout_ms;
@@ -49,10 +61,13 @@ typedef struct {
     uint64_t idle_timeout_ms;
     /* HTTP/2: how long GOAWAY waits before closing on shutdown. */
     uint64_t graceful_shutdown_ms;
-    /* HTTP/2: requests of one connection handled at once. */
+    /* HTTP/2: requests of one connection handled at once (handed to the request callback and not
+     * yet answered); more are answered 503 at once. At most h2o's advertised 100. */
     size_t max_streams;
     /* Larger request bodies get 413 from h2o. */
     size_t max_body_bytes;
+    /* Loop threads, each with its own h2o context (1 to 256). */
+    size_t threads;
 } httpdns_h2o_settings;
 
 /* Creates the server (its loop does not run yet); NULL on failure. */
@@ -60,15 +75,17 @@ httpdns_h2o_server *httpdns_h2o_server_create(const httpdns_h2o_settings *settin
 /* Adds a bound, listening socket (takes ownership of `fd`; `tls` may be NULL, a reference is taken);
  * before httpdns_h2o_server_start only. Returns the listener's index. */
 int httpdns_h2o_server_add_listener(httpdns_h2o_server *server, int fd, httpdns_h2o_tls *tls);
-/* Starts the loop thread; 0 on success, else an errno. */
+/* Starts the loop threads; 0 on success, else an errno (the loops that did start run until
+ * httpdns_h2o_server_destroy). */
 int httpdns_h2o_server_start(httpdns_h2o_server *server);
-/* Swaps the TLS context of listener `index` for new connections (takes a reference). Any thread. */
+/* Swaps the TLS context of listener `index` for new connections on every loop (each takes a
+ * reference). Any thread. */
 void httpdns_h2o_server_set_tls(httpdns_h2o_server *server, int index, httpdns_h2o_tls *tls);
 /* Stops accepting: closes the listeners, sends HTTP/2 GOAWAY, ends HTTP/1 keep-alive. Any thread. */
 void httpdns_h2o_server_stop_accepting(httpdns_h2o_server *server);
 /* Shuts down every open connection's socket. Any thread. */
 void httpdns_h2o_server_close_connections(httpdns_h2o_server *server);
-/* Ends the loop thread and frees what is safe to free. Any thread but the loop's; once. */
+/* Ends the loop threads and frees what is safe to free. Any thread but a loop's; once. */
 void httpdns_h2o_server_destroy(httpdns_h2o_server *server);
 /* Connections open right now. Any thread. */
 int httpdns_h2o_server_open_connections(httpdns_h2o_server *server);
