@@ -359,7 +359,10 @@ final class ProxyConnection {
         guard toServer != nil, toClient != nil else { return }
         let upLast = toClient!.finished
         let up = toServer!.run(loop: loop, closing: upLast)
-        let downLast = toServer!.finished || forwarding
+        // Only a connection whose both ends are over lets the close carry the end: a forwarded
+        // response may end while the client still sends, and a close over unread bytes resets the
+        // connection, which would drop what is still queued. There the end goes out first.
+        let downLast = toServer!.finished
         let down = toClient!.run(loop: loop, closing: downLast)
         if up || down { lastActivity = loop.now }
         if toClient!.failure != nil || toServer!.failure != nil {
