@@ -151,7 +151,7 @@ final class ProxyLoop: @unchecked Sendable {
     private func dispatch(_ registration: Registration, events: UInt32) {
         switch registration {
         case .listener(let fd):
-            acceptAll(fd)
+            acceptOne(fd)
         case .wake:
             var value: UInt64 = 0
             _ = read(wake, &value, 8)
@@ -167,23 +167,23 @@ final class ProxyLoop: @unchecked Sendable {
         }
     }
 
-    private func acceptAll(_ listener: Int32) {
-        while true {
-            // TCP_NODELAY comes from the listener (Linux copies it to accepted sockets).
-            let fd = httpdns_proxy_accept(listener)
-            if fd < 0 { return }  // EAGAIN, or EMFILE: the next readiness retries
-            assert(ProxySocket.hasNoDelay(fd), "accepted sockets no longer inherit TCP_NODELAY from the listener")
-            let id = nextConnectionID
-            nextConnectionID += 1
-            let connection = ProxyConnection(id: id, client: fd, loop: self, now: now)
-            guard settings.admit() else {
-                settings.monitor.proxyRefused(status: 503, reason: "too many connections")
-                connection.refuse(status: 503, reason: "too many connections")
-                continue
-            }
-            connections[id] = connection
-            connection.begin()
+    /// Accepts one client per readiness: the listener is level-triggered, so a backlog wakes a loop
+    /// again at once (with whatever else is ready), and no call is spent finding the queue empty.
+    private func acceptOne(_ listener: Int32) {
+        // TCP_NODELAY comes from the listener (Linux copies it to accepted sockets).
+        let fd = httpdns_proxy_accept(listener)
+        if fd < 0 { return }  // EAGAIN (another loop took it), or EMFILE: the next readiness retries
+        assert(ProxySocket.hasNoDelay(fd), "accepted sockets no longer inherit TCP_NODELAY from the listener")
+        let id = nextConnectionID
+        nextConnectionID += 1
+        let connection = ProxyConnection(id: id, client: fd, loop: self, now: now)
+        guard settings.admit() else {
+            settings.monitor.proxyRefused(status: 503, reason: "too many connections")
+            connection.refuse(status: 503, reason: "too many connections")
+            return
         }
+        connections[id] = connection
+        connection.begin()
     }
 
     private func scanDeadlines(now: UInt64) {
