@@ -1,0 +1,180 @@
+/*
+ * What the loop side's files share (see httpdns_h2o_server.c for how the loops work): includes,
+ * limits, the message, connection, loop, server and request records, and the functions that cross
+ * files. Private to CH2O: it sits beside the .c files, outside include/, so Swift never sees it.
+ * Each .c defines _GNU_SOURCE before any include (accept4).
+ */
+#ifndef HTTPDNS_H2O_INTERNAL_H
+#define HTTPDNS_H2O_INTERNAL_H
+#include "httpdns_h2o.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <h2o.h>
+#include <h2o/http1.h>
+#include <h2o/http2.h>
+#include <openssl/ssl.h>
+
+#define MAX_LISTENERS 32
+#define MAX_LOOPS 256
+
+enum message_kind {
+    MSG_HEAD,
+    MSG_CHUNK,
+    MSG_RELEASE,
+    MSG_ADOPT,
+    MSG_SET_TLS,
+    MSG_STOP_ACCEPTING,
+    MSG_CLOSE_CONNECTIONS,
+    MSG_EXIT
+};
+
+struct connection;
+struct loop;
+
+struct message {
+    h2o_multithread_message_t super;
+    enum message_kind kind;
+    httpdns_h2o_request *request;
+    int status;
+    int final;
+    long long content_length;
+    size_t header_count;
+    h2o_iovec_t *headers; /* 2 × header_count: name, value */
+    char *body;
+    size_t body_length;
+    SSL_CTX *tls;
+    int index;
+    /* MSG_ADOPT: a connection accepted by loop 0; `index` 2 when a PROXY header comes first. */
+    struct connection *connection;
+};
+
+struct listener {
+    httpdns_h2o_server *server;
+    int fd;
+    int index;
+    int tls;
+    /* The TLS context each loop starts with (a reference, dropped once every loop has its own). */
+    SSL_CTX *initial_tls;
+    /* Loop 0's socket on the listener; NULL once closed. */
+    h2o_socket_t *sock;
+};
+
+struct connection {
+    h2o_linklist_t link;
+    struct loop *loop;
+    h2o_socket_t *sock;
+    /* Linked while a PROXY header or the TLS handshake is awaited. */
+    h2o_timeout_entry_t setup_deadline;
+    /* HTTP/1: linked while a request (head and body) is awaited; see on_request_deadline. */
+    h2o_timeout_entry_t request_deadline;
+    struct timeval connected_at;
+    int fd;
+    int listener;
+    /* Requests of this connection handed to Swift and not yet let go (HTTP/2 stream limit). */
+    int requests;
+    struct sockaddr_storage peer;
+    socklen_t peer_length;
+};
+
+struct handler {
+    h2o_handler_t super;
+    struct loop *loop;
+};
+
+struct loop {
+    httpdns_h2o_server *server;
+    int index;
+    h2o_globalconf_t config;
+    h2o_context_t context;
+    h2o_evloop_t *evloop;
+    h2o_multithread_queue_t *queue;
+    h2o_multithread_receiver_t receiver;
+    /* This loop's context and current TLS context, per listener. */
+    h2o_accept_ctx_t accept_ctx[MAX_LISTENERS];
+    /* Our HTTP/1 request deadline (h2o's own req_timeout is set a second later, as a backstop). */
+    h2o_timeout_t request_deadline;
+    /* The callbacks of h2o's HTTP/1 connections, learnt at the first one: a socket whose connection
+     * has others has become HTTP/2 (h2c). */
+    const h2o_conn_callbacks_t *http1_callbacks;
+    h2o_linklist_t connections;
+    /* Connections handed to this loop and not closed yet (read by loop 0 to pick the next one). */
+    atomic_int connection_count;
+    /* MSG_CLOSE_CONNECTIONS was handled: a connection handed over later is closed at once. */
+    int closing;
+    /* Request records not yet freed (this loop's thread only). */
+    long live_requests;
+    /* For pthread_join (written by the creating thread). */
+    pthread_t thread;
+    /* The loop thread as it sees itself (written before `running`). */
+    pthread_t self;
+    /* Set once the loop's h2o objects exist. */
+    atomic_int running;
+    atomic_int exit_requested;
+};
+
+struct httpdns_h2o_server {
+    httpdns_h2o_callbacks callbacks;
+    httpdns_h2o_settings settings;
+    struct listener listeners[MAX_LISTENERS];
+    int listener_count;
+    struct loop *loops;
+    int loop_count;
+    /* Loop threads created (they are joined by destroy). */
+    int started;
+    /* Posted by each loop thread once its h2o objects exist. */
+    sem_t ready;
+    /* Loop 0 only. */
+    int accepting;
+    uint64_t accept_paused_until;
+    unsigned next_loop;
+    atomic_int open_connections;
+    /* Set once the loops have ended: later posts are dropped. */
+    atomic_int dead;
+};
+
+struct httpdns_h2o_request {
+    h2o_generator_t generator; /* first: h2o hands it back to the callbacks */
+    h2o_req_t *req;            /* NULL once h2o disposed of the request */
+    struct loop *loop;
+    /* The connection, until the request is disposed of (h2o disposes of a connection's requests
+     * before it closes its socket); NULL when it is not one of ours. */
+    struct connection *conn;
+    int http1;
+    /* Counted in conn->requests. */
+    int counted;
+    int swift_holds;
+    int started;
+    int stopped;
+    int finished;
+    int can_send;
+    struct message *pending;
+    char *inflight;
+};
+
+/* Crossing files; hidden, so they stay out of the library's exported symbols. */
+
+/* httpdns_h2o_server.c */
+__attribute__((visibility("hidden"))) void httpdns_h2o__post(struct loop *loop, struct message *m);
+__attribute__((visibility("hidden"))) struct message *httpdns_h2o__new_message(enum message_kind kind);
+
+/* httpdns_h2o_connection.c */
+__attribute__((visibility("hidden"))) uint64_t httpdns_h2o__now_ms(void);
+__attribute__((visibility("hidden"))) void httpdns_h2o__on_connection_close(void *data);
+__attribute__((visibility("hidden"))) void httpdns_h2o__arm_request_deadline(struct connection *c);
+__attribute__((visibility("hidden"))) void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int proxy);
+__attribute__((visibility("hidden"))) void httpdns_h2o__on_accept(h2o_socket_t *listener_socket, const char *error);
+
+/* httpdns_h2o_request.c */
+__attribute__((visibility("hidden"))) int httpdns_h2o__on_req(h2o_handler_t *self, h2o_req_t *req);
+__attribute__((visibility("hidden"))) void httpdns_h2o__handle_head(struct message *m);
+__attribute__((visibility("hidden"))) void httpdns_h2o__handle_chunk(struct message *m);
+__attribute__((visibility("hidden"))) void httpdns_h2o__handle_release(struct message *m);
+
+#endif
