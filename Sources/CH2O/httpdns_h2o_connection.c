@@ -173,7 +173,8 @@ static void on_proxy_read(h2o_socket_t *sock, const char *error)
     start_connection(c);
 }
 
-/* On the connection's own loop: its h2o socket is made here (see loop_main on __thread state). */
+/* On the connection's own loop: its h2o socket is made here (see loop_main, in httpdns_h2o_server.c,
+ * on __thread state). */
 void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int proxy)
 {
     c->loop = loop;

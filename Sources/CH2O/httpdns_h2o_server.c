@@ -208,7 +208,7 @@ static void setup(struct loop *loop)
     loop->config.http1.upgrade_to_http2 = 1;
     loop->config.http2.idle_timeout = settings->idle_timeout_ms;
     loop->config.http2.graceful_shutdown_timeout = settings->graceful_shutdown_ms;
-    /* h2o runs every stream it accepts (it resets those past its advertised 100 itself); on_req
+    /* h2o runs every stream it accepts (it resets those past its advertised 100 itself); httpdns_h2o__on_req
      * refuses those past max_streams, instead of h2o queueing them. */
     loop->config.http2.max_concurrent_requests_per_connection = H2O_HTTP2_SETTINGS_HOST.max_concurrent_streams;
     h2o_hostconf_t *host = h2o_config_register_host(&loop->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
