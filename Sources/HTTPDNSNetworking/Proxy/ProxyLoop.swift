@@ -14,7 +14,8 @@ import Synchronization
 /// peer's close, and stay so until they are closed (closing removes them from the set): a short
 /// tunnel costs two `epoll_ctl` calls, whatever its phases. Each connection keeps what the edges
 /// said (readable, writable, hung up) and clears it when a call would block. The listeners and the
-/// eventfd are level-triggered.
+/// eventfd are level-triggered; when an accept fails for want of descriptors, the listeners leave
+/// the loop's set for ``acceptPause`` rather than wake it at once for the same queued client.
 ///
 /// Everything but ``execute(_:)``, ``attempt(id:address:port:attempt:)`` and ``stop()`` runs on the
 /// loop thread only (the `@unchecked Sendable` below rests on that): the registrations, the
@@ -39,6 +40,9 @@ final class ProxyLoop: @unchecked Sendable {
     /// Most empty pipes kept for the next tunnels that reach the splice threshold.
     static let pooledPipes = 32
 
+    /// How long the listeners stay out of a loop's set when the process is out of descriptors.
+    static let acceptPause: UInt64 = 100_000_000
+
     /// Loops per proxy: one per core, at most 4 (a loopback proxy seldom needs more; each loop is a thread).
     static let defaultCount = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4))
 
@@ -55,6 +59,10 @@ final class ProxyLoop: @unchecked Sendable {
     private var nextConnectionID: UInt64 = 1
     private var running = true
     private var lastScan: UInt64 = 0
+    /// The listeners' tokens while they are in the set; empty while accepting is paused.
+    private var listenerTokens: [Int32: UInt64] = [:]
+    /// Set while the process is out of descriptors: when the listeners go back into the set.
+    private var acceptPausedUntil: UInt64?
     /// The monotonic time when the loop last woke (nanoseconds): precise enough for every deadline
     /// here, and read once per wake-up instead of once per use.
     private(set) var now = httpdns_proxy_now()
@@ -76,9 +84,7 @@ final class ProxyLoop: @unchecked Sendable {
             throw HTTPDNSProxyError(.cannotListen, "epoll/eventfd: \(ProxySocket.errorText(code))")
         }
         _ = register(wake, events: UInt32(HTTPDNS_PROXY_READABLE), .wake)
-        for listener in listeners.fds {
-            _ = register(listener, events: UInt32(HTTPDNS_PROXY_READABLE) | HTTPDNS_PROXY_EXCLUSIVE, .listener(listener))
-        }
+        resumeAccepting()
     }
 
     deinit {
@@ -131,7 +137,7 @@ final class ProxyLoop: @unchecked Sendable {
         let events = UnsafeMutableBufferPointer<httpdns_proxy_event>.allocate(capacity: 256)
         defer { events.deallocate() }
         while running {
-            let timeout: Int32 = connections.isEmpty ? -1 : 50
+            let timeout: Int32 = connections.isEmpty && acceptPausedUntil == nil ? -1 : 50
             let count = httpdns_proxy_epoll_wait(epoll, events.baseAddress, 256, timeout)
             if count < 0, errno != EINTR { break }
             now = httpdns_proxy_now()
@@ -139,6 +145,9 @@ final class ProxyLoop: @unchecked Sendable {
                 let event = events[index]
                 guard let registration = registrations[event.token] else { continue }
                 dispatch(registration, events: event.events)
+            }
+            if let until = acceptPausedUntil, now >= until {
+                resumeAccepting()
             }
             if now &- lastScan >= 50_000_000 {
                 lastScan = now
@@ -172,7 +181,13 @@ final class ProxyLoop: @unchecked Sendable {
     private func acceptOne(_ listener: Int32) {
         // TCP_NODELAY comes from the listener (Linux copies it to accepted sockets).
         let fd = httpdns_proxy_accept(listener)
-        if fd < 0 { return }  // EAGAIN (another loop took it), or EMFILE: the next readiness retries
+        if fd < 0 {
+            // EAGAIN: another loop took it. Out of descriptors or memory, the queue stays readable
+            // and would wake the loop at once, again and again: the listeners leave the set a moment.
+            let code = errno
+            if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM { pauseAccepting() }
+            return
+        }
         assert(ProxySocket.hasNoDelay(fd), "accepted sockets no longer inherit TCP_NODELAY from the listener")
         let id = nextConnectionID
         nextConnectionID += 1
@@ -184,6 +199,24 @@ final class ProxyLoop: @unchecked Sendable {
         }
         connections[id] = connection
         connection.begin()
+    }
+
+    private func pauseAccepting() {
+        for (fd, token) in listenerTokens {
+            _ = httpdns_proxy_epoll_control(epoll, 2, fd, 0, 0)
+            forget(token)
+        }
+        listenerTokens = [:]
+        acceptPausedUntil = now &+ Self.acceptPause
+    }
+
+    /// Puts the listeners (back) into the set; one the kernel refuses is tried again after a pause.
+    private func resumeAccepting() {
+        for fd in listeners.fds where listenerTokens[fd] == nil {
+            let token = register(fd, events: UInt32(HTTPDNS_PROXY_READABLE) | HTTPDNS_PROXY_EXCLUSIVE, .listener(fd))
+            if token != 0 { listenerTokens[fd] = token }
+        }
+        acceptPausedUntil = listenerTokens.count == listeners.fds.count ? nil : now &+ Self.acceptPause
     }
 
     private func scanDeadlines(now: UInt64) {
