@@ -70,9 +70,16 @@ package struct ToolRunner: Sendable {
         return Result(status: status, stdout: running.stdout, stderr: running.stderr)
     }
 
-    /// Starts the binary without waiting (for `serve`).
-    package func start(_ arguments: [String], environment: [String: String]? = nil) throws -> RunningTool {
-        try RunningTool(executable: executable, arguments: arguments, environment: environment)
+    /// Starts the binary without waiting (for `serve`). With `descriptorLimit`, it runs under that
+    /// RLIMIT_NOFILE, soft and hard (set by /bin/sh, which then execs the binary in its place).
+    package func start(_ arguments: [String], environment: [String: String]? = nil, descriptorLimit: Int? = nil) throws -> RunningTool {
+        guard let descriptorLimit else {
+            return try RunningTool(executable: executable, arguments: arguments, environment: environment)
+        }
+        return try RunningTool(
+            executable: URL(fileURLWithPath: "/bin/sh"),
+            arguments: ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", executable.path] + arguments,
+            environment: environment)
     }
 }
 
@@ -120,6 +127,18 @@ package final class RunningTool: @unchecked Sendable {
     package var stderr: Data { (try? Data(contentsOf: stderrPath)) ?? Data() }
     package var processIdentifier: Int32 { pid }
     package var isRunning: Bool { poll() == nil }
+
+    /// The CPU time (user and system) the process has used so far, from /proc.
+    package func cpuSeconds() throws -> Double {
+        let text = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        guard let end = text.lastIndex(of: ")") else { throw ToolRunner.Failure("unreadable /proc/\(pid)/stat") }
+        let fields = text[text.index(after: end)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else {
+            throw ToolRunner.Failure("unreadable /proc/\(pid)/stat")
+        }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
 
     /// Reaps the process if it has exited; its status (128 + signal when killed by one).
     private func poll() -> Int32? {

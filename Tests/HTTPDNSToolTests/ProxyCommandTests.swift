@@ -22,21 +22,14 @@ final class ProxyCommandTests: XCTestCase {
     ///
     /// Its environment points http(s)_proxy at a dead address: the engine's own requests to the
     /// HTTPDNS service would fail if they honoured it (or looped through the proxy itself).
-    /// With `descriptorLimit`, the daemon runs under that RLIMIT_NOFILE (soft and hard, set by the shell).
+    /// With `descriptorLimit`, the daemon runs under that RLIMIT_NOFILE.
     func startDaemon(_ extra: [String] = [], descriptorLimit: Int? = nil) throws -> (RunningTool, String) {
         var environment = ProcessInfo.processInfo.environment
         for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] { environment[name] = "http://127.0.0.1:9" }
         environment["no_proxy"] = nil
         environment["NO_PROXY"] = nil
-        let arguments = ["proxy", "--listen", "127.0.0.1:0"] + bed.engineArguments + extra
-        let daemon: RunningTool
-        if let descriptorLimit {
-            let shell = try ToolRunner(executable: URL(fileURLWithPath: "/bin/sh"))
-            daemon = try shell.start(
-                ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", tool.executable.path] + arguments, environment: environment)
-        } else {
-            daemon = try tool.start(arguments, environment: environment)
-        }
+        let daemon = try tool.start(
+            ["proxy", "--listen", "127.0.0.1:0"] + bed.engineArguments + extra, environment: environment, descriptorLimit: descriptorLimit)
         let line = try daemon.waitForLine(startingWith: "http://")
         return (daemon, line)
     }
@@ -121,9 +114,9 @@ final class ProxyCommandTests: XCTestCase {
         var idle: [RawHTTPClient] = []
         for _ in 0..<120 { idle.append(try RawHTTPClient(port: port)) }
         Thread.sleep(forTimeInterval: 0.5)  // the loops accept up to the limit and meet EMFILE
-        let before = try Self.cpuSeconds(daemon.processIdentifier)
+        let before = try daemon.cpuSeconds()
         Thread.sleep(forTimeInterval: 1.5)
-        let spent = try Self.cpuSeconds(daemon.processIdentifier) - before
+        let spent = try daemon.cpuSeconds() - before
         XCTAssertLessThan(spent, 0.3, "the proxy spent \(spent) s of CPU in 1.5 s with its listener backlogged and no descriptor free")
         XCTAssertTrue(daemon.isRunning, String(decoding: daemon.stderr, as: UTF8.self))
 
@@ -133,18 +126,6 @@ final class ProxyCommandTests: XCTestCase {
         XCTAssertEqual(curl.status, 0, curl.stderrText)
         XCTAssertEqual(curl.stdoutText, ProxyTestBed.realBody)
         try stop(daemon)
-    }
-
-    /// User plus system CPU time of `pid`, from /proc (clock ticks of 1/100 s).
-    static func cpuSeconds(_ pid: Int32) throws -> Double {
-        let text = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        // Fields after the command name, which is in parentheses and may hold spaces.
-        guard let end = text.lastIndex(of: ")") else { throw ToolRunner.Failure("unreadable /proc/\(pid)/stat") }
-        let fields = text[text.index(after: end)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else {
-            throw ToolRunner.Failure("unreadable /proc/\(pid)/stat")
-        }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     // MARK: - URLSession in a child process

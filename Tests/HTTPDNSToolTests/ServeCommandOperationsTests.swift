@@ -127,6 +127,30 @@ final class ServeCommandOperationsTests: ToolTestCase {
         XCTAssertEqual(without.status, 1, "without --reuse-port the port is busy")
     }
 
+    /// Clients past the descriptor limit wait in the listen queue, which keeps the listener
+    /// readable: the acceptor pauses instead of spinning on it, and answers again once descriptors
+    /// are free.
+    func testOutOfDescriptorsPausesAcceptingInsteadOfSpinning() throws {
+        let directory = try temporaryDirectory()
+        let zone = directory.appendingPathComponent("zone.json")
+        try Data(#"{"www.example.test": {"A": ["192.0.2.10"], "ttl": 60}}"#.utf8).write(to: zone)
+        let server = try runner.start(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path], descriptorLimit: 64)
+        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        let url = try listening(server, count: 1)[0]
+        let port = try XCTUnwrap(url.split(separator: ":").last.flatMap { Int($0) })
+        var idle: [RawHTTPClient] = []
+        for _ in 0..<120 { idle.append(try RawHTTPClient(port: port)) }
+        Thread.sleep(forTimeInterval: 0.5)  // the acceptor takes clients up to the limit and meets EMFILE
+        let before = try server.cpuSeconds()
+        Thread.sleep(forTimeInterval: 1.5)
+        let spent = try server.cpuSeconds() - before
+        XCTAssertLessThan(spent, 0.3, "serve spent \(spent) s of CPU in 1.5 s with its listener backlogged and no descriptor free")
+        XCTAssertTrue(server.isRunning, String(decoding: server.stderr, as: UTF8.self))
+
+        idle = []  // closed: the server frees their descriptors and drains the queue
+        XCTAssertEqual(try curl(["\(url)/d?dn=www.example.test"]).output, "192.0.2.10")
+    }
+
     func testSIGTERMUnderLoadAnswersEveryAcceptedRequest() throws {
         // An upstream that takes a while per name keeps requests in flight when SIGTERM arrives
         // (the engine asks it over a few connections, so the last answers come seconds later).
