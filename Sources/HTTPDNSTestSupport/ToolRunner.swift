@@ -140,6 +140,19 @@ package final class RunningTool: @unchecked Sendable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Opens `clients` idle connections to the process's listener on 127.0.0.1:`port` (more than
+    /// its descriptors allow, under ``ToolRunner/start(_:environment:descriptorLimit:)``), lets it
+    /// meet the limit, and measures the CPU it spends over the next `seconds`. The connections are
+    /// returned open: they keep the listen queue full until released.
+    package func cpuWhileBacklogged(port: Int, clients: Int = 120, seconds: Double = 1.5) throws -> (spent: Double, idle: [RawHTTPClient]) {
+        var idle: [RawHTTPClient] = []
+        for _ in 0..<clients { idle.append(try RawHTTPClient(port: port)) }
+        Thread.sleep(forTimeInterval: 0.5)  // it accepts up to the limit and meets EMFILE
+        let before = try cpuSeconds()
+        Thread.sleep(forTimeInterval: seconds)
+        return (try cpuSeconds() - before, idle)
+    }
+
     /// Reaps the process if it has exited; its status (128 + signal when killed by one).
     private func poll() -> Int32? {
         if let exitStatus { return exitStatus }
