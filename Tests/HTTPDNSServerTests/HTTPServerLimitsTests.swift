@@ -116,7 +116,7 @@ final class HTTPServerLimitsTests: XCTestCase {
             configuration.limits.requestTimeout = .seconds(1)
         }
         defer { holding.server.stop() }
-        // Foundation's Process, as the curl-driven tests here: the half head goes through its stdin.
+        // Foundation's Process, as RunningTool gives no stdin: the half head goes through it.
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = ["s_client", "-quiet", "-alpn", "http/1.1", "-connect", "127.0.0.1:\(holding.server.port)"]

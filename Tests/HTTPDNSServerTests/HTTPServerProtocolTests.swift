@@ -9,18 +9,9 @@ import XCTest
 /// driven by the curl command.
 final class HTTPServerProtocolTests: XCTestCase {
     static func curl(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-sS", "--noproxy", "*", "--max-time", "20"] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+        let result = try ToolRunner(executable: URL(fileURLWithPath: "/usr/bin/curl"))
+            .run(["-sS", "--noproxy", "*", "--max-time", "20"] + arguments)
+        return (result.status, result.stdoutText, result.stderrText)
     }
 
     func testHTTP2OverTLSAndH2CAndHTTP11OnTwoListenersOfOneServer() throws {

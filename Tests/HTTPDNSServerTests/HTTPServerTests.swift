@@ -15,21 +15,13 @@ final class HTTPServerTests: XCTestCase {
     }
 
     /// Runs `curl` against loopback; the last line of output is the status code.
-    private func curl(_ arguments: [String], input: Data? = nil) throws -> CurlResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-sS", "--noproxy", "*", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}"] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+    private func curl(_ arguments: [String]) throws -> CurlResult {
+        let result = try ToolRunner(executable: URL(fileURLWithPath: "/usr/bin/curl"))
+            .run(["-sS", "--noproxy", "*", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}"] + arguments)
+        let data = result.stdout
         let newline = data.lastIndex(of: UInt8(ascii: "\n")) ?? data.startIndex
         let status = Int(String(decoding: data[data.index(after: newline)...], as: UTF8.self)) ?? 0
-        return CurlResult(status: status, body: Data(data[..<newline]), exitCode: process.terminationStatus, stderr: errorText)
+        return CurlResult(status: status, body: Data(data[..<newline]), exitCode: result.status, stderr: result.stderrText)
     }
 
     private func start(
