@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -99,33 +100,14 @@ final class ProxyDaemon: @unchecked Sendable {
     /// User and system CPU seconds of the process and its live children, from /proc.
     func cpuSeconds() -> Double {
         let pid = process.processIdentifier
-        var ticks = ProxyDaemon.ticks(pid)
+        var ticks = ProcessStat(pid)?.cpuTicks ?? 0
         if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") {
             for entry in entries {
-                guard let child = Int32(entry), child != pid, ProxyDaemon.parent(child) == pid else { continue }
-                ticks += ProxyDaemon.ticks(child)
+                guard let child = Int32(entry), child != pid, let stat = ProcessStat(child), stat.parent == pid else { continue }
+                ticks += stat.cpuTicks
             }
         }
-        return Double(ticks) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    /// Fields after the command name of /proc/PID/stat (state is index 0, ppid 1, utime 11, stime 12).
-    private static func statFields(_ pid: Int32) -> [Substring] {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")")
-        else { return [] }
-        return text[text.index(after: close)...].split(separator: " ")
-    }
-
-    private static func ticks(_ pid: Int32) -> Int {
-        let fields = statFields(pid)
-        guard fields.count > 12 else { return 0 }
-        return (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
-    }
-
-    private static func parent(_ pid: Int32) -> Int32? {
-        let fields = statFields(pid)
-        return fields.count > 1 ? Int32(fields[1]) : nil
+        return ProcessStat.seconds(ticks: ticks)
     }
 
     private static func freePort() throws -> UInt16 {

@@ -160,23 +160,14 @@ enum ServerBench {
             throw BenchFailure("h2load logged \(latencies.count) of \(requests) requests")
         }
         let p99 = latencies[max(0, Int((Double(latencies.count) * 0.99).rounded(.up)) - 1)] / 1_000
-        let cpuSeconds = Double(after - before) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let cpuSeconds = ProcessStat.seconds(ticks: after - before)
         return Round(qps: qps, cpuMillisecondsPer1k: cpuSeconds * 1_000 / (Double(requests) / 1_000), p99Milliseconds: p99)
     }
 
-    /// User + system clock ticks of process `pid`, every thread included (`/proc/PID/stat` fields 14, 15).
+    /// User + system clock ticks of process `pid`, every thread included.
     static func cpuTicks(_ pid: Int32) throws -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")")
-        else {
-            throw BenchFailure("server process \(pid) is gone")
-        }
-        // Fields after the command name, which may hold spaces: state is field 3, utime 14, stime 15.
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else {
-            throw BenchFailure("cannot read /proc/\(pid)/stat")
-        }
-        return user + system
+        guard let stat = ProcessStat(pid) else { throw BenchFailure("server process \(pid) is gone, or its /proc/\(pid)/stat unreadable") }
+        return stat.cpuTicks
     }
 
     /// Runs a tool to completion; returns its standard output, throws with its error output on failure.

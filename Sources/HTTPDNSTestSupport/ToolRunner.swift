@@ -130,14 +130,8 @@ package final class RunningTool: @unchecked Sendable {
 
     /// The CPU time (user and system) the process has used so far, from /proc.
     package func cpuSeconds() throws -> Double {
-        let text = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        // The fields after the command name, which is in parentheses and may hold spaces.
-        guard let end = text.lastIndex(of: ")") else { throw ToolRunner.Failure("unreadable /proc/\(pid)/stat") }
-        let fields = text[text.index(after: end)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else {
-            throw ToolRunner.Failure("unreadable /proc/\(pid)/stat")
-        }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        guard let stat = ProcessStat(pid) else { throw ToolRunner.Failure("unreadable /proc/\(pid)/stat") }
+        return stat.cpuSeconds
     }
 
     /// Opens `clients` idle connections to the process's listener on 127.0.0.1:`port` (more than
