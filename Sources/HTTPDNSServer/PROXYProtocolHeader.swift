@@ -57,16 +57,16 @@ package enum PROXYProtocolHeader {
     // MARK: - Version 1
 
     private static func parseV1(_ input: UnsafeBufferPointer<UInt8>) -> ParseResult {
-        // The end of the line: CR LF within the first 107 bytes.
+        // The end of the line: CR LF within the first 107 bytes, so the CR at index 105 at the latest.
         var end: Int?
-        for index in 0..<min(input.count, maxV1Length) where input[index] == 0x0d {
+        for index in 0..<min(input.count, maxV1Length - 1) where input[index] == 0x0d {
             guard index + 1 < input.count else { return .needMore }
             guard input[index + 1] == 0x0a else { return .invalid("PROXY v1: CR without LF") }
             end = index
             break
         }
         guard let end else {
-            return input.count < maxV1Length ? .needMore : .invalid("PROXY v1: no CRLF within \(maxV1Length) bytes")
+            return input.count < maxV1Length - 1 ? .needMore : .invalid("PROXY v1: no CRLF within \(maxV1Length) bytes")
         }
         let consumed = end + 2
         let line = Array(input[v1Signature.count..<end])

@@ -121,9 +121,19 @@ final class PROXYProtocolTests: XCTestCase {
 
     func testAHundredAndSevenBytesWithoutCRLFAreRefused() {
         let line = Array(("PROXY UNKNOWN " + String(repeating: "x", count: 200)).utf8)
-        XCTAssertEqual(PROXYProtocolHeader.parse(Array(line[..<106])), .needMore)
-        guard case .invalid(let reason) = PROXYProtocolHeader.parse(Array(line[..<107])) else { return XCTFail() }
-        XCTAssertTrue(reason.contains("107"), reason)
+        XCTAssertEqual(PROXYProtocolHeader.parse(Array(line[..<105])), .needMore)
+        // 106 bytes without a CR: the CRLF could only end past byte 107.
+        for length in [106, 107] {
+            guard case .invalid(let reason) = PROXYProtocolHeader.parse(Array(line[..<length])) else { return XCTFail("\(length)") }
+            XCTAssertTrue(reason.contains("107"), reason)
+        }
+        // A line whose CRLF ends at byte 108 (found by fuzz-smoke): one byte too long, however it goes on.
+        let tooLong = Array(line[..<106]) + Array("\r\n".utf8)
+        XCTAssertEqual(tooLong.count, PROXYProtocolHeader.maxV1Length + 1)
+        for bytes in [tooLong, tooLong + payload] {
+            guard case .invalid(let reason) = PROXYProtocolHeader.parse(bytes) else { return XCTFail("108-byte line accepted") }
+            XCTAssertTrue(reason.contains("107"), reason)
+        }
     }
 
     func testRandomBytesNeverCrashAndNeverConsumeMoreThanGiven() {
