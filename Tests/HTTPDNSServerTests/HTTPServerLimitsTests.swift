@@ -6,7 +6,8 @@ import XCTest
 
 /// Per-connection limits and deadlines: HTTP/2 streams past the limit are answered `503` (not
 /// queued), an HTTP/1 request that does not arrive in time is cut and counted, idle connections
-/// end at their timeout without being counted as shed. Driven by nghttp2's clients (`nghttp`,
+/// end at their timeout without being counted as shed, a TLS handshake or PROXY header that stalls
+/// ends at the handshake deadline. Driven by nghttp2's clients (`nghttp`,
 /// `h2load`), `openssl s_client` and raw sockets.
 final class HTTPServerLimitsTests: XCTestCase {
     /// Runs a tool to its end (started with posix_spawn); its exit status and output, both streams.
@@ -166,5 +167,43 @@ final class HTTPServerLimitsTests: XCTestCase {
         XCTAssertEqual(holding.server.openConnectionCount, 0)
         XCTAssertEqual(holding.server.requestDeadlineCount, 0, "idle is not shed")
         XCTAssertEqual(holding.server.refusedStreamCount, 0)
+    }
+
+    func testStalledTLSHandshakesAndPROXYHeadersEndAtTheHandshakeDeadline() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let leaf = try certificates.issue(dnsNames: ["a.test"])
+        var configuration = HTTPServer.Configuration()
+        var tls = HTTPServer.Listener()
+        tls.tlsCertificatePEM = leaf.certificatePEM
+        tls.tlsKeyPEM = leaf.keyPEM
+        configuration.listeners.append(tls)
+        // Only 127.0.0.1 is a balancer that must send a PROXY header; 127.0.0.2 is a direct client.
+        configuration.proxyProtocol = HTTPServerProtocolTests.proxyV1
+        configuration.limits.handshakeTimeout = .seconds(1)
+        configuration.limits.requestTimeout = .seconds(30)  // so that only the handshake deadline can cut
+        let server = try HTTPServer(configuration: configuration) { _ in .text("answered\n") }
+        defer { server.stop() }
+        let started = Date()
+        // A TLS client that says nothing, one that stops inside its ClientHello record (5-byte record
+        // header announcing 512 bytes, then 3 of them), and a balancer that stops inside its PROXY line.
+        let silent = try RawHTTPClient(port: server.ports[1], source: "127.0.0.2")
+        let halfHello = try RawHTTPClient(port: server.ports[1], source: "127.0.0.2")
+        XCTAssertTrue(halfHello.send("\u{16}\u{3}\u{1}\u{2}\u{0}\u{1}\u{0}\u{1}"))
+        let halfProxy = try RawHTTPClient(port: server.ports[0], source: "127.0.0.1")
+        XCTAssertTrue(halfProxy.send("PROXY TCP4 203.0.113.7 "))
+        // Meanwhile a direct client is answered at once.
+        let direct = try RawHTTPClient(port: server.ports[0], source: "127.0.0.2")
+        direct.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        XCTAssertEqual(direct.readResponse(timeout: 5).body, "answered\n")
+        for (name, client) in [("silent TLS client", silent), ("half a ClientHello", halfHello), ("half a PROXY header", halfProxy)] {
+            let end = client.readAll(timeout: 8)
+            XCTAssertTrue(end.closed, "\(name): not closed at the handshake deadline")
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertGreaterThanOrEqual(elapsed, 0.9, "not cut before the deadline")
+        XCTAssertLessThan(elapsed, 8, "cut by the handshake deadline, not the request timeout")
+        Self.wait(seconds: 5) { server.openConnectionCount <= 1 }
+        XCTAssertLessThanOrEqual(server.openConnectionCount, 1, "only the direct keep-alive client may stay")
     }
 }
