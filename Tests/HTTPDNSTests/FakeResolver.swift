@@ -11,14 +11,16 @@ final class FakeResolver: HTTPDNSResolver {
     }
 
     let name: String
-    private let state: HTTPDNSLock<(behaviour: Behaviour, calls: Int, delay: Double)>
+    private let state: HTTPDNSLock<(behaviour: Behaviour, calls: Int, delay: Double, inFlight: Int, mostInFlight: Int)>
 
     init(_ name: String, _ behaviour: Behaviour, delay: Double = 0) {
         self.name = name
-        self.state = HTTPDNSLock((behaviour, 0, delay))
+        self.state = HTTPDNSLock((behaviour, 0, delay, 0, 0))
     }
 
     var calls: Int { state.withLock { $0.calls } }
+    /// The most lookups that were running at once.
+    var mostInFlight: Int { state.withLock { $0.mostInFlight } }
 
     func set(_ behaviour: Behaviour) {
         state.withLock { $0.behaviour = behaviour }
@@ -27,8 +29,11 @@ final class FakeResolver: HTTPDNSResolver {
     func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
         let (behaviour, delay) = state.withLock { state -> (Behaviour, Double) in
             state.calls += 1
+            state.inFlight += 1
+            state.mostInFlight = max(state.mostInFlight, state.inFlight)
             return (state.behaviour, state.delay)
         }
+        defer { state.withLock { $0.inFlight -= 1 } }
         if delay > 0 { try await Task.sleep(for: .seconds(delay)) }
         switch behaviour {
         case .answer(let texts, let ttl):

@@ -102,6 +102,24 @@ final class HTTPDNSCachePersistenceTests: XCTestCase {
         }
     }
 
+    /// A file of many names without a batch form is refreshed a few lookups at a time
+    /// (``HTTPDNSEngine/diskRefreshConcurrency``), never as one burst of requests.
+    func testLoadedEntriesAreRefreshedAFewAtATime() async throws {
+        let path = directory + "/cache.json"
+        let hosts = (1...12).map { "many\($0).example" }
+        let clock = HTTPDNSManualClock()
+        let first = engine([FakeResolver("p", .answer(["198.51.100.1"], ttl: 600))], clock: clock) { $0.cache.persistencePath = path }
+        for host in hosts { _ = try await first.resolve(host) }
+        try first.saveCache()
+
+        let provider = FakeResolver("p", .answer(["198.51.100.2"], ttl: 600), delay: 0.05)
+        let second = engine([provider], clock: clock) { $0.cache.persistencePath = path }
+        try await waitUntil { hosts.allSatisfy { second.cachedAnswer($0)?.fromDisk == false } }
+        XCTAssertEqual(provider.calls, hosts.count, "one refresh per loaded entry")
+        XCTAssertLessThanOrEqual(provider.mostInFlight, HTTPDNSEngine.diskRefreshConcurrency)
+        XCTAssertGreaterThan(provider.mostInFlight, 1, "the refreshes overlap")
+    }
+
     /// The file is `0600` in a directory the engine creates `0700`; no temporary file stays behind.
     func testFileIsPrivate() async throws {
         let path = directory + "/made/by/engine/cache.json"
