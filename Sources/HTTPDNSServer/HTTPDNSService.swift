@@ -131,8 +131,8 @@ public final class HTTPDNSService: Sendable {
         /// `SO_REUSEPORT`, so that several instances share a port. Default false.
         public var reusePort: Bool = false
         /// Event-loop threads, each serving its share of the connections (1 to 256). Default the
-        /// number of online CPUs.
-        package var threads: Int = HTTPServer.Configuration.onlineProcessors
+        /// CPUs this process may run on (``HTTPDNSProcessors/usable``).
+        package var threads: Int = HTTPDNSProcessors.usable
 
         public init() {}
     }

@@ -98,11 +98,9 @@ package final class HTTPServer: Sendable {
         /// on a loop thread, several at once with several loops (keep it cheap: metrics). Default nil.
         package var connectionEvents: (@Sendable (ConnectionEvent) -> Void)? = nil
         /// Event-loop threads, each with its own h2o context; connections are spread among them (1 to
-        /// ``maxThreads``). Default ``onlineProcessors``, the number of online CPUs.
-        package var threads: Int = Configuration.onlineProcessors
-
-        /// The number of online CPUs (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
-        package static var onlineProcessors: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+        /// ``maxThreads``). Default ``HTTPDNSProcessors/usable``, the CPUs this process may run on
+        /// (its affinity mask: `taskset`, a container's cpuset).
+        package var threads: Int = HTTPDNSProcessors.usable
 
         /// Most loop threads one server runs.
         package static let maxThreads = 256

@@ -32,10 +32,12 @@ final class ServeCommandOperationsTests: ToolTestCase {
         XCTAssertEqual(help.status, 0)
         for expected in [
             "Default 127.0.0.1:8053", "Default 10000", "Default 1000.", "request-timeout", "Default 10.", "Default 30.",
-            "Default 100.", "Default 5.", "SO_REUSEPORT", "https://", "SIGHUP", "/health", "online CPUs",
+            "Default 100.", "Default 5.", "SO_REUSEPORT", "https://", "SIGHUP", "/health",
         ] {
             XCTAssertTrue(help.stdoutText.contains(expected), "help lacks '\(expected)':\n\(help.stdoutText)")
         }
+        let flat = help.stdoutText.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        XCTAssertTrue(flat.contains("CPUs this process may run on (its affinity: taskset, a container's cpuset; \(HTTPDNSProcessors.usable) here)"), flat)
         // Every option but --help states its default.
         let options = help.stdoutText.components(separatedBy: "OPTIONS:")[1].components(separatedBy: "\n\n")[0]
         var blocks: [String] = []
@@ -53,6 +55,15 @@ final class ServeCommandOperationsTests: ToolTestCase {
         assertUsage(try run(["serve", "--threads", "0"]))
         assertUsage(try run(["serve", "--threads", "257"]))
         assertUsage(try run(["serve", "--max-streams", "101"]))  // h2o advertises 100 concurrent streams
+    }
+
+    /// The default loop count follows the affinity mask: under `taskset -c 0` it is one.
+    func testThreadsDefaultFollowsTheAffinityMask() throws {
+        let tool = try RunningTool(
+            executable: URL(fileURLWithPath: "/usr/bin/taskset"), arguments: ["-c", "0", runner.executable.path, "serve", "--help"])
+        XCTAssertEqual(try tool.wait(timeout: .seconds(30)), 0, String(decoding: tool.stderr, as: UTF8.self))
+        let help = String(decoding: tool.stdout, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        XCTAssertTrue(help.contains("a container's cpuset; 1 here)"), help)
     }
 
     func testPlainAndHTTPSListenersHealthAndSIGHUPReload() throws {

@@ -43,8 +43,9 @@ final class ProxyLoop: @unchecked Sendable {
     /// How long the listeners stay out of a loop's set when the process is out of descriptors.
     static let acceptPause: UInt64 = 100_000_000
 
-    /// Loops per proxy: one per core, at most 4 (a loopback proxy seldom needs more; each loop is a thread).
-    static let defaultCount = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4))
+    /// Loops per proxy: one per CPU the process may run on, at most 4 (a loopback proxy seldom needs
+    /// more; each loop is a thread).
+    static let defaultCount = max(1, min(HTTPDNSProcessors.usable, 4))
 
     let settings: ProxySettings
     private let epoll: Int32
