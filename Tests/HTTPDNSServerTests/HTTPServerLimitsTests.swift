@@ -172,14 +172,8 @@ final class HTTPServerLimitsTests: XCTestCase {
     func testStalledTLSHandshakesAndPROXYHeadersEndAtTheHandshakeDeadline() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
-        let leaf = try certificates.issue(dnsNames: ["a.test"])
-        var configuration = HTTPServer.Configuration()
-        var tls = HTTPServer.Listener()
-        tls.tlsCertificatePEM = leaf.certificatePEM
-        tls.tlsKeyPEM = leaf.keyPEM
-        configuration.listeners.append(tls)
         // Only 127.0.0.1 is a balancer that must send a PROXY header; 127.0.0.2 is a direct client.
-        configuration.proxyProtocol = HTTPServerProtocolTests.proxyV1
+        var configuration = HTTPServerProtocolTests.plainAndTLSWithPROXY(try certificates.issue(dnsNames: ["a.test"]))
         configuration.limits.handshakeTimeout = .seconds(1)
         configuration.limits.requestTimeout = .seconds(30)  // so that only the handshake deadline can cut
         let server = try HTTPServer(configuration: configuration) { _ in .text("answered\n") }

@@ -159,16 +159,21 @@ final class HTTPServerProtocolTests: XCTestCase {
             return .header(length: end + 1, source: HTTPDNSIPAddress(String(fields[2])), port: port)
         })
 
-    func testPROXYHeaderFromATrustedPeerNamesTheClientOverHTTPAndTLS() throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let leaf = try certificates.issue(dnsNames: ["a.test"])
+    /// A plain listener and a TLS one serving `leaf`, both reading PROXY v1 headers from 127.0.0.1.
+    static func plainAndTLSWithPROXY(_ leaf: TestCertificates.Leaf) -> HTTPServer.Configuration {
         var configuration = HTTPServer.Configuration()
         var tls = HTTPServer.Listener()
         tls.tlsCertificatePEM = leaf.certificatePEM
         tls.tlsKeyPEM = leaf.keyPEM
         configuration.listeners.append(tls)
-        configuration.proxyProtocol = Self.proxyV1
+        configuration.proxyProtocol = proxyV1
+        return configuration
+    }
+
+    func testPROXYHeaderFromATrustedPeerNamesTheClientOverHTTPAndTLS() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let configuration = Self.plainAndTLSWithPROXY(try certificates.issue(dnsNames: ["a.test"]))
         let server = try HTTPServer(configuration: configuration) { request in
             .text("\(request.remoteAddress?.description ?? "-") \(request.remotePort)")
         }
