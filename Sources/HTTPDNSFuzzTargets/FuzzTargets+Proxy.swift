@@ -47,7 +47,7 @@ extension HTTPDNSFuzzTarget {
         try require(head.fields.count <= ProxyRequestHead.maximumFields, "\(head.fields.count) fields")
         for field in head.fields {
             try require(!field.name.isEmpty && field.name.utf8.allSatisfy(ProxyRequestHead.isTokenByte), "field name \(field.name.debugDescription)")
-            let value = Array(field.value.utf8)
+            let value = ProxyLatin1.bytes(field.value)
             try require(value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }, "control byte in \(field.value.debugDescription)")
             try require(value.first.map { $0 != 0x20 && $0 != 0x09 } ?? true, "leading blank in \(field.value.debugDescription)")
             try require(value.last.map { $0 != 0x20 && $0 != 0x09 } ?? true, "trailing blank in \(field.value.debugDescription)")
@@ -76,6 +76,6 @@ extension HTTPDNSFuzzTarget {
         }
         var text = "\(head.method) \(target) HTTP/1.\(head.minorVersion)\r\n"
         for field in head.fields { text += "\(field.name): \(field.value)\r\n" }
-        return Array((text + "\r\n").utf8)
+        return ProxyLatin1.bytes(text + "\r\n")
     }
 }

@@ -210,4 +210,29 @@ final class ProxyRequestHeadTests: XCTestCase {
         let huge = Array(("HTTP/1.1 200 OK\r\nX: " + String(repeating: "a", count: ProxyForwarding.maximumResponseHeadBytes)).utf8)
         XCTAssertThrowsError(try ProxyForwarding.scanResponse(huge[...]))
     }
+
+    /// Field values past ASCII (obs-text: Latin-1 names, raw UTF-8, invalid sequences) leave the
+    /// proxy with the bytes they came with, in both directions (RFC 9110 §5.5: opaque data).
+    func testFieldValueBytesPassUnchanged() throws {
+        let values: [[UInt8]] = [
+            Array("caf".utf8) + [0xE9],  // Latin-1 é
+            Array("\u{20AC} 5".utf8),  // UTF-8 €
+            [0x61, 0xC3, 0x28, 0xFF, 0x80, 0x62],  // not UTF-8
+        ]
+        for value in values {
+            let request = Array("GET http://a.example/p HTTP/1.1\r\nX-Value: ".utf8) + value + Array("\r\n\r\n".utf8)
+            guard case .complete(let head, _) = try ProxyRequestHead.parse(request) else { return XCTFail("incomplete") }
+            XCTAssertEqual(ProxyLatin1.bytes(try XCTUnwrap(head.value(of: "x-value"))), value)
+            let upstream = ProxyForwarding.upstreamHead(head)
+            XCTAssertEqual(upstream, Array("GET /p HTTP/1.1\r\nHost: a.example\r\nX-Value: ".utf8) + value + Array("\r\nConnection: close\r\n\r\n".utf8))
+
+            let response = Array("HTTP/1.1 200 OK\r\nContent-Disposition: attachment; filename=\"".utf8) + value + Array("\"\r\nContent-Length: 0\r\n\r\n".utf8)
+            guard case .head(let rewritten, let length, true) = try ProxyForwarding.scanResponse(response[...]) else { return XCTFail("no head") }
+            XCTAssertEqual(length, response.count)
+            XCTAssertEqual(
+                rewritten,
+                Array("HTTP/1.1 200 OK\r\nContent-Disposition: attachment; filename=\"".utf8) + value
+                    + Array("\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+        }
+    }
 }

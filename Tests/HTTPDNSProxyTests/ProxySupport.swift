@@ -109,6 +109,62 @@ final class RawClient {
     }
 }
 
+/// An origin on 127.0.0.1 that answers each connection with fixed bytes (what no HTTP library would
+/// write: header values past ASCII), after reading its request head, which it keeps.
+final class RawOrigin: @unchecked Sendable {
+    private let fd: Int32
+    let port: UInt16
+    private let requests = HTTPDNSLock<[[UInt8]]>([])
+
+    init(answer: [UInt8]) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let loopback = HTTPDNSIPAddress("127.0.0.1")!
+        guard SocketAddress(address: loopback, port: 0).withSockAddr({ bind(listener, $0, $1) }) == 0, listen(listener, 16) == 0 else {
+            Glibc.close(listener)
+            throw ToolRunner.Failure("raw origin: \(String(cString: strerror(errno)))")
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        fd = listener
+        port = withUnsafePointer(to: &storage) { SocketAddress(storage: $0)?.port ?? 0 }
+        let requests = self.requests
+        Thread {
+            while true {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                var head: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while !head.suffix(4).elementsEqual([0x0D, 0x0A, 0x0D, 0x0A]) {
+                    let count = recv(client, &buffer, buffer.count, 0)
+                    guard count > 0 else { break }
+                    head += buffer[0..<count]
+                }
+                requests.withLock { $0.append(head) }
+                _ = answer.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                Glibc.close(client)
+            }
+        }.start()
+    }
+
+    /// The request heads received so far.
+    var received: [[UInt8]] { requests.withLock { $0 } }
+
+    func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
+    }
+}
+
+extension RawClient {
+    /// Sends bytes as they are.
+    func send(bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+}
+
 extension HTTPDNSProxy.Credential {
     /// The `Proxy-Authorization` field line for this credential.
     var fieldLine: String {

@@ -80,6 +80,32 @@ final class ProxyTests: XCTestCase {
         XCTAssertTrue(text.hasSuffix(ProxyTestBed.realBody), text)
     }
 
+    /// Header values past ASCII reach the origin and come back byte for byte, as without a proxy.
+    func testForwardedHeaderBytesPassUnchanged() throws {
+        let latin1: [UInt8] = Array("r".utf8) + [0xE9] + Array("sum".utf8) + [0xE9] + Array(".txt".utf8)
+        let invalid: [UInt8] = [0x61, 0xC3, 0x28, 0xFF]
+        let answer = Array("HTTP/1.1 200 OK\r\nContent-Disposition: attachment; filename=\"".utf8) + latin1
+            + Array("\"\r\nX-Raw: ".utf8) + invalid + Array("\r\nContent-Length: 2\r\n\r\nok".utf8)
+        let origin = try RawOrigin(answer: answer)
+        defer { origin.stop() }
+        let proxy = try startProxy()
+        let credential = try XCTUnwrap(proxy.configuration.credential)
+        let client = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: proxy.port!)
+        client.send(bytes: Array("GET http://127.0.0.1:\(origin.port)/f HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Name: caf".utf8) + [0xE9]
+            + Array("\r\nX-Raw: ".utf8) + invalid + Array("\r\n\(credential.fieldLine)\r\n".utf8))
+        let (bytes, timedOut) = client.readBytesToEnd()
+        XCTAssertFalse(timedOut)
+        XCTAssertEqual(
+            bytes,
+            Array("HTTP/1.1 200 OK\r\nContent-Disposition: attachment; filename=\"".utf8) + latin1 + Array("\"\r\nX-Raw: ".utf8)
+                + invalid + Array("\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".utf8))
+        let request = try XCTUnwrap(origin.received.first)
+        XCTAssertEqual(
+            request,
+            Array("GET /f HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\nX-Name: caf".utf8) + [0xE9] + Array("\r\nX-Raw: ".utf8) + invalid
+                + Array("\r\nConnection: close\r\n\r\n".utf8))
+    }
+
     func testUnprotectedHostsAreResolvedByLocalDNS() throws {
         // Only www is protected: plain.proxied.test goes to the (lying) LocalDNS, as configured.
         let proxy = try startProxy(protected: [ProxyTestBed.secureHost])

@@ -1,6 +1,7 @@
 /// Forwarded plain-HTTP requests: one request per client connection, both heads rewritten to say
 /// `Connection: close` (RFC 9112 §9.6), so that neither side ever reuses a connection the proxy
-/// would have to re-frame. Bodies are passed through as bytes, never parsed.
+/// would have to re-frame. Bodies are passed through as bytes, never parsed; field values keep
+/// their bytes (``ProxyLatin1``).
 enum ProxyForwarding {
     /// Hop-by-hop fields (RFC 9110 §7.6.1) dropped in both directions, plus those the proxy sets.
     static let hopByHop: Set<String> = [
@@ -19,7 +20,7 @@ enum ProxyForwarding {
             text += "\(field.name): \(field.value)\r\n"
         }
         text += "Connection: close\r\n\r\n"
-        return Array(text.utf8)
+        return ProxyLatin1.bytes(text)
     }
 
     /// Names to drop: the hop-by-hop list and every name the `Connection` field lists.
@@ -75,18 +76,18 @@ enum ProxyForwarding {
         for line in lines {
             guard let colon = line.firstIndex(of: 0x3A) else { throw ProxyHeadError(.malformed, "bad response header line") }
             fields.append(.init(
-                name: String(decoding: line[line.startIndex..<colon], as: UTF8.self),
-                value: String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingBlanks))
+                name: ProxyLatin1.string(line[line.startIndex..<colon]),
+                value: ProxyLatin1.string(line[(colon + 1)...]).trimmingBlanks))
         }
         var dropped = droppedNames(fields)
         dropped.remove("host")
         dropped.remove("proxy-authenticate")
-        var text = String(decoding: statusLine, as: UTF8.self) + "\r\n"
+        var text = ProxyLatin1.string(statusLine) + "\r\n"
         for field in fields where !dropped.contains(field.name.lowercased()) {
             text += "\(field.name): \(field.value)\r\n"
         }
         text += "Connection: close\r\n\r\n"
-        return .head(rewritten: Array(text.utf8), length: length, final: true)
+        return .head(rewritten: ProxyLatin1.bytes(text), length: length, final: true)
     }
 
     /// The index just past the first blank line (CRLFCRLF, or LFLF from lenient servers).

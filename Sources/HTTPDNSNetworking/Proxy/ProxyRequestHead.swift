@@ -28,7 +28,8 @@ package struct ProxyRequestHead: Sendable, Equatable {
         }
     }
 
-    /// One header field as received (name case kept, value trimmed of surrounding blanks).
+    /// One header field as received (name case kept, value trimmed of surrounding blanks). The value
+    /// holds one character per byte (``ProxyLatin1``), so obs-text passes on unchanged.
     package struct Field: Sendable, Equatable {
         package var name: String
         package var value: String
@@ -168,7 +169,7 @@ package struct ProxyRequestHead: Sendable, Equatable {
             guard value.allSatisfy({ bytes[$0] == 0x09 || (bytes[$0] >= 0x20 && bytes[$0] != 0x7F) }) else {
                 throw ProxyHeadError(.malformed, "control character in a header value")
             }
-            fields.append(Field(name: text(name), value: text(value)))
+            fields.append(Field(name: text(name), value: ProxyLatin1.string(UnsafeRawBufferPointer(rebasing: bytes[value]))))
         }
         let methodText = text(method)
         let target = try parseTarget(Array(bytes[(spaces[0] + 1)..<spaces[1]])[...], method: methodText)
@@ -296,4 +297,27 @@ package struct ProxyHeadError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     package var description: String { "\(code.rawValue): \(detail)" }
+}
+
+/// Header field values as bytes in a String: one character per byte (ISO-8859-1), and back.
+///
+/// RFC 9110 §5.5: field values are US-ASCII in practice, but octets past it (obs-text) may appear
+/// and a recipient treats them as opaque data. A forwarded head is rebuilt from text, so a value
+/// decoded as UTF-8 would come out changed (an invalid sequence as U+FFFD); decoded byte for byte it
+/// comes out as it came in. Everything else in a head (method, target, names) is ASCII, the same
+/// either way.
+package enum ProxyLatin1 {
+    /// One character (U+0000–U+00FF) per byte.
+    package static func string<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
+        var scalars = String.UnicodeScalarView()
+        scalars.append(contentsOf: bytes.map { Unicode.Scalar($0) })
+        return String(scalars)
+    }
+
+    /// The bytes of a text made by ``string(_:)`` and ASCII (every character below U+0100).
+    package static func bytes(_ text: String) -> [UInt8] {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return Array(text.utf8) }
+        return text.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) }
+    }
 }
