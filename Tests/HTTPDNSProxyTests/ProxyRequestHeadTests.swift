@@ -198,6 +198,11 @@ final class ProxyRequestHeadTests: XCTestCase {
         XCTAssertEqual(length, response.count - 2)
         XCTAssertEqual(String(decoding: rewritten, as: UTF8.self), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n")
 
+        // RFC 9112 §5.1: a proxy removes blanks between a response field's name and its colon.
+        let spaced = Array("HTTP/1.1 200 OK\r\nX-Spaced \t: 1\r\nConnection : keep-alive\r\n\r\n".utf8)
+        guard case .head(let cleaned, _, true) = try ProxyForwarding.scanResponse(spaced[...]) else { return XCTFail("no head") }
+        XCTAssertEqual(String(decoding: cleaned, as: UTF8.self), "HTTP/1.1 200 OK\r\nX-Spaced: 1\r\nConnection: close\r\n\r\n")
+
         let interim = Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n".utf8)
         guard case .head(let first, let firstLength, false) = try ProxyForwarding.scanResponse(interim[...]) else { return XCTFail("no interim") }
         XCTAssertEqual(first, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))

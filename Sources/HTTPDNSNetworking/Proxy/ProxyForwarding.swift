@@ -75,8 +75,9 @@ enum ProxyForwarding {
         var fields: [ProxyRequestHead.Field] = []
         for line in lines {
             guard let colon = line.firstIndex(of: 0x3A) else { throw ProxyHeadError(.malformed, "bad response header line") }
+            // RFC 9112 §5.1: blanks between a response field's name and its colon are removed.
             fields.append(.init(
-                name: ProxyLatin1.string(line[line.startIndex..<colon]),
+                name: ProxyLatin1.string(line[line.startIndex..<colon]).trimmingBlanks,
                 value: ProxyLatin1.string(line[(colon + 1)...]).trimmingBlanks))
         }
         var dropped = droppedNames(fields)
