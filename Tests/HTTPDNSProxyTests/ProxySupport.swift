@@ -71,7 +71,11 @@ final class RawClient {
     }
 
     func send(_ text: String) {
-        let bytes = Array(text.utf8)
+        send(bytes: Array(text.utf8))
+    }
+
+    /// Sends bytes as they are.
+    func send(bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
@@ -155,13 +159,6 @@ final class RawOrigin: @unchecked Sendable {
     func stop() {
         shutdown(fd, Int32(SHUT_RDWR))
         Glibc.close(fd)
-    }
-}
-
-extension RawClient {
-    /// Sends bytes as they are.
-    func send(bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 }
 
