@@ -128,6 +128,8 @@ final class ProxyDaemon: @unchecked Sendable {
 /// A blocking client connection to a proxy on 127.0.0.1 (run on threads of its own).
 final class ProxyBenchClient {
     private let fd: Int32
+    /// Bytes read after the CONNECT answer's head (none with these origins, which speak only when asked).
+    private var leftover: [UInt8] = []
 
     init(port: UInt16) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -152,15 +154,21 @@ final class ProxyBenchClient {
         close(fd)
     }
 
-    /// Sends `CONNECT target` and waits for a 2xx answer's head.
+    /// Sends `CONNECT target` and waits for a 2xx answer's head; bytes after it are kept for ``exchange(_:)``.
     func connect(_ target: String, authorization: String) throws {
         try send(Array("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n\(authorization)\r\n".utf8))
         var head: [UInt8] = []
-        var byte: UInt8 = 0
-        // Byte by byte up to the blank line: nothing of the tunnel may be consumed here.
-        while !(head.count >= 4 && head.suffix(4).elementsEqual([13, 10, 13, 10])) {
-            guard recv(fd, &byte, 1, 0) == 1 else { throw BenchFailure("the proxy closed during CONNECT") }
-            head.append(byte)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let end: [UInt8] = [13, 10, 13, 10]
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { throw BenchFailure("the proxy closed during CONNECT") }
+            head += buffer[0..<count]
+            if let range = head.firstRange(of: end) {
+                leftover = Array(head[range.upperBound...])
+                head.removeSubrange(range.upperBound...)
+                break
+            }
             if head.count > 4096 { throw BenchFailure("CONNECT answer too long") }
         }
         let line = String(decoding: head.prefix(while: { $0 != 13 }), as: UTF8.self)
@@ -170,7 +178,8 @@ final class ProxyBenchClient {
     /// Sends `request` through the tunnel and reads until the server closes.
     func exchange(_ request: [UInt8]) throws -> String {
         try send(request)
-        var data: [UInt8] = []
+        var data = leftover
+        leftover = []
         var buffer = [UInt8](repeating: 0, count: 16_384)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
