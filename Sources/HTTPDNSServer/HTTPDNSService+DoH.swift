@@ -41,6 +41,10 @@ extension HTTPDNSService {
     /// - Parameter clientSubnet: sent upstream as EDNS Client Subnet, unless the query itself
     ///   carries a Client Subnet option with source prefix 0 (the client opting out, RFC 7871 §7.1.2).
     func answerWire(_ bytes: [UInt8], clientSubnet: HTTPDNSClientSubnet? = nil, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
+        if let (message, kept) = lookups.wireAnswers?.answer(to: bytes) {
+            lookups.description = kept.description
+            return Self.dnsMessage(message, maxAge: kept.maxAge)
+        }
         let query: DNSMessage
         do {
             query = try DNSMessage(decoding: bytes)
@@ -53,6 +57,8 @@ extension HTTPDNSService {
         }
         var response = DNSMessage.response(to: query)
         var maxAge: UInt32 = 0
+        // Kept for the next same query when the zone alone answered (nothing in it ages).
+        var fromZoneAlone = false
         let edns = query.edns
         if let edns, edns.version != 0 {
             // RFC 6891 §6.1.3: BADVERS (16) is extended RCODE 1 with header RCODE 0.
@@ -69,12 +75,15 @@ extension HTTPDNSService {
             response.authorities = reply.authorities
             maxAge = reply.rcode == .serverFailure ? 0 : reply.maxAge
             if edns != nil { response.additionals.append(.opt(DNSEDNS())) }
+            fromZoneAlone = reply.authoritative && lookups.missing.isEmpty && lookups.upstreamOutcomes == []
+                && (reply.rcode == .noError || reply.rcode == .nameError)
         }
         guard let encoded = try? response.encode() else {
             var failure = DNSMessage.response(to: query, rcode: .serverFailure)
             failure.questions = []
             return Self.dnsMessage((try? failure.encode()) ?? [], maxAge: 0)
         }
+        if fromZoneAlone { lookups.wireAnswers?.store(encoded, maxAge: maxAge, description: lookups.description, for: bytes) }
         return Self.dnsMessage(encoded, maxAge: maxAge)
     }
 

@@ -206,6 +206,8 @@ extension HTTPDNSService {
 /// time: the loop thread for the first pass, then the task that fetched what was missing.
 final class HTTPDNSServiceLookups {
     let zone: HTTPDNSZone
+    /// The encoded wire answers of `zone` (nil: none are kept, as in tests of the lookups alone).
+    let wireAnswers: HTTPDNSWireAnswerCache?
     var known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer]
     var missing: [HTTPDNSCacheKey] = []
     // What the answer was made of, for the metrics and the access log.
@@ -217,6 +219,30 @@ final class HTTPDNSServiceLookups {
     var cacheOutcomes: HTTPDNSServerMetrics.Outcomes<HTTPDNSServerMetrics.CacheOutcome> = []
     var upstreamOutcomes: HTTPDNSServerMetrics.Outcomes<HTTPDNSServerMetrics.UpstreamOutcome> = []
     var firstCacheOutcome: HTTPDNSServerMetrics.CacheOutcome?
+
+    /// What the answer was made of, for the metrics and the access log, as one value.
+    struct Description: Sendable {
+        var name: String?
+        var type: String?
+        var rcode: DNSResponseCode?
+        var answers: Int
+        var cacheOutcomes: HTTPDNSServerMetrics.Outcomes<HTTPDNSServerMetrics.CacheOutcome>
+        var upstreamOutcomes: HTTPDNSServerMetrics.Outcomes<HTTPDNSServerMetrics.UpstreamOutcome>
+        var firstCacheOutcome: HTTPDNSServerMetrics.CacheOutcome?
+    }
+
+    var description: Description {
+        get {
+            Description(
+                name: name, type: type, rcode: rcode, answers: answers, cacheOutcomes: cacheOutcomes,
+                upstreamOutcomes: upstreamOutcomes, firstCacheOutcome: firstCacheOutcome)
+        }
+        set {
+            (name, type, rcode, answers) = (newValue.name, newValue.type, newValue.rcode, newValue.answers)
+            (cacheOutcomes, upstreamOutcomes) = (newValue.cacheOutcomes, newValue.upstreamOutcomes)
+            firstCacheOutcome = newValue.firstCacheOutcome
+        }
+    }
 
     /// Notes the question and the DNS answer of a DoH request.
     func described(_ question: DNSQuestion, _ reply: HTTPDNSServiceReply) {
@@ -240,8 +266,9 @@ final class HTTPDNSServiceLookups {
         if let outcome = answer.upstreamOutcome { upstreamOutcomes.add(outcome) }
     }
 
-    init(zone: HTTPDNSZone, known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]) {
+    init(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache? = nil, known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]) {
         self.zone = zone
+        self.wireAnswers = wireAnswers
         self.known = known
     }
 }

@@ -200,13 +200,14 @@ public final class HTTPDNSService: Sendable {
     /// Names whose upstream lookup failed recently (see ``Upstream/failureTTL``).
     let upstreamFailures = HTTPDNSLock(HTTPDNSUpstreamFailureCache())
     private let server = HTTPDNSLock<HTTPServer?>(nil)
-    private let currentZone: HTTPDNSLock<HTTPDNSZone>
+    /// The zone answered now, with the encoded wire answers made from it.
+    private let currentZone: HTTPDNSLock<(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache)>
     private let draining = HTTPDNSLock(false)
 
     /// Creates the service; nothing listens until ``start()``.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        self.currentZone = HTTPDNSLock(configuration.zone)
+        self.currentZone = HTTPDNSLock((configuration.zone, HTTPDNSWireAnswerCache()))
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
@@ -290,12 +291,22 @@ public final class HTTPDNSService: Sendable {
     package var baseURL: URL? { server.withLock { $0?.baseURL } }
 
     /// The zone answered from now on.
-    public var zone: HTTPDNSZone { currentZone.withLock { $0 } }
+    public var zone: HTTPDNSZone { currentZone.withLock { $0.zone } }
 
     /// Replaces the zone at once: requests already started finish with the old one.
     public func reload(zone: HTTPDNSZone) {
-        currentZone.withLock { $0 = zone }
+        let wireAnswers = HTTPDNSWireAnswerCache()
+        currentZone.withLock { $0 = (zone, wireAnswers) }
     }
+
+    /// A request's view of the names, starting from the current zone.
+    private func startLookups() -> HTTPDNSServiceLookups {
+        let (zone, wireAnswers) = currentZone.withLock { $0 }
+        return HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers)
+    }
+
+    /// Wire answers kept for the current zone (for tests).
+    package var keptWireAnswers: Int { currentZone.withLock { $0.wireAnswers }.count }
 
     /// Replaces the certificate and key of listener `index` for new connections.
     ///
@@ -326,30 +337,30 @@ public final class HTTPDNSService: Sendable {
     /// Answers one request, blocking the calling thread while upstream lookups run; for tests and
     /// other front ends. The listening server uses ``respond(to:exchange:)``, which never blocks.
     package func handle(_ request: HTTPServer.Request) -> HTTPServer.Response {
-        let lookups = HTTPDNSServiceLookups(zone: zone)
+        let lookups = startLookups()
         let first = route(request, lookups)
         guard !lookups.missing.isEmpty else { return first }
         let keys = lookups.missing
         let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 10
         let known = Self.waitFor(seconds: limit, fallback: [:]) { await self.fetchMissing(keys) }
-        return route(request, HTTPDNSServiceLookups(zone: lookups.zone, known: known))
+        return route(request, HTTPDNSServiceLookups(zone: lookups.zone, wireAnswers: lookups.wireAnswers, known: known))
     }
 
     /// Answers one request from the loop thread: at once when the zone (or nothing) answers it,
     /// else after fetching the missing names on the cooperative pool; the loop goes on meanwhile.
     package func respond(to request: HTTPServer.Request, exchange: HTTPServer.Exchange) {
         let started = ContinuousClock.now
-        let lookups = HTTPDNSServiceLookups(zone: zone)
+        let lookups = startLookups()
         let first = route(request, lookups)
         guard !lookups.missing.isEmpty else {
             observe(request, first, lookups, since: started)
             return exchange.respond(first)
         }
         let keys = lookups.missing
-        let zone = lookups.zone
+        let (zone, wireAnswers) = (lookups.zone, lookups.wireAnswers)
         Task {
             let known = await self.fetchMissing(keys)
-            let second = HTTPDNSServiceLookups(zone: zone, known: known)
+            let second = HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers, known: known)
             let response = self.route(request, second)
             self.observe(request, response, second, since: started)
             exchange.respond(response)

@@ -1,0 +1,54 @@
+import HTTPDNSCore
+
+/// Encoded RFC 8484 answers that the zone alone gave, by query: a repeated query (the same bytes
+/// after its ID) is answered with a copy of the encoded answer under its own ID, without decoding,
+/// looking up or encoding again.
+///
+/// Each zone the service loads gets a cache of its own (``HTTPDNSService/reload(zone:)`` starts an
+/// empty one), so an entry never outlives the zone that made it. Only answers whose every part came
+/// from the zone are kept: nothing in them ages (upstream answers' TTLs do, and they depend on the
+/// client subnet). Bounded by ``capacity``: when full it starts over, so a flood of distinct names
+/// costs what it would without the cache and no more memory.
+final class HTTPDNSWireAnswerCache: Sendable {
+    struct Entry: Sendable {
+        /// The encoded answer, its ID 0.
+        var message: [UInt8]
+        var maxAge: UInt32
+        /// What the answer was made of, for the metrics and the access log of the queries it answers.
+        var description: HTTPDNSServiceLookups.Description
+    }
+
+    /// Most queries kept.
+    static let capacity = 4_096
+
+    /// By the query's bytes after its 2-byte ID.
+    private let entries = HTTPDNSLock<[ArraySlice<UInt8>: Entry]>([:])
+
+    init() {}
+
+    /// The answer to `query` (a whole message, ID first), under `query`'s ID; nil when none is kept.
+    func answer(to query: [UInt8]) -> (message: [UInt8], entry: Entry)? {
+        guard query.count >= 12, let entry = entries.withLock({ $0[query[2...]] }) else { return nil }
+        var message = entry.message
+        message[0] = query[0]
+        message[1] = query[1]
+        return (message, entry)
+    }
+
+    /// Keeps `message`, the answer to `query` (both whole messages, IDs first).
+    func store(_ message: [UInt8], maxAge: UInt32, description: HTTPDNSServiceLookups.Description, for query: [UInt8]) {
+        guard query.count >= 12, message.count >= 12 else { return }
+        var kept = message
+        kept[0] = 0
+        kept[1] = 0
+        let entry = Entry(message: kept, maxAge: maxAge, description: description)
+        let key = ArraySlice(Array(query[2...]))
+        entries.withLock { entries in
+            if entries.count >= Self.capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
+            entries[key] = entry
+        }
+    }
+
+    /// Queries kept now.
+    var count: Int { entries.withLock { $0.count } }
+}
