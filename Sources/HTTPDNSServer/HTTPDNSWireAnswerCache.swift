@@ -21,14 +21,23 @@ final class HTTPDNSWireAnswerCache: Sendable {
     /// Most queries kept.
     static let capacity = 4_096
 
-    /// By the query's bytes after its 2-byte ID.
-    private let entries = HTTPDNSLock<[ArraySlice<UInt8>: Entry]>([:])
+    /// A query's bytes after its 2-byte ID, hashed in one pass (an array's own hashing feeds the
+    /// hasher one byte at a time).
+    struct Key: Hashable {
+        var bytes: ArraySlice<UInt8>
+
+        func hash(into hasher: inout Hasher) {
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+    }
+
+    private let entries = HTTPDNSLock<[Key: Entry]>([:])
 
     init() {}
 
     /// The answer to `query` (a whole message, ID first), under `query`'s ID; nil when none is kept.
     func answer(to query: [UInt8]) -> (message: [UInt8], entry: Entry)? {
-        guard query.count >= 12, let entry = entries.withLock({ $0[query[2...]] }) else { return nil }
+        guard query.count >= 12, let entry = entries.withLock({ $0[Key(bytes: query[2...])] }) else { return nil }
         var message = entry.message
         message[0] = query[0]
         message[1] = query[1]
@@ -42,7 +51,7 @@ final class HTTPDNSWireAnswerCache: Sendable {
         kept[0] = 0
         kept[1] = 0
         let entry = Entry(message: kept, maxAge: maxAge, description: description)
-        let key = ArraySlice(Array(query[2...]))
+        let key = Key(bytes: ArraySlice(Array(query[2...])))
         entries.withLock { entries in
             if entries.count >= Self.capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
             entries[key] = entry
