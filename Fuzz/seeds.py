@@ -122,6 +122,8 @@ def main():
     write("proxy-protocol", "v1-tcp4", b"PROXY TCP4 192.0.2.1 198.51.100.2 56324 443\r\nGET / HTTP/1.1\r\n")
     write("proxy-protocol", "v1-tcp6", b"PROXY TCP6 2001:db8::1 2001:db8::2 1 65535\r\n")
     write("proxy-protocol", "v1-unknown", b"PROXY UNKNOWN\r\n")
+    # Found by fuzzing: a v1 line whose CRLF ends at byte 108, one past the spec's 107.
+    write("proxy-protocol", "v1-108-bytes", b"PROXY UNKNOWN " + b"x" * 92 + b"\r\n")
     signature = bytes([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a])
     write("proxy-protocol", "v2-tcp4", signature + bytes([0x21, 0x11, 0, 12, 192, 0, 2, 1, 198, 51, 100, 2, 0xdc, 0x04, 1, 0xbb]))
     write("proxy-protocol", "v2-tcp6-tlv", signature + bytes([0x21, 0x21, 0, 39]) + bytes(15) + b"\1" + bytes(15) + b"\2"
@@ -133,6 +135,23 @@ def main():
     write("server-query", "escapes", "name=www.example.test.&type=AAAA&edns_client_subnet=192.0.2.0%2F24&q=a+b%2Bc%20d")
     write("server-query", "broken", "a=%zz&b=%&&c&=v&%41%42=%e4%bd%a0+%FF&d=1%2")
     write("server-query", "repeated", "host=a.test&host=b.test&&host&ips=1")
+
+    def dns_query(host, rtype, qid=0x1234, flags=0x0100, edns=False):
+        header = struct.pack(">HHHHHH", qid, flags, 1, 0, 0, 1 if edns else 0)
+        opt = b"\0" + struct.pack(">HHIH", 41, 4096, 0, 0) if edns else b""
+        return header + dns_name(host) + struct.pack(">HH", rtype, 1) + opt
+
+    write("server-doh", "a", dns_query("www.example.test", 1))
+    write("server-doh", "alias-aaaa-edns", dns_query("Alias.EXAMPLE.test", 28, edns=True))
+    write("server-doh", "wildcard", dns_query("deep.x.wild.example.test", 1, flags=0x0110))
+    write("server-doh", "nxdomain", dns_query("nowhere.example.test", 1))
+    write("server-doh", "nodata-txt", dns_query("www.example.test", 16))
+    write("server-doh", "apex", dns_query("example.test", 1))
+    write("server-doh", "edns-version-1", dns_query("www.example.test", 1, edns=True)[:-8] + struct.pack(">HHIH", 41, 4096, 0x00010000, 0))
+    write("server-doh", "a-response", dns_query("www.example.test", 1, flags=0x8180))
+    write("server-doh", "truncated", dns_query("www.example.test", 1)[:20])
+    # Found by fuzzing: a compression pointer into the header, so that the ID is part of the name.
+    write("server-doh", "pointer-into-id", bytes.fromhex("e4340110000100000000000004280721" "64c000010000 01".replace(" ", "")))
 
     write("proxy-request-head", "connect", "CONNECT www.example.com:443 HTTP/1.1\r\nHost: www.example.com:443\r\n"
           "Proxy-Authorization: Basic dTpw\r\nUser-Agent: curl/7.88.1\r\n\r\n\x16\x03\x01")

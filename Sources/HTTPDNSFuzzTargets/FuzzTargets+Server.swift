@@ -166,3 +166,44 @@ extension HTTPDNSFuzzTarget {
         return true
     }
 }
+
+/// The server's RFC 8484 answering (`POST /dns-query`), where the encoded answers of zone queries are
+/// kept: any message gets an answer and never a crash, and a query answered again from what was kept
+/// gets the bytes that a service which never saw it gives, under its own ID.
+extension HTTPDNSFuzzTarget {
+    /// A zone with an address, a CNAME chain, a wildcard and an empty apex, as the DoH tests use.
+    private static let serverZone = try! HTTPDNSZone(json: Data(#"""
+        {"www.example.test": {"A": ["192.0.2.1", "192.0.2.2"], "AAAA": ["2001:db8::1"], "ttl": 120},
+         "alias.example.test": {"CNAME": "www.example.test", "ttl": 90},
+         "*.wild.example.test": {"A": ["192.0.2.9"]},
+         "example.test": {}}
+        """#.utf8))
+    /// Keeps answers across inputs, as a running server does (and starts over when full).
+    private static let keeping = HTTPDNSService(configuration: .init(zone: serverZone))
+
+    static let serverDoH = HTTPDNSFuzzTarget(
+        "server-doh", "DoH answers never crash; an answer kept and reused is the fresh one under the query's ID"
+    ) { bytes throws(HTTPDNSFuzzFailure) in
+        func post(_ message: [UInt8], to service: HTTPDNSService) -> (status: Int, headers: [HTTPServer.Header], body: [UInt8]) {
+            let request = HTTPServer.Request(
+                method: "POST", path: "/dns-query", headers: [.init(name: "Content-Type", value: HTTPDNSService.dnsMessageType)],
+                body: Data(message))
+            let response = service.handle(request)
+            guard case .data(let body) = response.body else { return (response.status, response.headers, []) }
+            return (response.status, response.headers, [UInt8](body))
+        }
+        let fresh = post(bytes, to: HTTPDNSService(configuration: .init(zone: serverZone)))
+        let first = post(bytes, to: keeping)
+        try require(first.status == fresh.status && first.headers == fresh.headers && first.body == fresh.body,
+                    "a first answer differs from a fresh service's: \(first.status) vs \(fresh.status)")
+        guard bytes.count >= 12 else { return }
+        var again = bytes
+        again[0] ^= 0x5a
+        again[1] ^= 0xa5
+        let second = post(again, to: keeping)
+        var expected = fresh.body
+        if fresh.status == 200, expected.count >= 2 { expected.replaceSubrange(0..<2, with: again[0..<2]) }
+        try require(second.status == fresh.status && second.headers == fresh.headers && second.body == expected,
+                    "a repeated query's answer differs from the fresh one under its ID")
+    }
+}

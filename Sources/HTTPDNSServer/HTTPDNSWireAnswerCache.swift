@@ -44,9 +44,10 @@ final class HTTPDNSWireAnswerCache: Sendable {
         return (message, entry)
     }
 
-    /// Keeps `message`, the answer to `query` (both whole messages, IDs first).
+    /// Keeps `message`, the answer to `query` (both whole messages, IDs first), when `query` means
+    /// the same whatever its ID (``isSelfContained(_:)``).
     func store(_ message: [UInt8], maxAge: UInt32, description: HTTPDNSServiceLookups.Description, for query: [UInt8]) {
-        guard query.count >= 12, message.count >= 12 else { return }
+        guard message.count >= 12, Self.isSelfContained(query) else { return }
         var kept = message
         kept[0] = 0
         kept[1] = 0
@@ -56,6 +57,32 @@ final class HTTPDNSWireAnswerCache: Sendable {
             if entries.count >= Self.capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
             entries[key] = entry
         }
+    }
+
+    /// Whether `query` reads the same whatever its ID: one question whose name has no compression
+    /// pointer, and nothing else but OPT records owned by the root, up to its last byte. A pointer can
+    /// reach back into the header, ID included (fuzzing found one), so that two queries alike after
+    /// their IDs could mean different names; such queries are answered afresh each time.
+    static func isSelfContained(_ query: [UInt8]) -> Bool {
+        guard query.count >= 12 else { return false }
+        func count(_ offset: Int) -> Int { Int(query[offset]) << 8 | Int(query[offset + 1]) }
+        guard count(4) == 1, count(6) == 0, count(8) == 0 else { return false }
+        var index = 12
+        while true {
+            guard index < query.count else { return false }
+            let length = Int(query[index])
+            index += 1
+            if length == 0 { break }
+            guard length <= 63 else { return false }  // a pointer (or a reserved label type)
+            index += length
+        }
+        index += 4  // type and class
+        for _ in 0..<count(10) {
+            // Root owner (one zero byte), TYPE 41, class, TTL, RDLENGTH, then the options.
+            guard index + 11 <= query.count, query[index] == 0, count(index + 1) == 41 else { return false }
+            index += 11 + count(index + 9)
+        }
+        return index == query.count
     }
 
     /// Queries kept now.

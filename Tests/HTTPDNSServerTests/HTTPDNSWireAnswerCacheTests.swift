@@ -88,6 +88,35 @@ final class HTTPDNSWireAnswerCacheTests: HTTPDNSServiceTestCase {
         XCTAssertEqual(metrics.value("httpdns_dns_responses_total", ["rcode": "NXDOMAIN"]), 2)
     }
 
+    /// Found by fuzzing: a compression pointer into the header makes the ID part of the name, so two
+    /// queries alike after their IDs can be a good query and a malformed one.
+    func testAQueryThatReadsItsOwnIDIsAnsweredAfresh() async throws {
+        let service = try startService()
+        // One question: the label "(\u{7}!d", then a pointer to offset 0 (the ID and flags).
+        let tail: [UInt8] = [0x01, 0x10, 0, 1, 0, 0, 0, 0, 0, 0, 4, 0x28, 0x07, 0x21, 0x64, 0xc0, 0x00, 0, 1, 0, 1]
+        let readable = try await fetch(base(service) + "/dns-query?dns=" + DoHWireFormat.base64URL([0x01, 0x00] + tail))
+        XCTAssertEqual(readable.statusCode, 200)
+        let broken = try await fetch(base(service) + "/dns-query?dns=" + DoHWireFormat.base64URL([0xe4, 0x34] + tail))
+        XCTAssertEqual(broken.statusCode, 400, text(broken))
+        XCTAssertEqual(service.keptWireAnswers, 0)
+    }
+
+    func testOnlyQueriesThatReadTheSameWhateverTheirIDAreKept() throws {
+        let plain = try query("www.example.test", id: 3)
+        XCTAssertTrue(HTTPDNSWireAnswerCache.isSelfContained(plain))
+        let padded = DNSMessage.query(
+            name: try DNSName("www.example.test"), type: .AAAA, id: 0,
+            edns: DNSEDNS(udpPayloadSize: 1232, options: [0, 12, 0, 40] + [UInt8](repeating: 0, count: 40)))  // padding
+        XCTAssertTrue(HTTPDNSWireAnswerCache.isSelfContained(padded))
+        XCTAssertFalse(HTTPDNSWireAnswerCache.isSelfContained(plain + [0]), "a byte after the message")
+        XCTAssertFalse(HTTPDNSWireAnswerCache.isSelfContained(Array(plain.dropLast())), "cut short")
+        var twoQuestions = plain
+        twoQuestions[5] = 2
+        XCTAssertFalse(HTTPDNSWireAnswerCache.isSelfContained(twoQuestions))
+        // The name's first label replaced by a pointer to the header.
+        XCTAssertFalse(HTTPDNSWireAnswerCache.isSelfContained(Array(plain[0..<12]) + [0xc0, 0x00, 0, 1, 0, 1]))
+    }
+
     func testTheCacheStartsOverWhenFull() throws {
         let cache = HTTPDNSWireAnswerCache()
         let description = HTTPDNSServiceLookups.Description(
