@@ -168,8 +168,8 @@ extension HTTPDNSFuzzTarget {
 }
 
 /// The server's RFC 8484 answering (`POST /dns-query`), where the encoded answers of zone queries are
-/// kept: any message gets an answer and never a crash, and a query answered again from what was kept
-/// gets the bytes that a service which never saw it gives, under its own ID.
+/// kept: any message gets an answer and never a crash, and a query asked again, under its own ID or
+/// another, gets the bytes that a service which never saw it gives.
 extension HTTPDNSFuzzTarget {
     /// A zone with an address, a CNAME chain, a wildcard and an empty apex, as the DoH tests use.
     private static let serverZone = try! HTTPDNSZone(json: Data(#"""
@@ -182,7 +182,7 @@ extension HTTPDNSFuzzTarget {
     private static let keeping = HTTPDNSService(configuration: .init(zone: serverZone))
 
     static let serverDoH = HTTPDNSFuzzTarget(
-        "server-doh", "DoH answers never crash; an answer kept and reused is the fresh one under the query's ID"
+        "server-doh", "DoH answers never crash; a query asked again (any ID) gets what a fresh service answers"
     ) { bytes throws(HTTPDNSFuzzFailure) in
         func post(_ message: [UInt8], to service: HTTPDNSService) -> (status: Int, headers: [HTTPServer.Header], body: [UInt8]) {
             let request = HTTPServer.Request(
@@ -200,10 +200,11 @@ extension HTTPDNSFuzzTarget {
         var again = bytes
         again[0] ^= 0x5a
         again[1] ^= 0xa5
+        // The same query under another ID: what a service that never saw it answers (the ID can
+        // matter: a compression pointer may read it).
         let second = post(again, to: keeping)
-        var expected = fresh.body
-        if fresh.status == 200, expected.count >= 2 { expected.replaceSubrange(0..<2, with: again[0..<2]) }
-        try require(second.status == fresh.status && second.headers == fresh.headers && second.body == expected,
-                    "a repeated query's answer differs from the fresh one under its ID")
+        let expected = post(again, to: HTTPDNSService(configuration: .init(zone: serverZone)))
+        try require(second.status == expected.status && second.headers == expected.headers && second.body == expected.body,
+                    "a repeated query's answer under another ID differs from a fresh service's")
     }
 }
