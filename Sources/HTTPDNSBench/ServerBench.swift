@@ -127,8 +127,8 @@ enum ServerBench {
     /// One round against `target`: an h2load run for queries per second and CPU, and at c=256 a
     /// second run with h2load's per-request log for the p99 (writing that log slows h2load, which is
     /// the other end of every request, and so pulls both servers' throughput toward its own limit:
-    /// at c=16 over HTTP/2 TLS, 1.15× became 1.0× by hand). Throws when any request fails or the
-    /// protocol was not negotiated.
+    /// at c=16 over HTTP/2 TLS, 1.06–1.15× by hand became about 1.0×). Throws when any request
+    /// fails or the protocol was not negotiated.
     static func measure(_ target: BenchServerPair.Target, setup: Setup, requests: Int, directory: URL) throws -> Round {
         var arguments = ["-n", String(requests), "-c", String(setup.connections), "-m", "1"]
         if !setup.tls { arguments.append("--h1") }
