@@ -145,7 +145,7 @@ enum ProxyBench {
                 },
             ])
         let ratio = BenchStats.ratios(results[1], over: results[0])
-        let cpu = BenchStats(Array(cpuPerGiB.dropFirst())).median  // the first is the warm-up round's
+        let cpu = BenchStats(BenchRunner.recorded(cpuPerGiB)).median
         return BenchRow(
             id: "9b", title: "\(size >> 20) MiB HTTPS download by curl through a tunnel", unit: "MiB/s",
             subject: BenchStats(results[1]), baselineTitle: "curl direct (--resolve)", baseline: BenchStats(results[0]),
@@ -190,8 +190,7 @@ enum ProxyBench {
                 { try await measure(proxy, "\(host):\(port)", 1) },
             ])
         let subject = BenchStats(results[1])
-        // The first figure of each variant is its warm-up round's.
-        let totals = whole.map { BenchStats(Array($0.dropFirst())).median }
+        let totals = whole.map { BenchStats(BenchRunner.recorded($0)).median }
         return BenchRow(
             id: "9c", title: "new-tunnel overhead: CONNECT round trip with the upstream connect (p50)", unit: "µs",
             subject: subject, baselineTitle: "tinyproxy, same CONNECT to 127.0.0.1", baseline: BenchStats(results[0]),
@@ -247,9 +246,9 @@ enum ProxyBench {
                 { try await measure(proxy, "\(host):\(port)", 1) },
             ])
         let ratio = BenchStats.ratios(results[1], over: results[0])
-        // The first CPU figure of each variant is its warm-up round's.
-        let ours = BenchStats(Array(cpu[1].dropFirst()))
-        let theirs = BenchStats(Array(cpu[0].dropFirst()))
+        let (ourCPU, theirCPU) = (BenchRunner.recorded(cpu[1]), BenchRunner.recorded(cpu[0]))
+        let ours = BenchStats(ourCPU)
+        let theirs = BenchStats(theirCPU)
         return [
             BenchRow(
                 id: "9d", title: "CONNECT + one request per connection, 16 clients", unit: "req/s",
@@ -257,7 +256,7 @@ enum ProxyBench {
                 baseline: BenchStats(results[0]), ratio: ratio, target: "≥ 1.5×", passed: ratio.median >= 1.5),
             BenchRow(
                 id: "9e", title: "proxy CPU per request (same workload)", unit: "µs",
-                subject: ours, baselineTitle: "tinyproxy", baseline: theirs, ratio: BenchStats.ratios(Array(cpu[1].dropFirst()), over: Array(cpu[0].dropFirst())),
+                subject: ours, baselineTitle: "tinyproxy", baseline: theirs, ratio: BenchStats.ratios(ourCPU, over: theirCPU),
                 target: "≤ tinyproxy's", passed: ours.median <= theirs.median),
         ]
     }
