@@ -289,10 +289,16 @@ final class ProxyTests: XCTestCase {
     func testConnectionsAreBoundedWithAnExplicitRefusal() throws {
         let proxy = try startProxy { $0.maxConnections = 2 }
         let port = proxy.port!
+        // Two open tunnels hold both slots. Each is known to be admitted before the third client
+        // connects: the proxy's loops accept and admit concurrently, so two clients that have only
+        // connected may not have been counted yet.
+        let tunnel = "CONNECT \(ProxyTestBed.secureHost):\(bed.httpsPort) HTTP/1.1\r\n\(proxy.configuration.credential!.fieldLine)\r\n"
         let first = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: port)
+        first.send(tunnel)
+        XCTAssertTrue(first.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
         let second = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: port)
-        first.send("CONNECT ")
-        second.send("CONNECT ")
+        second.send(tunnel)
+        XCTAssertTrue(second.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
         let third = try RawClient(HTTPDNSIPAddress("127.0.0.1")!, port: port)
         let (text, timedOut) = third.readToEnd()
         XCTAssertFalse(timedOut)

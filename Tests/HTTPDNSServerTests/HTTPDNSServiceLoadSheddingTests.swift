@@ -106,7 +106,11 @@ final class HTTPDNSServiceLoadSheddingTests: HTTPDNSServiceTestCase {
         }
         let port = try XCTUnwrap(service.port)
         let request = try dohRequest()
+        // Each held connection is answered once first, so that it is known to be counted before
+        // the fourth connects (the loops accept concurrently).
         let held = try (0..<3).map { _ in try RawHTTPClient(port: port, source: "127.0.0.1") }
+        for client in held { client.send(request) }
+        for client in held { XCTAssertEqual(client.readResponse(timeout: 10).status, 200) }
         let greedy = try RawHTTPClient(port: port, source: "127.0.0.1")
         greedy.send(request)
         let refused = greedy.readResponse(timeout: 10)
