@@ -41,9 +41,9 @@ extension HTTPDNSService {
     /// - Parameter clientSubnet: sent upstream as EDNS Client Subnet, unless the query itself
     ///   carries a Client Subnet option with source prefix 0 (the client opting out, RFC 7871 §7.1.2).
     func answerWire(_ bytes: [UInt8], clientSubnet: HTTPDNSClientSubnet? = nil, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
-        if let (message, kept) = lookups.wireAnswers?.answer(to: bytes) {
-            lookups.description = kept.description
-            return Self.dnsMessage(message, maxAge: kept.maxAge)
+        if let (response, description) = lookups.wireAnswers?.answer(to: bytes) {
+            lookups.description = description
+            return response
         }
         let query: DNSMessage
         do {
@@ -88,13 +88,11 @@ extension HTTPDNSService {
     }
 
     static func dnsMessage(_ bytes: [UInt8], maxAge: UInt32) -> HTTPServer.Response {
-        HTTPServer.Response(
-            status: 200,
-            headers: [
-                HTTPServer.Header(name: "Content-Type", value: dnsMessageType),
-                HTTPServer.Header(name: "Cache-Control", value: "max-age=\(maxAge)"),
-            ],
-            body: Data(bytes))
+        HTTPServer.Response(status: 200, headers: dnsMessageHeaders(maxAge: maxAge), body: Data(bytes))
+    }
+
+    static func dnsMessageHeaders(maxAge: UInt32) -> [HTTPServer.Header] {
+        [HTTPServer.Header(name: "Content-Type", value: dnsMessageType), HTTPServer.Header(name: "Cache-Control", value: "max-age=\(maxAge)")]
     }
 
     /// The media type of a `Content-Type` value: before any `;`, without spaces and tabs, lower case.

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPDNSCore
 
 /// Encoded RFC 8484 answers that the zone alone gave, by query: a repeated query (the same bytes
@@ -13,7 +14,8 @@ final class HTTPDNSWireAnswerCache: Sendable {
     struct Entry: Sendable {
         /// The encoded answer, its ID 0.
         var message: [UInt8]
-        var maxAge: UInt32
+        /// The HTTP response's header fields, built once.
+        var headers: [HTTPServer.Header]
         /// What the answer was made of, for the metrics and the access log of the queries it answers.
         var description: HTTPDNSServiceLookups.Description
     }
@@ -35,13 +37,15 @@ final class HTTPDNSWireAnswerCache: Sendable {
 
     init() {}
 
-    /// The answer to `query` (a whole message, ID first), under `query`'s ID; nil when none is kept.
-    func answer(to query: [UInt8]) -> (message: [UInt8], entry: Entry)? {
+    /// The response to `query` (a whole message, ID first), its answer under `query`'s ID, and
+    /// what the answer was made of; nil when none is kept. The message is copied once, straight
+    /// into the body; the header fields are shared.
+    func answer(to query: [UInt8]) -> (response: HTTPServer.Response, description: HTTPDNSServiceLookups.Description)? {
         guard query.count >= 12, let entry = entries.withLock({ $0[Key(bytes: query[2...])] }) else { return nil }
-        var message = entry.message
-        message[0] = query[0]
-        message[1] = query[1]
-        return (message, entry)
+        var body = Data(entry.message)
+        body[body.startIndex] = query[0]
+        body[body.startIndex + 1] = query[1]
+        return (HTTPServer.Response(status: 200, headers: entry.headers, body: body), entry.description)
     }
 
     /// Keeps `message`, the answer to `query` (both whole messages, IDs first), when `query` means
@@ -51,7 +55,7 @@ final class HTTPDNSWireAnswerCache: Sendable {
         var kept = message
         kept[0] = 0
         kept[1] = 0
-        let entry = Entry(message: kept, maxAge: maxAge, description: description)
+        let entry = Entry(message: kept, headers: HTTPDNSService.dnsMessageHeaders(maxAge: maxAge), description: description)
         let key = Key(bytes: ArraySlice(Array(query[2...])))
         entries.withLock { entries in
             if entries.count >= Self.capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }

@@ -43,27 +43,31 @@ extension HTTPServer {
         }
 
         private func postHead(_ response: Response, body: Data, contentLength: Int64, final: Bool) {
-            // Names and values back to back in one buffer, sized first; the C side copies them once.
+            // Names and values back to back in one buffer, sized first (on the stack when small);
+            // the C side copies them once.
             var size = 0
             for header in response.headers { size += header.name.utf8.count + header.value.utf8.count }
-            var text: [UInt8] = []
-            text.reserveCapacity(size)
-            var lengths: [Int] = []
-            lengths.reserveCapacity(response.headers.count * 2)
-            for header in response.headers where Self.isSendable(header) {
-                text.append(contentsOf: header.name.utf8)
-                text.append(contentsOf: header.value.utf8)
-                lengths.append(header.name.utf8.count)
-                lengths.append(header.value.utf8.count)
-            }
-            let count = lengths.count / 2
             let status = Int32(clamping: (100...999).contains(response.status) ? response.status : 500)
-            text.withUnsafeBytes { text in
-                body.withUnsafeBytes { bytes in
-                    core.post { server in
-                        httpdns_h2o_post_head(
-                            server, UnsafeMutableRawPointer(bitPattern: token), status, text.baseAddress, lengths, count,
-                            contentLength, bytes.baseAddress, bytes.count, final ? 1 : 0)
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { text in
+                withUnsafeTemporaryAllocation(of: Int.self, capacity: response.headers.count * 2) { lengths in
+                    var end = 0
+                    var count = 0
+                    func append(_ string: String) {
+                        let start = end
+                        end = text[start...].initialize(fromContentsOf: string.utf8)
+                        lengths[count] = end - start
+                        count += 1
+                    }
+                    for header in response.headers where Self.isSendable(header) {
+                        append(header.name)
+                        append(header.value)
+                    }
+                    body.withUnsafeBytes { bytes in
+                        core.post { server in
+                            httpdns_h2o_post_head(
+                                server, UnsafeMutableRawPointer(bitPattern: token), status, UnsafeRawPointer(text.baseAddress),
+                                lengths.baseAddress, count / 2, contentLength, bytes.baseAddress, bytes.count, final ? 1 : 0)
+                        }
                     }
                 }
             }
