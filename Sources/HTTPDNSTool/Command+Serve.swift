@@ -24,8 +24,9 @@ extension Command {
         OptionSpec("tls-cert", value: "file", help: "PEM certificate chain for HTTPS listeners; reloaded on SIGHUP. Default none."),
         OptionSpec("tls-key", value: "file", help: "PEM private key for --tls-cert; reloaded on SIGHUP. Default none."),
         OptionSpec("threads", value: "n", help: """
-            Event-loop threads (1-256), each serving its share of the connections. Default the CPUs this \
-            process may run on (its affinity: taskset, a container's cpuset; \(HTTPDNSProcessors.usable) here).
+            Event-loop threads (1-256), each serving its share of the connections. Default one fewer than the \
+            CPUs this process may run on (its affinity: taskset, a container's cpuset), at least 1: the CPU \
+            left takes upstream lookups, logging and the kernel's network work (\(HTTPDNSService.Connections.defaultThreads) here).
             """),
         OptionSpec("reuse-port", help: "Set SO_REUSEPORT so that several instances share one port. Default off."),
         OptionSpec("max-connections", value: "n", help: "Open connections in all; more get a 503 (TLS: closed). Default 10000."),

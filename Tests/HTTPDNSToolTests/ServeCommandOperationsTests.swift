@@ -37,7 +37,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
             XCTAssertTrue(help.stdoutText.contains(expected), "help lacks '\(expected)':\n\(help.stdoutText)")
         }
         let flat = help.stdoutText.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        XCTAssertTrue(flat.contains("CPUs this process may run on (its affinity: taskset, a container's cpuset; \(HTTPDNSProcessors.usable) here)"), flat)
+        XCTAssertTrue(flat.contains("network work (\(max(1, HTTPDNSProcessors.usable - 1)) here)"), flat)
         // Every option but --help states its default.
         let options = help.stdoutText.components(separatedBy: "OPTIONS:")[1].components(separatedBy: "\n\n")[0]
         var blocks: [String] = []
@@ -57,13 +57,19 @@ final class ServeCommandOperationsTests: ToolTestCase {
         assertUsage(try run(["serve", "--max-streams", "101"]))  // h2o advertises 100 concurrent streams
     }
 
-    /// The default loop count follows the affinity mask: under `taskset -c 0` it is one.
+    /// The default loop count leaves one CPU to the rest, and never falls below one loop.
+    func testThreadsDefaultLeavesOneCPU() {
+        XCTAssertEqual([1, 2, 3, 4, 16].map(HTTPDNSService.Connections.loops(forCPUs:)), [1, 1, 2, 3, 15])
+        XCTAssertEqual(HTTPDNSService.Connections().threads, max(1, HTTPDNSProcessors.usable - 1))
+    }
+
+    /// The default loop count follows the affinity mask: under `taskset -c 0` (one CPU) it is one.
     func testThreadsDefaultFollowsTheAffinityMask() throws {
         let tool = try RunningTool(
             executable: URL(fileURLWithPath: "/usr/bin/taskset"), arguments: ["-c", "0", runner.executable.path, "serve", "--help"])
         XCTAssertEqual(try tool.wait(timeout: .seconds(30)), 0, String(decoding: tool.stderr, as: UTF8.self))
         let help = String(decoding: tool.stdout, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        XCTAssertTrue(help.contains("a container's cpuset; 1 here)"), help)
+        XCTAssertTrue(help.contains("network work (1 here)"), help)
     }
 
     func testPlainAndHTTPSListenersHealthAndSIGHUPReload() throws {
