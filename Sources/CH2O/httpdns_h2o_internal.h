@@ -96,6 +96,11 @@ struct loop {
     h2o_evloop_t *evloop;
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t receiver;
+    /* Responses made on this loop's own thread during a turn, written together at its end (a
+     * zero timeout): the peers' wake-ups come in a burst instead of one per request. */
+    h2o_linklist_t deferred;
+    h2o_timeout_t flush_timeout;
+    h2o_timeout_entry_t flush_entry;
     /* This loop's context and current TLS context, per listener. */
     h2o_accept_ctx_t accept_ctx[MAX_LISTENERS];
     /* Our HTTP/1 request deadline (h2o's own req_timeout is set a second later, as a backstop). */

@@ -99,6 +99,12 @@ static void on_messages(h2o_multithread_receiver_t *receiver, h2o_linklist_t *me
     }
 }
 
+static void on_flush(h2o_timeout_entry_t *entry)
+{
+    struct loop *loop = H2O_STRUCT_FROM_MEMBER(struct loop, flush_entry, entry);
+    on_messages(&loop->receiver, &loop->deferred);
+}
+
 static void drop_message(struct message *m)
 {
     free(m->body);
@@ -119,9 +125,11 @@ void httpdns_h2o__post(struct loop *loop, struct message *m)
         return;
     }
     /* A response made on the loop's own thread (a zone answer, inside the request callback) is
-     * written at once: no queue, no pipe write, no extra turn of the loop. */
+     * written at the end of this turn of the loop: no queue, no pipe write. */
     if (atomic_load_explicit(&loop->running, memory_order_acquire) && pthread_equal(pthread_self(), loop->self)) {
-        dispatch(loop, m);
+        h2o_linklist_insert(&loop->deferred, &m->super.link);
+        if (!h2o_timeout_is_linked(&loop->flush_entry))
+            h2o_timeout_link(loop->evloop, &loop->flush_timeout, &loop->flush_entry);
         return;
     }
     h2o_multithread_send_message(&loop->receiver, &m->super);
@@ -219,6 +227,9 @@ static void setup(struct loop *loop)
     loop->evloop = h2o_evloop_create();
     h2o_context_init(&loop->context, loop->evloop, &loop->config);
     h2o_timeout_init(loop->evloop, &loop->request_deadline, settings->request_timeout_ms);
+    h2o_linklist_init_anchor(&loop->deferred);
+    h2o_timeout_init(loop->evloop, &loop->flush_timeout, 0);
+    loop->flush_entry.cb = on_flush;
     loop->queue = h2o_multithread_create_queue(loop->evloop);
     h2o_multithread_register_receiver(loop->queue, &loop->receiver, on_messages);
     h2o_linklist_init_anchor(&loop->connections);
