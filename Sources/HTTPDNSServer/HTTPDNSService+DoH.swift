@@ -91,8 +91,12 @@ extension HTTPDNSService {
         HTTPServer.Response(status: 200, headers: dnsMessageHeaders(maxAge: maxAge), body: Data(bytes))
     }
 
+    /// The header fields of an RFC 8484 answer.
     static func dnsMessageHeaders(maxAge: UInt32) -> [HTTPServer.Header] {
-        [HTTPServer.Header(name: "Content-Type", value: dnsMessageType), HTTPServer.Header(name: "Cache-Control", value: "max-age=\(maxAge)")]
+        [
+            HTTPServer.Header(name: "Content-Type", value: dnsMessageType),
+            HTTPServer.Header(name: "Cache-Control", value: "max-age=\(maxAge)"),
+        ]
     }
 
     /// The media type of a `Content-Type` value: before any `;`, without spaces and tabs, lower case.

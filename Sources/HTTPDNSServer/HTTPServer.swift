@@ -25,9 +25,9 @@ import HTTPDNSCore
 /// several loops) and answers, then or later, through its ``Exchange`` from any thread: the
 /// response is queued to that loop (h2o's multithread queue: a mutex and a pipe), or, when answered
 /// on the loop itself, written at the end of that turn of the loop together with the others made
-/// in it (their clients are then woken in one burst instead of one at a time). Past ``Limits`` the server sheds load visibly: a refused
-/// plain connection reads a `503`, a refused TLS connection is closed at once, an HTTP/2 request
-/// past the stream limit reads a `503`.
+/// in it (their clients are then woken in one burst instead of one at a time). Past ``Limits`` the
+/// server sheds load visibly: a refused plain connection reads a `503`, a refused TLS connection is
+/// closed at once, an HTTP/2 request past the stream limit reads a `503`.
 ///
 /// The HTTPDNS endpoints are built on this; tests use it directly as a loopback origin.
 package final class HTTPServer: Sendable {
