@@ -64,12 +64,6 @@ struct BenchRunner: Sendable {
     ///   - deadline: no new round starts after this; at least one round always runs.
     ///   - variants: each returns the figure of one round.
     /// - Returns: the figures per variant, in the order given.
-    /// A side figure that a variant collected in every call (CPU, say), without the warm-up
-    /// round's, which ``interleave(rounds:warmUp:deadline:_:)`` makes first and does not record.
-    static func recorded(_ figures: [Double]) -> [Double] {
-        Array(figures.dropFirst())
-    }
-
     func interleave(
         rounds: Int, warmUp: Bool = true, deadline: ContinuousClock.Instant,
         _ variants: [() async throws -> Double]
@@ -86,6 +80,12 @@ struct BenchRunner: Sendable {
             }
         }
         return results
+    }
+
+    /// What a variant collected itself in every call (CPU, say, or whole rounds), without the
+    /// warm-up round's, which ``interleave(rounds:warmUp:deadline:_:)`` makes first and does not record.
+    static func recorded<Figure>(_ figures: [Figure]) -> [Figure] {
+        Array(figures.dropFirst())
     }
 
     /// A deadline `seconds` from now (quick runs get a quarter of it).

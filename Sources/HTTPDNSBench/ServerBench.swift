@@ -80,7 +80,7 @@ enum ServerBench {
                 }
             }
             _ = try await runner.interleave(rounds: runner.rounds, deadline: runner.deadline(seconds: 60), variants)
-            rows += self.rows(setup, figures: figures, failures: failures)
+            rows += self.rows(setup, figures: figures.map(BenchRunner.recorded), failures: failures)
         }
         let loadAfter = BenchSystem.loadAverage()
         let cores = ProcessInfo.processInfo.activeProcessorCount
