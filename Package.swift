@@ -12,6 +12,9 @@ let package = Package(
     name: "swift-httpdns",
     products: [
         .library(name: "HTTPDNS", targets: ["HTTPDNS"]),
+        .library(name: "HTTPDNSDirect", targets: ["HTTPDNSDirect"]),
+        .library(name: "HTTPDNSLoopbackProxy", targets: ["HTTPDNSLoopbackProxy"]),
+        .library(name: "HTTPDNSURLSession", targets: ["HTTPDNSURLSession"]),
         .library(name: "HTTPDNSNetworking", targets: ["HTTPDNSNetworking"]),
         .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
         .executable(name: "httpdns", targets: ["HTTPDNSTool"]),
@@ -62,9 +65,17 @@ let package = Package(
         // Linux calls of the loopback proxy's event loop (epoll, splice) that Glibc does not import.
         .target(name: "CHTTPDNSProxy"),
 
-        // IP direct connect for apps: the URLProtocol, the direct client API, connection failover,
-        // and the loopback proxy for code that cannot be changed.
-        .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "DNSSockets", "CHTTPDNSProxy"]),
+        // The three routes, a module each (a change to one shows what it can break in another):
+        // IP direct connect for code you write: `HTTPDNSClient`, connection racing, and the one
+        // failover (`HTTPDNSConnector`) the proxy uses too.
+        .target(name: "HTTPDNSDirect", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        // The loopback proxy for code you cannot change (`https_proxy`, `startForProcess`).
+        .target(name: "HTTPDNSLoopbackProxy", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "HTTPDNSDirect", "CHTTPDNSProxy"]),
+        // The URLProtocol route, opt-in: the only module that touches swift-corelibs-foundation's
+        // internals (Corelibs/), checked once at installation.
+        .target(name: "HTTPDNSURLSession", dependencies: ["HTTPDNSCore", "HTTPDNS", "HTTPDNSDirect"]),
+        // The umbrella: the direct client and the proxy (not the URL protocol).
+        .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSDirect", "HTTPDNSLoopbackProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
         .target(name: "HTTPDNSServer", dependencies: ["CH2O", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
@@ -73,20 +84,20 @@ let package = Package(
         // It links no test code.
         .executableTarget(
             name: "HTTPDNSTool",
-            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer"]
+            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSServer"]
         ),
 
         // `make demo`: starts nginx, dnsmasq and a private CA with the launchers the tests use.
         .executableTarget(
             name: "HTTPDNSDemo",
-            dependencies: ["HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
 
         // `make bench`: what protection costs, against baselines measured in the same run.
         .executableTarget(
             name: "HTTPDNSBench",
             dependencies: [
-                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer",
+                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSServer",
                 "HTTPDNSTestSupport",
             ]
         ),
@@ -102,14 +113,14 @@ let package = Package(
         // (Fuzz/), and HTTPDNSFuzzTargetsTests replays every corpus under `make test`.
         .target(
             name: "HTTPDNSFuzzTargets",
-            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking"]
+            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking", "HTTPDNSLoopbackProxy"]
         ),
 
         // The differential suite's scenarios and routes (issue 8), and the runner that executes one
         // scenario through one route in a child process (`HTTPDNSDifferentialRunner`, test-only, no product).
         .target(
             name: "HTTPDNSDifferential",
-            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "CCrypto"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "CCrypto"]
         ),
         .executableTarget(name: "HTTPDNSDifferentialRunner", dependencies: ["HTTPDNSDifferential"]),
 
@@ -134,20 +145,20 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSURLProtocolTests",
-            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSDirect", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(
             name: "HTTPDNSProxyTests",
-            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNSLoopbackProxy", "HTTPDNSDirect", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
         .testTarget(
             name: "HTTPDNSAcceptanceTests",
-            dependencies: ["HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNSDirect", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
         ),
         .testTarget(name: "HTTPDNSFuzzTargetsTests", dependencies: ["HTTPDNSFuzzTargets", "HTTPDNSCore"]),
         .testTarget(
             name: "HTTPDNSDifferentialTests",
-            dependencies: ["HTTPDNSDifferential", "HTTPDNSNetworking", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSDifferential", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),

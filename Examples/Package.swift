@@ -12,11 +12,15 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "ProtectURLSession",
-            dependencies: [.product(name: "HTTPDNSNetworking", package: "swift-httpdns")]
+            dependencies: [.product(name: "HTTPDNSURLSession", package: "swift-httpdns")]
         ),
         .executableTarget(
             name: "DirectClient",
-            dependencies: [.product(name: "HTTPDNSNetworking", package: "swift-httpdns")]
+            dependencies: [.product(name: "HTTPDNSDirect", package: "swift-httpdns")]
+        ),
+        .executableTarget(
+            name: "ProtectProcess",
+            dependencies: [.product(name: "HTTPDNSLoopbackProxy", package: "swift-httpdns")]
         ),
     ],
     swiftLanguageModes: [.v6]

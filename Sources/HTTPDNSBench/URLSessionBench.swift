@@ -3,6 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport
 import HTTPDNSNetworking
+import HTTPDNSURLSession
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -24,21 +24,6 @@ public protocol HTTPDNSEventMonitor: Sendable {
     func fellBackToLocalDNS(host: String)
     /// Something non-fatal went wrong (a corrupt cache file, say).
     func warning(_ message: String)
-    /// A connection to `address` failed (refused, timed out, TLS); `error` is a `URLError` with the
-    /// code apps know (`cannotConnectToHost`, `timedOut`, …) and libcurl's details under
-    /// `NSDebugDescription`. Sent by `HTTPDNSClient` once per failed address; an address that another
-    /// address's connection merely beat in a race is not reported.
-    func connectionFailed(address: HTTPDNSIPAddress, error: any Error)
-    /// The loopback proxy connected a tunnel (or forwarded request) for `host`:`port` to `address`,
-    /// at the `attempts`-th address tried.
-    func proxyTunnelOpened(host: String, port: UInt16, address: HTTPDNSIPAddress, attempts: Int)
-    /// The proxy found no address to connect for `host`:`port` and answered the client `status`.
-    func proxyTunnelFailed(host: String, port: UInt16, status: Int, reason: String)
-    /// A tunnel for `host`:`port` ended after moving the given byte counts.
-    func proxyTunnelClosed(host: String, port: UInt16, bytesToServer: Int64, bytesToClient: Int64)
-    /// The proxy refused a client before choosing any target (credential, malformed or stalled
-    /// request head, too many connections) with `status`.
-    func proxyRefused(status: Int, reason: String)
 }
 
 extension HTTPDNSEventMonitor {
@@ -51,11 +36,6 @@ extension HTTPDNSEventMonitor {
     public func resolverFailed(resolver: String, host: String, error: HTTPDNSError) {}
     public func fellBackToLocalDNS(host: String) {}
     public func warning(_ message: String) {}
-    public func connectionFailed(address: HTTPDNSIPAddress, error: any Error) {}
-    public func proxyTunnelOpened(host: String, port: UInt16, address: HTTPDNSIPAddress, attempts: Int) {}
-    public func proxyTunnelFailed(host: String, port: UInt16, status: Int, reason: String) {}
-    public func proxyTunnelClosed(host: String, port: UInt16, bytesToServer: Int64, bytesToClient: Int64) {}
-    public func proxyRefused(status: Int, reason: String) {}
 }
 
 /// The default monitor: ignores everything.

@@ -85,6 +85,7 @@ extension Command {
         let monitor = ProxyMonitor(verbose: parsed.flag("verbose"))
         var engineConfiguration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
         engineConfiguration.monitor = monitor
+        configuration.monitor = monitor
         if let url = parsed.last("fallback-ips") ?? shared.config.fallbackIPs {
             do {
                 configuration.blockRedirect = try HTTPDNSProviderSpec(kind: .ips, location: url)
@@ -132,7 +133,7 @@ extension Command {
 }
 
 /// `httpdns proxy -v`: one stderr line per tunnel, failure and refusal.
-final class ProxyMonitor: HTTPDNSEventMonitor {
+final class ProxyMonitor: HTTPDNSEventMonitor, HTTPDNSProxyMonitor {
     let verbose: Bool
 
     init(verbose: Bool) {

@@ -29,8 +29,11 @@ final class HappyEyeballsTests: XCTestCase {
     func testHappyEyeballsRacesPastABlackholedFirstAddress() async throws {
         let blackhole = namespace.blackholeV4[0], reachable = namespace.reachableV4
         let monitor = ConnectionMonitor()
-        let engine = Self.engine(["he.test": [blackhole, reachable]], monitor: monitor)
-        let client = Self.client(engine) { $0.connectTimeout = .seconds(20) }
+        let engine = Self.engine(["he.test": [blackhole, reachable]])
+        let client = Self.client(engine) {
+            $0.connectTimeout = .seconds(20)
+            $0.monitor = monitor
+        }
 
         let response = try await client.send(URLRequest(url: url("he.test")))
         XCTAssertEqual(response.response.statusCode, 200)
@@ -79,8 +82,9 @@ final class HappyEyeballsTests: XCTestCase {
     func testHappyEyeballsOffWaitsForEachAddressToFail() async throws {
         let blackhole = namespace.blackholeV4[0], reachable = namespace.reachableV4
         let monitor = ConnectionMonitor()
-        let engine = Self.engine(["he.test": [blackhole, reachable]], monitor: monitor)
+        let engine = Self.engine(["he.test": [blackhole, reachable]])
         let client = Self.client(engine) {
+            $0.monitor = monitor
             $0.connectionAttemptDelay = nil
             $0.connectTimeout = .seconds(1)
         }
@@ -122,7 +126,7 @@ final class HappyEyeballsTests: XCTestCase {
 }
 
 /// Records `connectionFailed` events.
-final class ConnectionMonitor: HTTPDNSEventMonitor {
+final class ConnectionMonitor: HTTPDNSConnectionMonitor {
     private let recorded = HTTPDNSLock<[(address: HTTPDNSIPAddress, code: URLError.Code?)]>([])
 
     var failures: [(address: HTTPDNSIPAddress, code: URLError.Code?)] { recorded.withLock { $0 } }

@@ -3,6 +3,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
 import HTTPDNSNetworking
+import HTTPDNSURLSession
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking

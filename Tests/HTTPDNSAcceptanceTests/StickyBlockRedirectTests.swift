@@ -19,8 +19,11 @@ final class StickyBlockRedirectTests: XCTestCase {
         let clock = HTTPDNSManualClock()
         let monitor = ConnectionMonitor()
         let redirect = CountingResolver([Bed.second], ttl: 120)
-        let engine = Self.engine(["blocked.test": [Bed.dead]], clock: clock, monitor: monitor)
-        let client = HappyEyeballsTests.client(engine) { $0.blockRedirect = redirect }
+        let engine = Self.engine(["blocked.test": [Bed.dead]], clock: clock)
+        let client = HappyEyeballsTests.client(engine) {
+            $0.blockRedirect = redirect
+            $0.monitor = monitor
+        }
         let url = URL(string: "http://blocked.test:\(server.port)/echo")!
 
         let first = try await client.send(URLRequest(url: url)).connection

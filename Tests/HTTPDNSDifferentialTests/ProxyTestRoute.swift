@@ -33,6 +33,7 @@ struct ProxyTestRoute: DifferentialTestRoute {
         var configuration = HTTPDNSProxy.Configuration()
         configuration.allowPrivateTargets = true
         configuration.maxConnections = 1024
+        configuration.monitor = monitor
         let proxy = HTTPDNSProxy(engine: HTTPDNSEngine(configuration: engine), configuration: configuration)
         try proxy.start()
         return proxy
@@ -40,7 +41,7 @@ struct ProxyTestRoute: DifferentialTestRoute {
 }
 
 /// Proof that route (b) really went through the proxy and HTTPDNS.
-final class ProxyRouteMonitor: HTTPDNSEventMonitor, @unchecked Sendable {
+final class ProxyRouteMonitor: HTTPDNSEventMonitor, HTTPDNSProxyMonitor, @unchecked Sendable {
     private let lock = NSLock()
     private var counts: [String: Int] = [:]
 

@@ -1,5 +1,7 @@
 import Foundation
-@testable import HTTPDNSNetworking
+import HTTPDNSNetworking
+@testable import HTTPDNSLoopbackProxy
+@testable import HTTPDNSDirect
 import XCTest
 
 /// The proxy's request-head parser: valid heads, every truncation, malformed and oversized input.

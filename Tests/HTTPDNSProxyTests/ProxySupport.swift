@@ -3,11 +3,13 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
-@testable import HTTPDNSNetworking
+import HTTPDNSNetworking
+@testable import HTTPDNSLoopbackProxy
+@testable import HTTPDNSDirect
 import XCTest
 
 /// Records the proxy's events for assertions.
-final class RecordingProxyMonitor: HTTPDNSEventMonitor, @unchecked Sendable {
+final class RecordingProxyMonitor: HTTPDNSProxyMonitor, @unchecked Sendable {
     struct Opened: Equatable {
         var host: String
         var address: HTTPDNSIPAddress

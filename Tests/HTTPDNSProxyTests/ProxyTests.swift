@@ -2,7 +2,9 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTestSupport
-@testable import HTTPDNSNetworking
+import HTTPDNSNetworking
+@testable import HTTPDNSLoopbackProxy
+@testable import HTTPDNSDirect
 import XCTest
 
 /// The proxy in this process, driven by curl and raw sockets, in a network whose resolver lies.
@@ -28,7 +30,6 @@ final class ProxyTests: XCTestCase {
         configuration.localDNS = .server(bed.dnsmasq.address, port: bed.dnsmasq.port)
         configuration.hygiene = .init(allowPrivate: true)
         configuration.protectedHosts = HTTPDNSHostPolicy(protected)
-        configuration.monitor = monitor
         return HTTPDNSEngine(configuration: configuration)
     }
 
@@ -38,6 +39,7 @@ final class ProxyTests: XCTestCase {
         var configuration = HTTPDNSProxy.Configuration()
         configuration.allowPrivateTargets = true
         configuration.connectTimeout = .seconds(3)
+        configuration.monitor = monitor
         configure(&configuration)
         let proxy = HTTPDNSProxy(engine: try makeEngine(protected: protected), configuration: configuration)
         try proxy.start()

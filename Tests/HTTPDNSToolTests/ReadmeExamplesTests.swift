@@ -78,6 +78,16 @@ final class ReadmeExamplesTests: ToolTestCase {
         XCTAssertTrue(result.stdoutText.contains("the real www.example.test"), result.stdoutText)
     }
 
+    func testProtectProcessExampleReachesTheRealSiteThroughTheProxy() throws {
+        let (url, provider) = try bed()
+        // A lying LocalDNS would not matter here: the proxy resolves through HTTPDNS, and the program
+        // itself resolves nothing (corelibs sends the name in the proxy request, unresolved).
+        let result = try example("ProtectProcess").run([url, provider, "--allow-private"])
+        XCTAssertEqual(result.status, 0, result.stdoutText + result.stderrText)
+        XCTAssertTrue(result.stdoutText.contains("HTTP 200"), result.stdoutText)
+        XCTAssertTrue(result.stdoutText.contains("the real www.example.test"), result.stdoutText)
+    }
+
     func testDirectClientExampleResolvesFetchesStreamsAndChecks() throws {
         let (url, provider) = try bed()
         let liar = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!) }

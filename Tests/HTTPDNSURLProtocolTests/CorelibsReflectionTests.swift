@@ -4,7 +4,7 @@ import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@testable import HTTPDNSNetworking
+@testable import HTTPDNSURLSession
 
 /// Each corelibs workaround still finds what it relies on: these fail when swift-corelibs-foundation
 /// renames, retypes or drops a field the URL protocol reads or writes (house style, rule 16).

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@testable import HTTPDNSNetworking
+@testable import HTTPDNSDirect
 import XCTest
 
 /// The one redirect rule the client, the URL protocol and `httpdns fetch -L` share: credentials stay

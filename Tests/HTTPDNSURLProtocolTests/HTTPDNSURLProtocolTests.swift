@@ -5,6 +5,7 @@ import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSTransport
 import HTTPDNSNetworking
+import HTTPDNSURLSession
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking

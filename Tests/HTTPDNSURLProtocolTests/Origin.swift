@@ -4,6 +4,7 @@ import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSNetworking
+import HTTPDNSURLSession
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking

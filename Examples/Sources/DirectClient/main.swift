@@ -6,7 +6,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPDNSNetworking
+import HTTPDNSDirect
 
 let arguments = CommandLine.arguments.filter { !$0.hasPrefix("--") }
 guard arguments.count >= 3, let url = URL(string: arguments[1]), let host = url.host else {

@@ -5,7 +5,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPDNSNetworking
+import HTTPDNSURLSession
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, let url = URL(string: arguments[1]), let host = url.host else {

@@ -1,27 +1,29 @@
 import HTTPDNSCore
 
 /// The addresses still to try for one request, in order, without repeats.
-struct AddressPlan {
+package struct AddressPlan {
+    package init() {}
+
     private var queue: [HTTPDNSIPAddress] = []
     private var tried = Set<HTTPDNSIPAddress>()
     /// The host, normalised (the key of the sticky block redirect).
-    var host = ""
+    package var host = ""
     /// The engine protects the host (pinning, LocalDNS and the block redirect apply).
-    var protected = false
+    package var protected = false
     /// The queue holds remembered block-redirect addresses.
-    var sticky = false
+    package var sticky = false
     /// The proxy an unpinned attempt goes through.
-    var proxy: String?
+    package var proxy: String?
     /// The block-redirect endpoint's addresses and how long to keep them, once asked.
-    var redirect: (addresses: [HTTPDNSIPAddress], ttl: Int)?
-    var unpinned = false
-    var unpinnedUsed = false
-    var localTried = false
-    var redirectTried = false
-    var resolutionError: (any Error)?
+    package var redirect: (addresses: [HTTPDNSIPAddress], ttl: Int)?
+    package var unpinned = false
+    package var unpinnedUsed = false
+    package var localTried = false
+    package var redirectTried = false
+    package var resolutionError: (any Error)?
 
     /// Adds addresses, alternating IPv6 and IPv4 when both are present (RFC 8305's interleaving).
-    mutating func add(_ addresses: [HTTPDNSIPAddress]) {
+    package mutating func add(_ addresses: [HTTPDNSIPAddress]) {
         let fresh = addresses.filter { !tried.contains($0) && !queue.contains($0) }
         let v6 = fresh.filter { $0.family == .v6 }
         let v4 = fresh.filter { $0.family == .v4 }
@@ -36,15 +38,15 @@ struct AddressPlan {
     }
 
     /// Puts addresses that were never refused back at the front (attempts a failed winner had beaten).
-    mutating func requeue(_ addresses: [HTTPDNSIPAddress]) {
+    package mutating func requeue(_ addresses: [HTTPDNSIPAddress]) {
         for address in addresses { tried.remove(address) }
         queue = addresses.filter { !queue.contains($0) } + queue
     }
 
     /// Whether ``next()`` has an address without asking anyone.
-    var hasNext: Bool { !queue.isEmpty }
+    package var hasNext: Bool { !queue.isEmpty }
 
-    mutating func next() -> HTTPDNSIPAddress? {
+    package mutating func next() -> HTTPDNSIPAddress? {
         guard !queue.isEmpty else { return nil }
         let address = queue.removeFirst()
         tried.insert(address)

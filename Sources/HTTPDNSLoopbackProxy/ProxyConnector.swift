@@ -1,17 +1,19 @@
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSDirect
 import HTTPDNSTransport
 
 /// Chooses and connects the upstream of one proxied connection, as a task off the loop thread.
 ///
-/// Address order and failover are ``HTTPDNSClient``'s own (its `nextAddress`): the engine's answer
-/// (IPv6 and IPv4 interleaved), LocalDNS's addresses once those are used up, then — for a host that
-/// could not be found or connected — the domain-block redirect endpoint. Each refused or timed-out
-/// address is cooled down in the engine. Hosts the engine does not protect are resolved through
-/// its LocalDNS alone; IP literals are used as they are. Every connect itself runs on the loop.
+/// Address order and failover are ``HTTPDNSConnector``'s, the same as ``HTTPDNSClient``'s: the
+/// engine's answer (IPv6 and IPv4 interleaved), LocalDNS's addresses once those are used up, then —
+/// for a host that could not be found or connected — the domain-block redirect endpoint. Each refused
+/// or timed-out address is cooled down in the engine. Hosts the engine does not protect are resolved
+/// through its LocalDNS alone; IP literals are used as they are. Every connect itself runs on the loop.
 struct ProxyConnector: Sendable {
-    let client: HTTPDNSClient
-    let monitor: any HTTPDNSEventMonitor
+    let failover: HTTPDNSConnector
+
+    var engine: HTTPDNSEngine { failover.engine }
 
     /// What one connect attempt, run by the loop, came to.
     enum AttemptResult: Sendable {
@@ -31,7 +33,6 @@ struct ProxyConnector: Sendable {
     /// Tries addresses for `host`:`port` until one connects (the loop then owns it) or none is left
     /// (then the loop answers the client with the failure's status).
     func connect(id: UInt64, host: String, port: UInt16, policy: ProxyTargetPolicy, loop: ProxyLoop) async {
-        let engine = client.engine
         let report = HTTPDNSLock(HTTPDNSConnectionReport(
             host: host, answer: nil, attempts: [], connectedAddress: nil, certificateVerified: false,
             viaBlockRedirect: false, httpVersion: "1.1"))
@@ -43,16 +44,7 @@ struct ProxyConnector: Sendable {
             // As the client's exchange starts: a host found blocked lately goes straight to its
             // remembered redirect addresses; otherwise the engine's answer, fastest known first.
             plan.protected = true
-            let now = engine.configuration.clock.now()
-            if let sticky = client.blockedHosts.withLock({ $0.addresses(for: plan.host, now: now) }) {
-                plan.sticky = true
-                plan.add(sticky)
-                plan.localTried = true
-                plan.redirectTried = true
-                report.withLock { $0.viaBlockRedirect = true }
-            } else {
-                await client.resolve(host, into: &plan, report: report)
-            }
+            await failover.begin(&plan, report: report)
         } else {
             // Not protected: LocalDNS's addresses, and no block redirect, as in the client.
             do {
@@ -64,7 +56,7 @@ struct ProxyConnector: Sendable {
 
         var lastError: HTTPTransportError?
         var forbidden = 0
-        while let next = await client.nextAddress(&plan, lastError: lastError, report: report), let address = next {
+        while let next = await failover.nextAddress(&plan, lastError: lastError, report: report), let address = next {
             guard policy.allows(address, port: port) else {
                 forbidden += 1
                 report.withLock { $0.attempts.append(.init(address: address, failure: "forbidden by the proxy's target policy")) }
@@ -73,14 +65,13 @@ struct ProxyConnector: Sendable {
             let number = report.withLock { $0.attempts.count } + 1
             switch await loop.attempt(id: id, address: address, port: port, attempt: number) {
             case .connected:
-                client.rememberBlockRedirect(plan, reachedAt: address)
+                failover.connected(plan, at: address)
                 return
             case .gone:
                 return
             case .failed(let error):
                 report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
-                engine.reportUnreachable(address)
-                monitor.connectionFailed(address: address, error: error.urlError)
+                failover.connectFailed(address, error: error)
                 lastError = error
             }
         }

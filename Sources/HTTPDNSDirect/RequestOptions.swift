@@ -5,34 +5,36 @@ import FoundationNetworking
 
 /// How one request is driven beyond the client's configuration: what ``HTTPDNSURLProtocol`` passes
 /// so that a request behaves as `URLSession` would have sent it.
-struct RequestOptions: Sendable {
+package struct RequestOptions: Sendable {
+    package init() {}
+
     /// Who sends and stores cookies. Default: nobody.
-    var cookies: HTTPDNSClient.CookieHandling = .none
+    package var cookies: HTTPDNSClient.CookieHandling = .none
     /// The body when it is not in the request (corelibs keeps an upload task's on the task).
     /// Default nil: `httpBody` or `httpBodyStream` of the request.
-    var body: RequestBody? = nil
+    package var body: RequestBody? = nil
     /// Asked for a fresh body stream when a spent one must be sent again (a 307/308 redirect).
     /// Default nil: such a request fails with `URLError(.requestBodyStreamExhausted)`.
-    var newBodyStream: RequestBody.NewBodyStream? = nil
+    package var newBodyStream: RequestBody.NewBodyStream? = nil
     /// Asked before each redirect is followed, with the redirect response and the request that
     /// would follow; returns the request to send, or nil to stop and deliver the redirect response
     /// itself (with its body). Default nil: follow.
-    var redirect: (@Sendable (HTTPURLResponse, URLRequest) async -> URLRequest?)? = nil
+    package var redirect: (@Sendable (HTTPURLResponse, URLRequest) async -> URLRequest?)? = nil
     /// The limit for no byte moving, replacing the client's ``HTTPDNSClient/Configuration/idleTimeout``
     /// (and capping its connect timeout). Default nil: the client's.
-    var idleTimeout: Duration? = nil
+    package var idleTimeout: Duration? = nil
     /// Offer content codings and deliver bodies decoded, as `URLSession` does. Default false.
-    var decodesContent = false
+    package var decodesContent = false
     /// Told how many body bytes each read handed to libcurl (upload progress). Default nil.
-    var bodyProgress: (@Sendable (Int) -> Void)? = nil
+    package var bodyProgress: (@Sendable (Int) -> Void)? = nil
 }
 
 /// A redirect answer kept until someone decides whether to follow it.
 struct RedirectAnswer: Sendable {
     /// The 3xx response, for the URL that answered it.
-    var response: HTTPURLResponse
+    package var response: HTTPURLResponse
     /// Its body (bounded by ``AttemptDelegate/redirectBodyLimit``).
-    var body: Data
+    package var body: Data
     /// How it was reached.
-    var connection: HTTPDNSConnectionReport
+    package var connection: HTTPDNSConnectionReport
 }

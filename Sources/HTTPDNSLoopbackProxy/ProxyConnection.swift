@@ -1,6 +1,7 @@
 import CHTTPDNSProxy
 import Foundation
 import HTTPDNSCore
+import HTTPDNSDirect
 import HTTPDNSTransport
 
 /// One client connection, from its request head to the end of its tunnel (loop thread only).
@@ -72,7 +73,7 @@ final class ProxyConnection {
     var isConnecting: Bool { phase == .connecting }
     var isAttempting: Bool { attempt != nil }
 
-    private var monitor: any HTTPDNSEventMonitor { loop.settings.monitor }
+    private var monitor: any HTTPDNSProxyMonitor { loop.settings.monitor }
 
     /// Starts reading the request head.
     func begin() {
@@ -242,13 +243,11 @@ final class ProxyConnection {
     /// first address fails it cools down and the connector takes over, trying it last.
     private func cachedAddress(_ target: ProxyRequestHead.Target) -> HTTPDNSIPAddress? {
         if let literal { return literal }
-        let client = loop.settings.connector.client
-        let engine = client.engine
+        let failover = loop.settings.connector.failover
+        let engine = failover.engine
         guard engine.protects(target.host), let answer = engine.cachedAnswer(target.host) else { return nil }
         // A host with remembered block-redirect addresses is the connector's (sticky redirect).
-        let now = engine.configuration.clock.now()
-        let host = HTTPDNSHostPolicy.normalize(target.host)
-        guard client.blockedHosts.withLock({ $0.addresses(for: host, now: now) }) == nil else { return nil }
+        guard failover.redirectedAddresses(for: HTTPDNSHostPolicy.normalize(target.host)) == nil else { return nil }
         return answer.addresses.first { loop.settings.policy.allows($0, port: target.port) }
     }
 
@@ -297,12 +296,12 @@ final class ProxyConnection {
             return
         }
         // The fast path's own attempt.
-        monitor.connectionFailed(address: attempt.address, error: error.urlError)
         if literal != nil {
+            monitor.connectionFailed(address: attempt.address, error: error.urlError)
             // Nothing else to try for an address given as such.
             fail(ProxyConnector.Failure(status: code == .timedOut ? 504 : 502, reason: "\(attempt.address.uriText): \(detail)"))
         } else {
-            loop.settings.connector.client.engine.reportUnreachable(attempt.address)
+            loop.settings.connector.failover.connectFailed(attempt.address, error: error)
             startConnector()
         }
     }

@@ -51,7 +51,7 @@ extension HTTPDNSClient {
             attempt.start(transport: transport, request: transportRequest) { race.register(index, $0) } onResult: { result in
                 if let redirectPlan {
                     switch result {
-                    case .delivered, .redirect: self.rememberBlockRedirect(redirectPlan, reachedAt: address)
+                    case .delivered, .redirect: self.connector.connected(redirectPlan, at: address)
                     case .failed: break
                     }
                 }
@@ -62,7 +62,7 @@ extension HTTPDNSClient {
             }
         }
 
-        guard let first = await nextAddress(&plan, lastError: nil, report: context.report) else {
+        guard let first = await connector.nextAddress(&plan, lastError: nil, report: context.report) else {
             if let error = plan.resolutionError { throw error }
             throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(plan.host)"])
         }
@@ -82,10 +82,10 @@ extension HTTPDNSClient {
                     let error: HTTPTransportError
                     switch result {
                     case .delivered:
-                        rememberBlockRedirect(plan, reachedAt: race.address(of: index))
+                        connector.connected(plan, at: race.address(of: index))
                         return .delivered
                     case .redirect(let next, let answer):
-                        rememberBlockRedirect(plan, reachedAt: race.address(of: index))
+                        connector.connected(plan, at: race.address(of: index))
                         return .redirect(next, answer)
                     case .failed(let failure):
                         error = failure
@@ -98,7 +98,7 @@ extension HTTPDNSClient {
                 }
                 if running == 0 {
                     // Nothing in flight: the fallbacks, or the end.
-                    guard let next = await nextAddress(&plan, lastError: lastError, report: context.report) else {
+                    guard let next = await connector.nextAddress(&plan, lastError: lastError, report: context.report) else {
                         throw lastError ?? HTTPTransportError(.cancelled, "cancelled", host: plan.host)
                     }
                     launch(next)
@@ -114,16 +114,13 @@ extension HTTPDNSClient {
     private func recordFailure(_ error: HTTPTransportError, at address: HTTPDNSIPAddress?, plan: AddressPlan, context: AttemptContext) throws {
         if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
         context.report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
-        if let address, error.code != .cancelled {
-            engine.configuration.monitor.connectionFailed(address: address, error: error.urlError)
-        }
+        if let address, error.code != .cancelled { connector.connectFailed(address, error: error) }
         if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
             // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
             engine.invalidate(plan.host)
             throw error
         }
-        guard HTTPDNSClient.isConnectFailure(error) else { throw error }
-        if let address { engine.reportUnreachable(address) }
+        guard HTTPDNSConnector.isConnectFailure(error) else { throw error }
         guard context.body.isReplayable(after: error) else { throw error }
     }
 
@@ -137,6 +134,4 @@ extension HTTPDNSClient {
         configuration.connectionAttemptDelay.map { max($0, .milliseconds(10)) }
     }
 
-    /// What an address never measured counts as when ordering by connect time.
-    var unmeasuredConnectTime: Duration { attemptDelay ?? .milliseconds(250) }
 }

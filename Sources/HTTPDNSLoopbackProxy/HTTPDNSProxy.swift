@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSDirect
 
 /// An HTTP/1.1 proxy on loopback that resolves through HTTPDNS: protection for code you do not own.
 ///
@@ -54,6 +55,9 @@ public final class HTTPDNSProxy: Sendable {
         /// Where to ask for an address when a host cannot be found or connected (the domain-block
         /// redirect), as ``HTTPDNSClient/Configuration/blockRedirect``. Default nil: none.
         public var blockRedirect: (any HTTPDNSResolver)? = nil
+        /// Told of tunnels opened, failed and closed, clients refused, and each address that failed
+        /// to connect. Default nil: nobody.
+        public var monitor: (any HTTPDNSProxyMonitor)? = nil
 
         public init() {}
     }
@@ -87,8 +91,8 @@ public final class HTTPDNSProxy: Sendable {
     public let engine: HTTPDNSEngine
     /// The settings this proxy was made with.
     public let configuration: Configuration
-    /// The failover (shared with ``HTTPDNSClient``): cool-down, next address, LocalDNS, block redirect.
-    let client: HTTPDNSClient
+    /// The failover (the one ``HTTPDNSClient`` uses): cool-down, next address, LocalDNS, block redirect.
+    let failover: HTTPDNSConnector
 
     private struct State {
         var loops: [ProxyLoop] = []
@@ -105,10 +109,11 @@ public final class HTTPDNSProxy: Sendable {
     public init(engine: HTTPDNSEngine, configuration: Configuration = .init()) {
         self.engine = engine
         self.configuration = configuration
-        var clientConfiguration = HTTPDNSClient.Configuration()
-        clientConfiguration.blockRedirect = configuration.blockRedirect
-        clientConfiguration.connectTimeout = configuration.connectTimeout
-        self.client = HTTPDNSClient(engine: engine, configuration: clientConfiguration)
+        // The proxy connects one address at a time (no racing): an unmeasured address sorts as
+        // the client's default attempt delay would place it.
+        self.failover = HTTPDNSConnector(
+            engine: engine, blockRedirect: configuration.blockRedirect, monitor: configuration.monitor,
+            unmeasuredConnectTime: .milliseconds(250))
     }
 
     deinit {
@@ -137,7 +142,7 @@ public final class HTTPDNSProxy: Sendable {
         let settings = ProxySettings(
             configuration: configuration,
             policy: ProxyTargetPolicy(allowPrivate: configuration.allowPrivateTargets, listeners: endpoints),
-            connector: ProxyConnector(client: client, monitor: engine.configuration.monitor))
+            connector: ProxyConnector(failover: failover))
         let count = ProxyLoop.defaultCount
         let shared = ProxyListeners(fds: listeners.map(\.fd), loops: count)
         var loops: [ProxyLoop] = []

@@ -47,6 +47,8 @@ public final class HTTPDNSClient: Sendable {
         /// What to do for a protected host when a proxy is configured for it in the environment.
         /// Default ``HTTPDNSProxyPolicy/respect``: through the proxy, unpinned.
         public var proxyPolicy: HTTPDNSProxyPolicy = .respect
+        /// Told of each address that failed to connect. Default nil: nobody.
+        public var monitor: (any HTTPDNSConnectionMonitor)? = nil
         /// The environment the proxy settings are read from; nil reads the process's when the client
         /// is made. For tests.
         package var proxyEnvironment: [String: String]? = nil
@@ -62,8 +64,8 @@ public final class HTTPDNSClient: Sendable {
     public let configuration: Configuration
     /// The proxy variables, read once when the client is made.
     let proxies: ProxyEnvironment
-    /// Hosts sent to the block-redirect addresses for now (seed 003, made sticky).
-    let blockedHosts = HTTPDNSLock(BlockRedirectMemory())
+    /// The failover from a host to an address that connects (shared in kind with the loopback proxy).
+    let connector: HTTPDNSConnector
 
     /// A client sending through `engine`'s answers; origins are verified against the engine's
     /// ``HTTPDNSConfiguration/trust``. The proxy environment variables are read here.
@@ -74,9 +76,12 @@ public final class HTTPDNSClient: Sendable {
     package init(engine: HTTPDNSEngine, transport: HTTPTransport, configuration: Configuration = .init()) {
         self.engine = engine
         self.transport = transport
-        var configuration = configuration
-        configuration.blockRedirect = configuration.blockRedirect.map { HTTPDNSEngine.trusting(engine.configuration.trust, $0) }
         self.configuration = configuration
+        // RFC 8305 §5: the attempt delay is never below 10 ms; an unmeasured address counts as it.
+        let attemptDelay = configuration.connectionAttemptDelay.map { max($0, .milliseconds(10)) }
+        self.connector = HTTPDNSConnector(
+            engine: engine, blockRedirect: configuration.blockRedirect, monitor: configuration.monitor,
+            unmeasuredConnectTime: attemptDelay ?? .milliseconds(250))
         self.proxies = ProxyEnvironment(configuration.proxyEnvironment ?? ProcessInfo.processInfo.environment)
     }
 
@@ -118,7 +123,7 @@ public final class HTTPDNSClient: Sendable {
 
     /// Who sends and stores cookies: the URL protocol stores only, since `URLSession` already added
     /// the `Cookie` header from its storage before handing the request over.
-    enum CookieHandling: Sendable {
+    package enum CookieHandling: Sendable {
         case none
         case storeOnly(HTTPCookieStorage)
         case sendAndStore(HTTPCookieStorage)
@@ -127,10 +132,12 @@ public final class HTTPDNSClient: Sendable {
     func start(
         _ request: URLRequest, followRedirects: Bool, cookies: CookieHandling, delegate: any HTTPDNSClientDelegate
     ) -> HTTPDNSClientTask {
-        start(request, followRedirects: followRedirects, options: RequestOptions(cookies: cookies), delegate: delegate)
+        var options = RequestOptions()
+        options.cookies = cookies
+        return start(request, followRedirects: followRedirects, options: options, delegate: delegate)
     }
 
-    func start(
+    package func start(
         _ request: URLRequest, followRedirects: Bool, options: RequestOptions, delegate: any HTTPDNSClientDelegate
     ) -> HTTPDNSClientTask {
         let task = HTTPDNSClientTask()
@@ -206,6 +213,11 @@ public struct HTTPDNSConnectionReport: Sendable {
         public var address: HTTPDNSIPAddress?
         /// Why it failed; nil for the attempt that succeeded.
         public var failure: String?
+
+        package init(address: HTTPDNSIPAddress?, failure: String?) {
+            self.address = address
+            self.failure = failure
+        }
     }
 
     /// Every address tried, in order (the last one succeeded).
@@ -225,6 +237,19 @@ public struct HTTPDNSConnectionReport: Sendable {
     public var proxy: ProxyUse = .none
     /// Where the time went.
     public var timings = Timings()
+
+    package init(
+        host: String, answer: HTTPDNSAnswer?, attempts: [Attempt], connectedAddress: HTTPDNSIPAddress?,
+        certificateVerified: Bool, viaBlockRedirect: Bool, httpVersion: String
+    ) {
+        self.host = host
+        self.answer = answer
+        self.attempts = attempts
+        self.connectedAddress = connectedAddress
+        self.certificateVerified = certificateVerified
+        self.viaBlockRedirect = viaBlockRedirect
+        self.httpVersion = httpVersion
+    }
 }
 
 /// A running request; cancel it with ``cancel()``.

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSDirect
 import Synchronization
 
 /// What the loops need from the proxy, fixed at start and shared by every loop: a class of
@@ -9,7 +10,7 @@ final class ProxySettings: Sendable {
     let configuration: HTTPDNSProxy.Configuration
     let policy: ProxyTargetPolicy
     let connector: ProxyConnector
-    let monitor: any HTTPDNSEventMonitor
+    let monitor: any HTTPDNSProxyMonitor
     /// The expected `Proxy-Authorization: Basic` token (base64 of `user:password`), nil when none is required.
     let token: [UInt8]?
     let headTimeout: UInt64
@@ -22,7 +23,7 @@ final class ProxySettings: Sendable {
         self.configuration = configuration
         self.policy = policy
         self.connector = connector
-        self.monitor = connector.monitor
+        self.monitor = configuration.monitor ?? ProxyNoMonitor()
         self.token = configuration.credential.map { Array(Data("\($0.user):\($0.password)".utf8).base64EncodedString().utf8) }
         headTimeout = Self.nanoseconds(configuration.headTimeout)
         idleTimeout = Self.nanoseconds(configuration.idleTimeout)

@@ -48,8 +48,7 @@ extension HTTPDNSClient {
             plan.host = HTTPDNSHostPolicy.normalize(host)
             plan.protected = engine.protects(host)
             let proxy = proxies.proxy(for: url)
-            let sticky = plan.protected
-                ? blockedHosts.withLock { $0.addresses(for: plan.host, now: engine.configuration.clock.now()) } : nil
+            let sticky = plan.protected ? connector.redirectedAddresses(for: plan.host) : nil
             if let sticky {
                 // A host found blocked lately goes straight to the redirect addresses (direct, as pinned
                 // requests always are): no lookup, no walk over dead addresses.
@@ -67,7 +66,7 @@ extension HTTPDNSClient {
                 report.withLock { $0.proxy = .used(ProxyEnvironment.redacted(proxy)) }
             } else if plan.protected {
                 if let proxy { report.withLock { $0.proxy = .bypassed(ProxyEnvironment.redacted(proxy)) } }
-                await resolve(host, into: &plan, report: report)
+                await connector.resolve(into: &plan, report: report)
             } else {
                 plan.unpinned = true
             }
@@ -95,77 +94,6 @@ extension HTTPDNSClient {
         var options: RequestOptions
     }
 
-    /// Asks the engine for `host` and queues its addresses, fastest known first.
-    func resolve(_ host: String, into plan: inout AddressPlan, report: HTTPDNSLock<HTTPDNSConnectionReport>) async {
-        let start = ContinuousClock.now
-        do {
-            let answer = try await engine.resolve(host)
-            plan.add(engine.connectOrder(answer.addresses, unknown: unmeasuredConnectTime))
-            plan.localTried = answer.origin == .localDNS
-            report.withLock { $0.answer = answer }
-        } catch {
-            plan.resolutionError = error
-            plan.localTried = true  // the engine already fell back to LocalDNS (unless HTTPDNS-only)
-        }
-        let elapsed = start.duration(to: .now)
-        report.withLock { $0.timings.resolution = elapsed }
-    }
-
-    /// Keeps the block-redirect addresses for the host when one of them answered (seed 003, sticky).
-    func rememberBlockRedirect(_ plan: AddressPlan, reachedAt address: HTTPDNSIPAddress?) {
-        guard let (addresses, ttl) = plan.redirect, let address, addresses.contains(address) else { return }
-        let now = engine.configuration.clock.now()
-        blockedHosts.withLock { $0.remember(plan.host, addresses: addresses, ttl: ttl, now: now) }
-    }
-
-    /// Picks the next address when every attempt so far failed: the answer's, then LocalDNS's, then
-    /// the block-redirect endpoint's (remembered for its TTL).
-    func nextAddress(
-        _ plan: inout AddressPlan, lastError: HTTPTransportError?, report: HTTPDNSLock<HTTPDNSConnectionReport>
-    ) async -> HTTPDNSIPAddress?? {
-        if plan.unpinned, !plan.unpinnedUsed {
-            plan.unpinnedUsed = true
-            return .some(nil)
-        }
-        if let next = plan.next() { return next }
-        if plan.sticky {
-            // The remembered redirect addresses failed too: forget them and go through HTTPDNS again.
-            plan.sticky = false
-            plan.localTried = false
-            plan.redirectTried = false
-            blockedHosts.withLock { $0.forget(plan.host) }
-            report.withLock { $0.viaBlockRedirect = false }
-            await resolve(plan.host, into: &plan, report: report)
-            if let next = plan.next() { return next }
-        }
-        guard plan.protected else { return nil }
-        if !plan.localTried, !plan.unpinned {
-            plan.localTried = true
-            if let local = try? await engine.resolveLocally(plan.host) {
-                plan.add(local.addresses)
-                if let next = plan.next() { return next }
-            }
-        }
-        let blocked = lastError.map(HTTPDNSClient.isBlockSignal) ?? (plan.resolutionError != nil)
-        if !plan.redirectTried, blocked, let redirect = configuration.blockRedirect {
-            plan.redirectTried = true
-            let family = engine.configuration.family
-            if let records = try? await redirect.resolve(plan.host, family: family) {
-                // The redirect endpoint is a network answer like any HTTPDNS one: same hygiene rules
-                // (and, on an IPv6-only network, the engine's NAT64 synthesis).
-                let kept = engine.usableAddresses(engine.configuration.hygiene.filter(records, family: family).kept, family: family)
-                plan.redirect = (kept, blockRedirectTTL(records.ttl))
-                plan.add(kept)
-                report.withLock { report in
-                    report.viaBlockRedirect = true
-                    if let proxy = plan.proxy { report.proxy = .bypassed(ProxyEnvironment.redacted(proxy)) }
-                }
-                if let next = plan.next() { return next }
-            }
-        }
-        return nil
-    }
-
     func makeTransportRequest(
         _ request: URLRequest, url: URL, pinned: HTTPDNSIPAddress?, body: RequestBody, proxy: String? = nil,
         options: RequestOptions = .init()
@@ -188,15 +116,6 @@ extension HTTPDNSClient {
                 idle: min(total ?? configuration.idleTimeout, configuration.idleTimeout))
         }
         return transportRequest
-    }
-
-    /// Failures where the request surely or probably did not reach a server: worth the next address.
-    static func isConnectFailure(_ error: HTTPTransportError) -> Bool {
-        switch error.code {
-        case .cannotConnectToHost, .cannotFindHost, .proxyConnectionFailed: true
-        case .timedOut, .networkConnectionLost: error.requestBytesSent == 0
-        default: false
-        }
     }
 
     /// The `URLError` an app expects for `error`.

@@ -12,9 +12,9 @@ import FoundationNetworking
 /// body again, ``NewBodyStream`` is asked for a fresh one, as `URLSession` asks its delegate
 /// (`urlSession(_:task:needNewBodyStream:)`); without one the request fails with
 /// `URLError(.requestBodyStreamExhausted)`, never by reading the spent stream.
-struct RequestBody: Sendable {
+package struct RequestBody: Sendable {
     /// Asks for a fresh copy of a streamed body; nil when there is none.
-    typealias NewBodyStream = @Sendable () async -> InputStream?
+    package typealias NewBodyStream = @Sendable () async -> InputStream?
 
     private enum Storage: Sendable {
         case none
@@ -26,7 +26,7 @@ struct RequestBody: Sendable {
     private let storage: Storage
     private let newStream: NewBodyStream?
 
-    init(_ request: URLRequest, newStream: NewBodyStream? = nil) {
+    package init(_ request: URLRequest, newStream: NewBodyStream? = nil) {
         let length = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
         if let data = request.httpBody {
             storage = .data(data)
@@ -41,7 +41,7 @@ struct RequestBody: Sendable {
     /// A body kept outside the request (corelibs keeps an upload task's body on the task).
     ///
     /// - Throws: `URLError(.fileDoesNotExist)` for a file that cannot be read.
-    init(file url: URL, newStream: NewBodyStream? = nil) throws {
+    package init(file url: URL, newStream: NewBodyStream? = nil) throws {
         guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber,
               FileManager.default.isReadableFile(atPath: url.path)
         else {
@@ -51,17 +51,17 @@ struct RequestBody: Sendable {
         self.newStream = newStream
     }
 
-    init(data: Data) {
+    package init(data: Data) {
         storage = .data(data)
         newStream = nil
     }
 
-    init(stream: InputStream, length: Int64?, newStream: NewBodyStream?) {
+    package init(stream: InputStream, length: Int64?, newStream: NewBodyStream?) {
         storage = .stream(InputStreamSource(stream), length: length)
         self.newStream = newStream
     }
 
-    static let empty = RequestBody(storage: .none, newStream: nil)
+    package static let empty = RequestBody(storage: .none, newStream: nil)
 
     private init(storage: Storage, newStream: NewBodyStream?) {
         self.storage = storage
@@ -69,7 +69,7 @@ struct RequestBody: Sendable {
     }
 
     /// The body's length when known.
-    var length: Int64? {
+    package var length: Int64? {
         switch storage {
         case .none: 0
         case .data(let data): Int64(data.count)
@@ -112,7 +112,7 @@ struct RequestBody: Sendable {
     /// ``NewBodyStream`` otherwise.
     ///
     /// - Throws: `URLError(.requestBodyStreamExhausted)` when a spent stream has no replacement.
-    func following(to next: URLRequest) async throws -> RequestBody {
+    package func following(to next: URLRequest) async throws -> RequestBody {
         let method = next.httpMethod?.uppercased() ?? "GET"
         if next.httpBody == nil, next.httpBodyStream == nil, method == "GET" || method == "HEAD" {
             return .empty
