@@ -4,6 +4,12 @@
   scripts/public-api.py GRAPHS            print the API, one declaration a line, and the counts
   scripts/public-api.py GRAPHS --write    also write api/public-api.txt (after a deliberate change)
   scripts/public-api.py GRAPHS --check    fail when the API differs from api/public-api.txt
+  … --record FILE                          another record than api/public-api.txt (the script's own test)
+
+Each line is `PRODUCT  MODULE  PATH  DECLARATION`: the product a user depends on and imports to get
+the symbol (HTTPDNSCore's value types come with `HTTPDNS`), the module that declares it, and its
+declaration. `public` and `open` declarations are both recorded: an `open` class removed fails the
+check like a `public` one.
 
 Growth is a decision: a change to the public API shows up as a diff of api/public-api.txt in review.
 The count of `public` declarations in the library sources is printed next to the figure issue 10
@@ -13,12 +19,19 @@ import json, os, re, sys
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 record = os.path.join(root, "api", "public-api.txt")
-library_modules = ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer"]
+library_modules = [
+    "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSDirect", "HTTPDNSLoopbackProxy",
+    "HTTPDNSURLSession", "HTTPDNSNetworking", "HTTPDNSServer",
+]
 
 
 # Dependency order: a symbol re-exported by a later module (`@_exported import`) is listed once,
 # under the module that declares it.
-module_order = ["HTTPDNSCore", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSServer"]
+module_order = ["HTTPDNSCore", "HTTPDNS", "HTTPDNSDirect", "HTTPDNSLoopbackProxy", "HTTPDNSURLSession", "HTTPDNSNetworking", "HTTPDNSServer"]
+
+# The product that brings each module's symbols to a user (HTTPDNSCore is not a product: `HTTPDNS`
+# re-exports it). `HTTPDNSNetworking` re-exports HTTPDNSDirect and HTTPDNSLoopbackProxy as well.
+product_of = {"HTTPDNSCore": "HTTPDNS"}
 
 
 def declarations(graph_dir):
@@ -31,7 +44,7 @@ def declarations(graph_dir):
         with open(os.path.join(graph_dir, name)) as handle:
             graph = json.load(handle)
         for symbol in graph.get("symbols", []):
-            if symbol.get("accessLevel") != "public":
+            if symbol.get("accessLevel") not in ("public", "open"):
                 continue
             precise = symbol["identifier"]["precise"]
             if "::SYNTHESIZED::" in precise:
@@ -42,7 +55,7 @@ def declarations(graph_dir):
             path = ".".join(symbol["pathComponents"])
             fragments = "".join(f["spelling"] for f in symbol.get("declarationFragments", []))
             fragments = re.sub(r"\s+", " ", fragments).strip()
-            lines.add(f"{module}  {path}  {fragments}")
+            lines.add(f"{product_of.get(module, module)}  {module}  {path}  {fragments}")
     return sorted(lines)
 
 
@@ -62,8 +75,14 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 64
-    api = declarations(sys.argv[1])
-    mode = sys.argv[2] if len(sys.argv) > 2 else ""
+    global record
+    arguments = sys.argv[1:]
+    if "--record" in arguments:
+        index = arguments.index("--record")
+        record = os.path.abspath(arguments[index + 1])
+        del arguments[index:index + 2]
+    api = declarations(arguments[0])
+    mode = arguments[1] if len(arguments) > 1 else ""
     if mode == "--write":
         os.makedirs(os.path.dirname(record), exist_ok=True)
         with open(record, "w") as handle:

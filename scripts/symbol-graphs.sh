@@ -10,12 +10,18 @@ all="$scratch/all-symbol-graphs"
 # The graphs are written when a module compiles; an up-to-date module keeps the ones it wrote.
 rm -rf "$graphs"
 mkdir -p "$graphs" "$all"
-for target in HTTPDNSNetworking HTTPDNSServer; do
+# A module's graph also holds what it re-exports (`@_exported import`), but it is written only when
+# that module itself compiles: a doc comment changed in HTTPDNSDirect would stay stale in the
+# umbrella's graph. The modules that re-export are small; their objects go, so they compile again.
+for module in HTTPDNSNetworking HTTPDNSURLSession HTTPDNSLoopbackProxy HTTPDNSDirect; do
+  rm -f "$scratch"/debug/"$module".build/*.o
+done
+for target in HTTPDNSNetworking HTTPDNSURLSession HTTPDNSServer; do
   swift build --scratch-path "$scratch" --target "$target" -Xswiftc -warnings-as-errors \
     -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$all" >&2
 done
 # The modules a user imports (HTTPDNSCore's types reach users through `import HTTPDNS`).
-for module in HTTPDNSCore HTTPDNS HTTPDNSNetworking HTTPDNSServer; do
+for module in HTTPDNSCore HTTPDNS HTTPDNSDirect HTTPDNSLoopbackProxy HTTPDNSURLSession HTTPDNSNetworking HTTPDNSServer; do
   cp "$all/$module".symbols.json "$graphs/"
   for extension in "$all/$module"@*.symbols.json; do
     [[ -e "$extension" ]] && cp "$extension" "$graphs/"

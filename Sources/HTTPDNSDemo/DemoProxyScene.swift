@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSTestSupport
 
 /// The last scene: curl, a program that knows nothing of HTTPDNS, through `httpdns proxy` (the
 /// binary next to this one), under the same lying LocalDNS.
@@ -12,22 +13,21 @@ enum DemoProxyScene {
             DemoOutput.line("(proxy scene skipped: needs the httpdns binary next to httpdns-demo and curl)\n")
             return
         }
-        let proxy = Process()
-        proxy.executableURL = tool
-        proxy.arguments = [
-            "proxy", "--listen", "127.0.0.1:0", "--provider", "dnspod=\(bed.httpdnsURL)",
-            "--local-dns", "udp=\(bed.dnsmasq.address):\(bed.dnsmasq.port)", "--protect", "*.demo.test", "--allow-private", "-v",
-        ]
-        let output = Pipe()
-        proxy.standardOutput = output
-        let log = Pipe()
-        proxy.standardError = log
-        guard (try? proxy.run()) != nil else { return DemoOutput.error("cannot start httpdns proxy") }
-        // Ctrl-C stops it too; the pid is signalled only while the process surely still exists.
-        let running = HTTPDNSLock<pid_t?>(proxy.processIdentifier)
-        cleanup.add { running.withLock { pid in if let pid { kill(pid, SIGTERM) } } }
-        let url = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        // Started with posix_spawn (the test support's runner), never Foundation's Process: its launch
+        // over-reads /proc/self/fd (swift-corelibs-foundation issue 5472) and it reaps children of others.
+        let proxy: RunningTool
+        let url: String
+        do {
+            proxy = try RunningTool(executable: tool, arguments: [
+                "proxy", "--listen", "127.0.0.1:0", "--provider", "dnspod=\(bed.httpdnsURL)",
+                "--local-dns", "udp=\(bed.dnsmasq.address):\(bed.dnsmasq.port)", "--protect", "*.demo.test", "--allow-private", "-v",
+            ])
+            url = try proxy.waitForLine(startingWith: "http://", timeout: .seconds(10))
+        } catch {
+            return DemoOutput.error("cannot start httpdns proxy: \(error)")
+        }
+        // Ctrl-C stops it too.
+        cleanup.add { proxy.send(SIGTERM) }
         let target = "https://\(DemoBed.secureHosts[0]):\(bed.httpsPort)/"
         let masked = url.replacingOccurrences(of: #":[0-9a-f]{32}@"#, with: ":TOKEN@", options: .regularExpression)
         DemoOutput.line("""
@@ -36,24 +36,16 @@ enum DemoProxyScene {
               \(masked)
               $ https_proxy=\(masked) curl --cacert demo-ca.pem \(target)
             """)
-        let run = Process()
-        run.executableURL = curl
-        run.arguments = ["-sS", "--max-time", "10", "--cacert", bed.certificates.caCertificatePath, target]
-        run.environment = ["https_proxy": url]
-        let body = Pipe()
-        run.standardOutput = body
-        run.standardError = body
-        if (try? run.run()) != nil {
-            // Read to the end (curl's exit closes the pipe) rather than `waitUntilExit()`: Foundation's
-            // `Process` reaps one child at a time and can wait on nginx or dnsmasq instead (seen here).
-            let text = String(decoding: body.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        if let result = try? ToolRunner(executable: curl).run(
+            ["-sS", "--max-time", "10", "--cacert", bed.certificates.caCertificatePath, target], timeout: .seconds(15),
+            environment: ["https_proxy": url])
+        {
+            let text = result.stdoutText + result.stderrText
             DemoOutput.line("  " + text.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n", with: "\n  "))
         }
-        running.withLock { pid in
-            proxy.terminate()
-            pid = nil
-        }
-        let events = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        proxy.send(SIGTERM)
+        _ = try? proxy.wait(timeout: .seconds(5))
+        let events = String(decoding: proxy.stderr, as: UTF8.self)
         DemoOutput.line(events.split(separator: "\n").map { "  proxy: \($0)" }.joined(separator: "\n"))
         DemoOutput.line("""
               => curl resolved nothing itself: it sent CONNECT \(DemoBed.secureHosts[0]):\(bed.httpsPort), the proxy asked \

@@ -7,7 +7,7 @@ extension HTTPDNSClient {
     ///
     /// Only for plain HTTP. With HTTPS the consumer would put the IP into SNI and verify the
     /// certificate against the IP, which fails (or, worse, tempts people to turn verification off);
-    /// send HTTPS through ``HTTPDNSURLProtocol`` or ``data(for:)`` instead.
+    /// send HTTPS through `HTTPDNSURLProtocol` or ``data(for:)`` instead.
     ///
     /// - Throws: `URLError(.unsupportedURL)` for HTTPS and non-HTTP URLs; resolution errors.
     public func directURL(for url: URL) async throws -> (url: URL, headers: [String: String]) {

@@ -13,7 +13,7 @@ struct HTTPDNSClientFailure: Error {
 }
 
 extension URLError {
-    /// For errors from ``HTTPDNSClient`` and ``HTTPDNSURLProtocol``: the answer the addresses came
+    /// For errors from ``HTTPDNSClient`` and `HTTPDNSURLProtocol`: the answer the addresses came
     /// from and every address tried with why it failed.
     public var httpdnsConnectionReport: HTTPDNSConnectionReport? {
         userInfo[HTTPDNSClientFailure.reportKey] as? HTTPDNSConnectionReport

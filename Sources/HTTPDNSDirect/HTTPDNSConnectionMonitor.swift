@@ -4,7 +4,7 @@ import HTTPDNSCore
 /// nothing.
 ///
 /// The engine's ``HTTPDNSEventMonitor`` speaks of resolution (lookups, cache, providers); this one
-/// of connections, and the proxy's ``HTTPDNSProxyMonitor`` adds its tunnels. One type may conform
+/// of connections, and the proxy's `HTTPDNSProxyMonitor` adds its tunnels. One type may conform
 /// to all of them and be passed to each. Methods are called synchronously on whatever task or
 /// thread does the work (the transport's thread, a proxy loop): be quick and thread-safe.
 public protocol HTTPDNSConnectionMonitor: Sendable {

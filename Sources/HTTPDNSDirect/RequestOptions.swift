@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// How one request is driven beyond the client's configuration: what ``HTTPDNSURLProtocol`` passes
+/// How one request is driven beyond the client's configuration: what `HTTPDNSURLProtocol` passes
 /// so that a request behaves as `URLSession` would have sent it.
 package struct RequestOptions: Sendable {
     package init() {}

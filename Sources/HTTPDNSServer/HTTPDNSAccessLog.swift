@@ -9,10 +9,10 @@ import Dispatch
 import Foundation
 import HTTPDNSCore
 
-/// The optional access log: one ``HTTPDNSAccessLogLine`` per query, written to a file descriptor
+/// The optional access log: one JSON line per query, written to a file descriptor
 /// by a thread of its own so that a slow disk or pipe never stalls the event loop.
 ///
-/// ``log(_:)`` encodes the line into a buffer under a lock and returns; the writer thread takes the
+/// Logging a query encodes the line into a buffer under a lock and returns; the writer thread takes the
 /// whole buffer at once and `write(2)`s it. The buffer is bounded (``Configuration/maxBufferedBytes``):
 /// when the writer lags that far behind, new lines are dropped and counted (``dropped``, and the
 /// metrics' `httpdns_access_log_dropped_total`) rather than queued without end. A failed write
@@ -21,14 +21,14 @@ import HTTPDNSCore
 ///
 /// Call ``close()`` before exit: it writes what is buffered and stops the thread. A log opened by
 /// path can be ``reopen()``ed after logrotate moved the file (on SIGHUP, say).
-package final class HTTPDNSAccessLog: Sendable {
+public final class HTTPDNSAccessLog: Sendable {
     /// Bounds of the log.
-    package struct Configuration: Sendable, Hashable {
+    public struct Configuration: Sendable, Hashable {
         /// Most bytes waiting for the writer before lines are dropped. Default 4 MiB (about 20,000
         /// lines).
-        package var maxBufferedBytes: Int = 4 << 20
+        public var maxBufferedBytes: Int = 4 << 20
 
-        package init(maxBufferedBytes: Int = 4 << 20) {
+        public init(maxBufferedBytes: Int = 4 << 20) {
             self.maxBufferedBytes = maxBufferedBytes
         }
     }
@@ -83,7 +83,7 @@ package final class HTTPDNSAccessLog: Sendable {
     /// Opens (creating, mode 0640) and appends to the file at `path`; `-` is standard output.
     ///
     /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` naming the path and the `errno` text.
-    package convenience init(path: String, configuration: Configuration = .init(), metrics: HTTPDNSServerMetrics? = nil) throws(HTTPDNSServiceError) {
+    public convenience init(path: String, configuration: Configuration = .init(), metrics: HTTPDNSServerMetrics? = nil) throws(HTTPDNSServiceError) {
         if path == "-" {
             self.init(fileDescriptor: STDOUT_FILENO, configuration: configuration, metrics: metrics)
             return
@@ -107,7 +107,7 @@ package final class HTTPDNSAccessLog: Sendable {
     ///
     /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` when the path cannot be opened; the
     ///   log then goes on in the old file.
-    package func reopen() throws(HTTPDNSServiceError) {
+    public func reopen() throws(HTTPDNSServiceError) {
         guard let path, path != "-" else { return }
         let descriptor = try Self.open(path)
         let stale = state.withLock { state -> Int32? in
@@ -144,16 +144,16 @@ package final class HTTPDNSAccessLog: Sendable {
     }
 
     /// Lines written so far.
-    package var written: UInt64 { state.withLock { $0.written } }
+    public var written: UInt64 { state.withLock { $0.written } }
 
     /// Lines dropped so far (writer too far behind, write failed, or logged after ``close()``).
-    package var dropped: UInt64 { state.withLock { $0.dropped } }
+    public var dropped: UInt64 { state.withLock { $0.dropped } }
 
     /// Writes what is buffered, stops the writer thread and closes an owned descriptor. Waits at
     /// most `timeout` for the writer (a blocked pipe must not block shutdown for ever); returns
     /// whether everything buffered was written in time. Later lines are dropped.
     @discardableResult
-    package func close(timeout: Duration = .seconds(5)) -> Bool {
+    public func close(timeout: Duration = .seconds(5)) -> Bool {
         let wakeWriter = state.withLock { state -> Bool in
             guard !state.closing else { return false }
             state.closing = true

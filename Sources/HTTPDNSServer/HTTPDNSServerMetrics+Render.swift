@@ -10,7 +10,7 @@ extension HTTPDNSServerMetrics {
     ///
     /// Label sets that cannot be known in advance (HTTP status, DNS response code) appear once
     /// counted; every other series is always present, at 0 until something happens.
-    package func render() -> String {
+    public func render() -> String {
         let state = self.state.withLock { $0 }
         var text = ""
         text.reserveCapacity(4_096)

@@ -10,20 +10,20 @@ import HTTPDNSCore
 /// 100–599 and the 16 DNS response codes at most).
 ///
 /// Series (counters end in `_total`):
-/// - `httpdns_queries_total{endpoint}`: every request, by ``Endpoint``;
-/// - `httpdns_queries_by_format_total{format}`: by answer ``Format``;
+/// - `httpdns_queries_total{endpoint}`: every request, by `Endpoint`;
+/// - `httpdns_queries_by_format_total{format}`: by answer `Format`;
 /// - `httpdns_responses_total{status}`: HTTP status sent;
 /// - `httpdns_dns_responses_total{rcode}`: DNS response code of the answer (`NOERROR`, `NXDOMAIN`, …);
-/// - `httpdns_cache_total{outcome}`: ``CacheOutcome`` of each name answered;
-/// - `httpdns_upstream_total{outcome}`: ``UpstreamOutcome`` of each name sent upstream;
+/// - `httpdns_cache_total{outcome}`: `CacheOutcome` of each name answered;
+/// - `httpdns_upstream_total{outcome}`: `UpstreamOutcome` of each name sent upstream;
 /// - `httpdns_request_duration_seconds`: histogram of the time from request head to response,
-///   buckets ``latencyBucketsMicroseconds`` (100 µs to 10 s);
+///   buckets `latencyBucketsMicroseconds` (100 µs to 10 s);
 /// - `httpdns_open_connections` (gauge) and `httpdns_connections_total`;
-/// - `httpdns_shed_total{reason}`: requests or connections refused by a limit, by ``ShedReason``;
+/// - `httpdns_shed_total{reason}`: requests or connections refused by a limit, by `ShedReason`;
 /// - `httpdns_access_log_dropped_total`: access-log lines dropped because the writer lagged;
 /// - `httpdns_zone_names` (gauge) and `httpdns_zone_loads_total{result}`: the zone in service and
 ///   every (re)load, `ok` or `failed` (a failed reload keeps the old zone).
-package final class HTTPDNSServerMetrics: Sendable {
+public final class HTTPDNSServerMetrics: Sendable {
     /// The URL the request came in on.
     package enum Endpoint: Int, CaseIterable, Sendable {
         case dnspod, alibaba, ips, dohGet, dohPost, dohJSON, health, other
@@ -232,7 +232,8 @@ package final class HTTPDNSServerMetrics: Sendable {
 
     let state = HTTPDNSLock(State())
 
-    package init() {}
+    /// A fresh set of counters, all zero.
+    public init() {}
 
     /// Counts one answered request.
     package func record(_ query: Query) {

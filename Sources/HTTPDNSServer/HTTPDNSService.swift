@@ -131,8 +131,9 @@ public final class HTTPDNSService: Sendable {
         /// `SO_REUSEPORT`, so that several instances share a port. Default false.
         public var reusePort: Bool = false
         /// Event-loop threads, each serving its share of the connections (1 to 256). Default
-        /// ``defaultThreads``.
-        package var threads: Int = Connections.defaultThreads
+        /// ``defaultThreads``: one per CPU this process may run on but one, at least one (set it to the
+        /// CPU count on a machine that only serves, with clients elsewhere).
+        public var threads: Int = Connections.defaultThreads
 
         /// One loop per CPU this process may run on (``HTTPDNSProcessors/usable``) but one, at least
         /// one. The CPU left over takes what runs beside the loops (upstream lookups, the access-log
@@ -140,7 +141,7 @@ public final class HTTPDNSService: Sendable {
         /// them is set aside for whole time slices, and every connection it holds waits that long.
         /// Measured on 2 CPUs with h2load beside the server: two loops answered about 15 % more
         /// queries at c=256 than one, with a p99 about 20 % longer, past dnsdist's.
-        package static let defaultThreads = loops(forCPUs: HTTPDNSProcessors.usable)
+        public static let defaultThreads = loops(forCPUs: HTTPDNSProcessors.usable)
 
         /// The default loop count on `cpus` CPUs: all but one, at least one.
         package static func loops(forCPUs cpus: Int) -> Int {
@@ -172,11 +173,13 @@ public final class HTTPDNSService: Sendable {
         /// Peers whose `X-Forwarded-For` (and, in the server, PROXY protocol header) is believed for
         /// the client's address: Alibaba's `client_ip`, DNSPod's `clientip=1` and the EDNS Client
         /// Subnet sent upstream. Default none: the client is the connection's peer.
-        package var trustedProxies: HTTPDNSTrustedProxies = .init()
-        /// Counters behind `/metrics` (Prometheus text). Default a fresh set.
-        package var metrics: HTTPDNSServerMetrics = .init()
-        /// One JSON line per answered request, when given. Default nil.
-        package var accessLog: HTTPDNSAccessLog? = nil
+        public var trustedProxies: HTTPDNSTrustedProxies = .init()
+        /// Counters behind `/metrics` (Prometheus text); pass your own to read them in-process
+        /// (``HTTPDNSServerMetrics/render()``). Default a fresh set.
+        public var metrics: HTTPDNSServerMetrics = .init()
+        /// One JSON line per answered request, when given (``HTTPDNSAccessLog``; call its
+        /// ``HTTPDNSAccessLog/close(timeout:)`` after stopping the service). Default nil.
+        public var accessLog: HTTPDNSAccessLog? = nil
 
         public init(zone: HTTPDNSZone = .init()) {
             self.zone = zone

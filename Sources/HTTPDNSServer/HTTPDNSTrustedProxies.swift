@@ -6,7 +6,7 @@ import HTTPDNSCore
 /// Written as CIDR blocks, `10.0.0.0/8`, `::1/128`, or single addresses (`192.0.2.10` is `/32`,
 /// `2001:db8::1` is `/128`). An IPv4 block also covers the IPv4-mapped IPv6 form of its addresses
 /// (`::ffff:10.0.0.1`), which is how a dual-stack socket sees IPv4 peers.
-package struct HTTPDNSTrustedProxies: Sendable, Hashable {
+public struct HTTPDNSTrustedProxies: Sendable, Hashable {
     /// One block: the network's 128 bits (IPv4 in the first 32) and its prefix length.
     package struct Block: Sendable, Hashable, CustomStringConvertible {
         package let family: HTTPDNSIPAddress.Family
@@ -85,14 +85,14 @@ package struct HTTPDNSTrustedProxies: Sendable, Hashable {
     package var blocks: [Block]
 
     /// Nobody is trusted.
-    package init() {
+    public init() {
         blocks = []
     }
 
     /// Parses each of `texts` (see ``Block/init(_:)``); also accepts comma-separated lists.
     ///
     /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` naming the first bad entry.
-    package init(_ texts: [String]) throws(HTTPDNSServiceError) {
+    public init(_ texts: [String]) throws(HTTPDNSServiceError) {
         var blocks: [Block] = []
         for text in texts {
             for item in text.split(separator: ",") {
@@ -105,10 +105,10 @@ package struct HTTPDNSTrustedProxies: Sendable, Hashable {
     }
 
     /// Whether nobody is trusted.
-    package var isEmpty: Bool { blocks.isEmpty }
+    public var isEmpty: Bool { blocks.isEmpty }
 
     /// Whether `address` is a trusted proxy.
-    package func contains(_ address: HTTPDNSIPAddress) -> Bool {
+    public func contains(_ address: HTTPDNSIPAddress) -> Bool {
         blocks.contains { $0.contains(address) }
     }
 }

@@ -10,7 +10,7 @@ import Foundation
 /// issue 5472; AddressSanitizer reports it, and it can crash a normal run), and its monitor thread
 /// can block on a child that closes inherited descriptors (dnsmasq does).
 ///
-/// The child gets stdin from /dev/null, stdout and stderr in files, no other descriptor of ours, no
+/// The child gets stdin from /dev/null (or a file or FIFO given), stdout and stderr in files, no other descriptor of ours, no
 /// blocked signal (libdispatch worker threads block SIGTERM, and a mask is inherited) and default
 /// handlers for the signals tests send.
 enum Spawn {
@@ -19,17 +19,19 @@ enum Spawn {
     }
 
     /// - Parameters:
+    ///   - stdin: what the child reads. Default /dev/null. A FIFO must already have a writer open
+    ///     (open it `O_RDWR` first), or the child blocks in its open before `exec`, and so does this call.
     ///   - append: append to the output files (a log shared by restarts) instead of truncating them.
     /// - Returns: the child's process identifier; reap it with `waitpid`.
     static func start(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-        stdout: String, stderr: String, append: Bool = false
+        stdin: String = "/dev/null", stdout: String, stderr: String, append: Bool = false
     ) throws(Failure) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         let mode = O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdout, mode, 0o600)
         if stderr == stdout {
             posix_spawn_file_actions_adddup2(&actions, 1, 2)

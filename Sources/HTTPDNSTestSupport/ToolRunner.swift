@@ -96,8 +96,9 @@ package final class RunningTool: @unchecked Sendable {
     private let commandLine: String
     private var exitStatus: Int32?
 
-    /// Starts `executable` with `arguments`; stdin is /dev/null, stdout and stderr go to files.
-    package init(executable: URL, arguments: [String], environment: [String: String]? = nil) throws {
+    /// Starts `executable` with `arguments`; stdin is /dev/null (or `stdin`, see ``Spawn``), stdout
+    /// and stderr go to files.
+    package init(executable: URL, arguments: [String], environment: [String: String]? = nil, stdin: String = "/dev/null") throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-tool-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stdoutPath = directory.appendingPathComponent("stdout")
@@ -105,7 +106,8 @@ package final class RunningTool: @unchecked Sendable {
         commandLine = ([executable.lastPathComponent] + arguments).joined(separator: " ")
 
         do {
-            pid = try Spawn.start(executable.path, arguments, environment: environment, stdout: stdoutPath.path, stderr: stderrPath.path)
+            pid = try Spawn.start(
+                executable.path, arguments, environment: environment, stdin: stdin, stdout: stdoutPath.path, stderr: stderrPath.path)
         } catch {
             try? FileManager.default.removeItem(at: directory)
             throw ToolRunner.Failure(error.description)

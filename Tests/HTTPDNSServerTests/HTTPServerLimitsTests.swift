@@ -117,21 +117,22 @@ final class HTTPServerLimitsTests: XCTestCase {
             configuration.limits.requestTimeout = .seconds(1)
         }
         defer { holding.server.stop() }
-        // Foundation's Process, as RunningTool gives no stdin: the half head goes through it.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["s_client", "-quiet", "-alpn", "http/1.1", "-connect", "127.0.0.1:\(holding.server.port)"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        // Half a head, then silence (standard input stays open, so the client never hangs up itself).
-        input.fileHandleForWriting.write(Data("GET /never-finished HTTP/1.1\r\nHost: a.test\r\n".utf8))
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        try? input.fileHandleForWriting.close()
+        // openssl s_client reads the half head from a FIFO we hold open (never Foundation's Process,
+        // whose launch over-reads /proc/self/fd): standard input stays open, so the client never
+        // hangs up itself; only the server's deadline can end the connection.
+        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-s_client-\(UUID().uuidString)").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0, String(cString: strerror(errno)))
+        defer { unlink(fifo) }
+        let input = open(fifo, O_RDWR)
+        XCTAssertGreaterThanOrEqual(input, 0)
+        defer { close(input) }
+        let client = try RunningTool(
+            executable: URL(fileURLWithPath: "/usr/bin/openssl"),
+            arguments: ["s_client", "-quiet", "-alpn", "http/1.1", "-connect", "127.0.0.1:\(holding.server.port)"], stdin: fifo)
+        let head = Array("GET /never-finished HTTP/1.1\r\nHost: a.test\r\n".utf8)
+        XCTAssertEqual(head.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }, head.count)
+        _ = try client.wait(timeout: .seconds(30))
+        let text = String(decoding: client.stdout + client.stderr, as: UTF8.self)
         XCTAssertFalse(text.contains("HTTP/1.1 200"), text)
         XCTAssertEqual(holding.server.requestDeadlineCount, 1, text)
         XCTAssertEqual(holding.heldCount, 0)
