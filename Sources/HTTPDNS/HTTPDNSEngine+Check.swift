@@ -5,8 +5,10 @@ import HTTPDNSTransport
 /// How ``HTTPDNSEngine/checkHijack(_:family:check:)`` checks.
 public struct HTTPDNSHijackCheck: Sendable, Hashable {
     /// Count any disagreement between LocalDNS and HTTPDNS as hijacking (unless a probe shows
-    /// LocalDNS's address is a valid edge). Private answers being allowed
-    /// (``HTTPDNSAnswerHygiene/allowPrivate``) implies it. Default false.
+    /// LocalDNS's address is a valid edge). Default false. Private answers being allowed
+    /// (``HTTPDNSAnswerHygiene/allowPrivate``) counts a disagreement too, for a reason of its own
+    /// (``HTTPDNSHijackReport/Reason/privateAnswersAllowed``); the report says `strict` only when
+    /// this was asked.
     public var strict: Bool = false
     /// Confirm by connecting: a TLS handshake for the host at each side's first address on this port
     /// (443 for HTTPS sites), verified against ``HTTPDNSConfiguration/trust``. Default nil: no probe.
@@ -25,8 +27,9 @@ public struct HTTPDNSHijackCheck: Sendable, Hashable {
 
 extension HTTPDNSEngine {
     /// Resolves `host` through LocalDNS and through the HTTPDNS providers (bypassing the cache),
-    /// compares the answers, optionally confirms by connecting, and concludes: the same evidence and
-    /// verdict as `httpdns check`.
+    /// compares the answers, optionally confirms by connecting, and concludes: the same evidence,
+    /// verdict and conclusion (``HTTPDNSHijackReport/isHijack`` with its
+    /// ``HTTPDNSHijackReport/reason``) as `httpdns check`.
     ///
     /// - Parameters:
     ///   - family: the address family to compare. Default the configuration's.
@@ -46,8 +49,8 @@ extension HTTPDNSEngine {
             probe = HTTPDNSHijackProbe(port: port, local: await localResult, httpdns: await httpdnsResult)
         }
         return HTTPDNSHijackReport(
-            host: name, local: local, httpdns: httpdns, probe: probe,
-            strict: check.strict || configuration.hygiene.allowPrivate)
+            host: name, local: local, httpdns: httpdns, probe: probe, strict: check.strict,
+            privateAnswersAllowed: configuration.hygiene.allowPrivate)
     }
 
     private func localEvidence(_ host: String, family: HTTPDNSAddressFamily) async -> HTTPDNSHijackReport.Side {

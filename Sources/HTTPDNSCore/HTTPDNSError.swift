@@ -7,7 +7,7 @@ import Foundation
 public struct HTTPDNSError: Error, Sendable, CustomStringConvertible {
     /// A stable error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
+        private enum Base: String, Hashable, Sendable, CaseIterable {
             case malformedAnswer
             case noAddress
             case nameNotFound
@@ -54,6 +54,27 @@ public struct HTTPDNSError: Error, Sendable, CustomStringConvertible {
         public static let unsupported = Code(.unsupported)
 
         public var description: String { base.rawValue }
+
+        /// Every code, for tests that must cover each one (a new code without a sentence fails them).
+        package static let allCases: [Code] = Base.allCases.map(Code.init)
+
+        /// The sentence for people about the name being resolved, when known: a capital first, a full
+        /// stop last, no code and no detail.
+        // Exhaustive on purpose: a new code does not build until it has a sentence of its own.
+        fileprivate func sentence(host: String?) -> String {
+            let quoted = host.map { " “\($0)”" } ?? ""
+            switch base {
+            case .nameNotFound: return "The name\(quoted) does not exist."
+            case .noAddress, .bogonAnswer: return "No usable address was found for the name\(quoted)."
+            case .timedOut: return "Looking up the name\(quoted) took too long."
+            case .cancelled: return "The lookup was cancelled."
+            case .invalidHost: return "The host name\(quoted) is not valid."
+            case .invalidConfiguration: return "The HTTPDNS settings are not valid."
+            case .unauthorized: return "The HTTPDNS service refused the credentials."
+            case .unsupported: return "The HTTPDNS service cannot answer this request."
+            case .malformedAnswer, .httpStatus, .transport, .allAttemptsFailed: return "The name\(quoted) could not be resolved."
+            }
+        }
     }
 
     /// One failed attempt inside a chain.
@@ -106,18 +127,7 @@ extension HTTPDNSError: LocalizedError, CustomDebugStringConvertible {
     /// A short sentence for people (what `localizedDescription` shows and an app may put in its UI):
     /// no codes, no provider or transport text. The detail is in ``debugDescription``.
     public var errorDescription: String? {
-        let name = host.map { "“\($0)”" } ?? "the name"
-        switch code {
-        case .nameNotFound: return "\(name.prefix(1).uppercased() + name.dropFirst()) does not exist."
-        case .noAddress, .bogonAnswer: return "No usable address was found for \(name)."
-        case .timedOut: return "Looking up \(name) took too long."
-        case .cancelled: return "The lookup was cancelled."
-        case .invalidHost: return "\(name.prefix(1).uppercased() + name.dropFirst()) is not a valid host name."
-        case .invalidConfiguration: return "The HTTPDNS settings are not valid."
-        case .unauthorized: return "The HTTPDNS service refused the credentials."
-        case .unsupported: return "The HTTPDNS service cannot answer this request."
-        default: return "\(name.prefix(1).uppercased() + name.dropFirst()) could not be resolved."
-        }
+        code.sentence(host: host)
     }
 
     /// Everything known, for logs and bug reports: code, host, source, detail and every attempt.

@@ -91,7 +91,7 @@ public struct HTTPDNSHostPolicy: Sendable, Hashable {
         var bytes = Array(host.utf8)
         if bytes.allSatisfy({ $0 < 0x80 }) {
             if bytes.last == UInt8(ascii: "."), bytes.dropLast().last != UInt8(ascii: ".") { bytes.removeLast() }
-            for index in bytes.indices where bytes[index] &- 0x41 < 26 { bytes[index] |= 0x20 }
+            for index in bytes.indices { bytes[index] = HTTPDNSASCII.lowercased(bytes[index]) }
             return String(decoding: bytes, as: UTF8.self)
         }
         var name = host.lowercased()

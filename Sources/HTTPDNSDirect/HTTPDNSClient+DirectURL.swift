@@ -15,12 +15,12 @@ extension HTTPDNSClient {
               let host = components.host, !host.isEmpty
         else {
             throw URLError(.unsupportedURL, userInfo: [
-                NSLocalizedDescriptionKey: "directURL works for http:// only; HTTPS needs the real host for SNI and verification",
+                NSLocalizedDescriptionKey: "A direct URL works for http:// only; HTTPS needs the real host for SNI and verification.",
             ])
         }
         let answer = try await engine.resolve(host)
         guard let address = answer.addresses.first else {
-            throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(host)"])
+            throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "No address was found for \(host)."])
         }
         let hostHeader = components.port.map { "\(host):\($0)" } ?? host
         components.host = address.family == .v6 ? "[\(address)]" : address.description

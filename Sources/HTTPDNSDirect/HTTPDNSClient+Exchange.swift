@@ -33,7 +33,7 @@ extension HTTPDNSClient {
         guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let rawHost = url.host, !rawHost.isEmpty
         else {
-            throw URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "only http and https URLs with a host are supported"])
+            throw URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "Only http and https URLs with a host are supported."])
         }
         let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
         let started = ContinuousClock.now

@@ -64,7 +64,7 @@ extension HTTPDNSClient {
 
         guard let first = await connector.nextAddress(&plan, lastError: nil, report: context.report) else {
             if let error = plan.resolutionError { throw error }
-            throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "no address for \(plan.host)"])
+            throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "No address was found for \(plan.host)."])
         }
         launch(first)
         for await event in race.events {

@@ -176,7 +176,7 @@ public final class HTTPDNSClient: Sendable {
                 if case .storeOnly(let storage) = options.cookies { options.cookies = .sendAndStore(storage) }
                 hops += 1
                 guard hops <= configuration.maximumRedirects else {
-                    throw URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "more than \(configuration.maximumRedirects) redirects"])
+                    throw URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "The server redirected more than \(configuration.maximumRedirects) times."])
                 }
                 body = try await body.following(to: next)
                 request = next

@@ -38,7 +38,7 @@ final class InputStreamSource: HTTPTransportBodySource, @unchecked Sendable {
                 return 0
             case .error:
                 state.finished = true
-                throw URLError(.requestBodyStreamExhausted, userInfo: [NSLocalizedDescriptionKey: "the request body stream failed"])
+                throw URLError(.requestBodyStreamExhausted, userInfo: [NSLocalizedDescriptionKey: "The request body stream failed."])
             default:
                 break
             }
@@ -46,7 +46,7 @@ final class InputStreamSource: HTTPTransportBodySource, @unchecked Sendable {
             if count < 0 {
                 state.finished = true
                 stream.close()
-                throw URLError(.requestBodyStreamExhausted, userInfo: [NSLocalizedDescriptionKey: "the request body stream failed"])
+                throw URLError(.requestBodyStreamExhausted, userInfo: [NSLocalizedDescriptionKey: "The request body stream failed."])
             }
             if count == 0 {
                 state.finished = true

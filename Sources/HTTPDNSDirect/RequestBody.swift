@@ -45,7 +45,7 @@ package struct RequestBody: Sendable {
         guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber,
               FileManager.default.isReadableFile(atPath: url.path)
         else {
-            throw URLError(.fileDoesNotExist, userInfo: [NSLocalizedDescriptionKey: "cannot read the upload file \(url.path)"])
+            throw URLError(.fileDoesNotExist, userInfo: [NSLocalizedDescriptionKey: "The upload file \(url.path) cannot be read."])
         }
         storage = .file(url, length: size.int64Value)
         self.newStream = newStream
@@ -89,7 +89,7 @@ package struct RequestBody: Sendable {
             return .stream(length: Int64(data.count), source: CountingSource(DataBodySource(data), progress: progress))
         case .file(let url, let length):
             let source: any HTTPTransportBodySource = InputStream(url: url).map(InputStreamSource.init) ?? UnreadableSource(
-                URLError(.fileDoesNotExist, userInfo: [NSLocalizedDescriptionKey: "cannot open the upload file \(url.path)"]))
+                URLError(.fileDoesNotExist, userInfo: [NSLocalizedDescriptionKey: "The upload file \(url.path) cannot be opened."]))
             guard let progress else { return .stream(length: length, source: source) }
             return .stream(length: length, source: CountingSource(source, progress: progress))
         case .stream(let source, let length):
@@ -120,7 +120,7 @@ package struct RequestBody: Sendable {
         guard case .stream(let source, let length) = storage, source.wasRead else { return self }
         guard let newStream, let stream = await newStream() else {
             throw URLError(.requestBodyStreamExhausted, userInfo: [
-                NSLocalizedDescriptionKey: "the request body stream was already sent and no new stream was provided",
+                NSLocalizedDescriptionKey: "The request body stream was already sent and no new stream was provided.",
                 NSURLErrorFailingURLErrorKey: next.url as Any,
             ])
         }

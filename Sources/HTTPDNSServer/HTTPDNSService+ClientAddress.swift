@@ -11,7 +11,7 @@ extension HTTPDNSService {
         guard let peer = request.remoteAddress else { return nil }
         let trusted = configuration.trustedProxies
         guard !trusted.isEmpty, trusted.contains(peer) else { return peer }
-        let values = request.headers.filter { $0.name.utf8.count == 15 && $0.name.lowercased() == "x-forwarded-for" }.map(\.value)
+        let values = request.headers.filter { HTTPDNSASCII.equalsIgnoringCase($0.name, "x-forwarded-for") }.map(\.value)
         return HTTPDNSForwardedFor.client(peer: peer, values: values, trusted: trusted)
     }
 

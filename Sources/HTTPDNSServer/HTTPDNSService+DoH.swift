@@ -105,7 +105,7 @@ extension HTTPDNSService {
         for byte in value.utf8 {
             if byte == UInt8(ascii: ";") { break }
             if byte == UInt8(ascii: " ") || byte == 0x09 { continue }
-            bytes.append(byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte)
+            bytes.append(HTTPDNSASCII.lowercased(byte))
         }
         return String(decoding: bytes, as: UTF8.self)
     }

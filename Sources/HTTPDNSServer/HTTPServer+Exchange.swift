@@ -79,8 +79,8 @@ extension HTTPServer {
             !header.name.isEmpty
                 && !header.name.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: ":") || $0 >= 0x7f }
                 && !header.value.utf8.contains { $0 == 0x0d || $0 == 0x0a || $0 == 0 }
-                && !Request.equalsIgnoringCase(header.name, "content-length")
-                && !Request.equalsIgnoringCase(header.name, "transfer-encoding")
+                && !HTTPDNSASCII.equalsIgnoringCase(header.name, "content-length")
+                && !HTTPDNSASCII.equalsIgnoringCase(header.name, "transfer-encoding")
         }
     }
 }

@@ -68,16 +68,12 @@ extension HTTPServer {
 
         /// The first value of the header `name`, compared case-insensitively (ASCII).
         package func header(_ name: String) -> String? {
-            headers.first { Self.equalsIgnoringCase($0.name, name) }?.value
+            headers.first { HTTPDNSASCII.equalsIgnoringCase($0.name, name) }?.value
         }
 
         /// The first value of the query parameter `name`.
         package func queryValue(_ name: String) -> String? {
             query.string(name)
-        }
-
-        static func equalsIgnoringCase(_ lhs: String, _ rhs: String) -> Bool {
-            lhs.utf8.count == rhs.utf8.count && zip(lhs.utf8, rhs.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
         }
     }
 

@@ -310,7 +310,7 @@ final class HTTPServerCore: @unchecked Sendable {
             headers.append(HTTPServer.Header(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self)))
         }
         let authority = bytes { httpdns_h2o_request_authority(request, $0) }
-        if !authority.isEmpty, !headers.contains(where: { HTTPServer.Request.equalsIgnoringCase($0.name, "host") }) {
+        if !authority.isEmpty, !headers.contains(where: { HTTPDNSASCII.equalsIgnoringCase($0.name, "host") }) {
             // HTTP/2 carries the host as :authority; handlers read it as Host either way.
             headers.append(HTTPServer.Header(name: "host", value: String(decoding: authority, as: UTF8.self)))
         }

@@ -28,10 +28,9 @@ extension Command {
                 HTTPDNS has addresses (blocked). disagree: no shared address, but LocalDNS's addresses look \
                 public; CDNs steer this way too, so it is not counted as hijacking by default. inconclusive: \
                 HTTPDNS could not answer.
-                With --allow-private (or --strict) a disagreement IS counted as hijacking: --allow-private says \
-                private and loopback answers are legitimate on this network (an intranet or a loopback test \
-                bed), which removes the bogon test, so the answer of the trusted HTTPDNS side is the only \
-                reference left and any LocalDNS answer that shares no address with it is treated as forged.
+                With --strict or --allow-private a disagreement that no probe clears IS counted as hijacking \
+                (--allow-private removes the bogon test, leaving HTTPDNS's answer as the only reference); the \
+                verdict line says which reason applies, and --json gives it as "reason".
                 """),
             ("EXIT STATUS", """
                 0 no hijacking found, 2 hijacking or blocking found for any host, 1 when HTTPDNS could not \

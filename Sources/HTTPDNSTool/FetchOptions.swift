@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSCore
 import HTTPDNSTransport
 
 /// What `httpdns fetch` was asked to do, in curl's terms, validated before any traffic.
@@ -86,7 +87,7 @@ struct FetchOptions: Sendable {
             headers.append(HTTPTransportHeader(name: name, value: value))
         }
         if let agent = parsed.last("user-agent") {
-            headers.removeAll { $0.name.lowercased() == "user-agent" }
+            headers.removeAll { HTTPDNSASCII.equalsIgnoringCase($0.name, "user-agent") }
             headers.append(HTTPTransportHeader(name: "User-Agent", value: agent))
         }
 

@@ -8,7 +8,7 @@ import HTTPDNSCore
 package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     /// A stable error code.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
+        private enum Base: String, Hashable, Sendable, CaseIterable {
             case cannotFindHost
             case cannotConnectToHost
             case timedOut
@@ -59,6 +59,9 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         package static let unknown = Code(.unknown)
 
         package var description: String { base.rawValue }
+
+        /// Every code, for tests that must cover each one (a new code without a sentence fails them).
+        package static let allCases: [Code] = Base.allCases.map(Code.init)
     }
 
     /// The stable code.

@@ -1,3 +1,5 @@
+import HTTPDNSCore
+
 /// One HTTP header field, in the order it was sent or received.
 ///
 /// Names keep the case they were given; compare them case-insensitively (RFC 9110 §5.1).
@@ -39,17 +41,6 @@ package struct HTTPTransportHeader: Sendable, Hashable, CustomStringConvertible 
 extension Array where Element == HTTPTransportHeader {
     /// The value of the first field named `name` (case-insensitive), or nil.
     func httpdnsFirstValue(_ name: String) -> String? {
-        first { $0.name.caseInsensitiveEquals(name) }?.value
-    }
-}
-
-extension String {
-    /// ASCII case-insensitive equality, which is what HTTP field names need (no locale rules).
-    func caseInsensitiveEquals(_ other: String) -> Bool {
-        let lhs = utf8, rhs = other.utf8
-        guard lhs.count == rhs.count else { return false }
-        return zip(lhs, rhs).allSatisfy { a, b in
-            a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A)
-        }
+        first { HTTPDNSASCII.equalsIgnoringCase($0.name, name) }?.value
     }
 }

@@ -17,7 +17,7 @@ final class DownloadFile {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("HTTPDNSDownload_\(UUID().uuidString).tmp")
         self.expectedLength = expectedLength
         guard FileManager.default.createFile(atPath: url.path, contents: nil), let handle = try? FileHandle(forWritingTo: url) else {
-            throw URLError(.cannotCreateFile, userInfo: [NSLocalizedDescriptionKey: "cannot create the download file \(url.path)"])
+            throw URLError(.cannotCreateFile, userInfo: [NSLocalizedDescriptionKey: "The download file \(url.path) cannot be created."])
         }
         self.handle = handle
     }
@@ -30,7 +30,7 @@ final class DownloadFile {
             try handle?.write(contentsOf: data)
             written += Int64(data.count)
         } catch {
-            throw URLError(.cannotWriteToFile, userInfo: [NSLocalizedDescriptionKey: "cannot write the download file \(url.path): \(error)"])
+            throw URLError(.cannotWriteToFile, userInfo: [NSLocalizedDescriptionKey: "The download file \(url.path) cannot be written (\(error))."])
         }
     }
 

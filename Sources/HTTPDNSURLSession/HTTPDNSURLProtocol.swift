@@ -72,7 +72,7 @@ open class HTTPDNSURLProtocol: URLProtocol {
               let installation = Installation.of(session.configuration)
         else {
             client?.urlProtocol(self, didFailWithError: URLError(.unsupportedURL, userInfo: [
-                NSLocalizedDescriptionKey: "HTTPDNSURLProtocol is not installed in this session's configuration (use httpdnsInstall)",
+                NSLocalizedDescriptionKey: "HTTPDNSURLProtocol is not installed in this session's configuration (use httpdnsInstall).",
             ]))
             return
         }

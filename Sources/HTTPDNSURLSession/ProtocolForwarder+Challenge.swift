@@ -87,7 +87,7 @@ extension ProtocolForwarder {
         case .performDefaultHandling:
             retryWith = proposed == challenge.lastCredential ? nil : proposed
         case .cancelAuthenticationChallenge, .rejectProtectionSpace:
-            finish(error: URLError(.cancelled, userInfo: [NSLocalizedDescriptionKey: "the authentication challenge was cancelled"]))
+            finish(error: URLError(.cancelled, userInfo: [NSLocalizedDescriptionKey: "The authentication challenge was cancelled."]))
             return
         @unknown default:
             retryWith = nil

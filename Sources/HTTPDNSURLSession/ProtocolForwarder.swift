@@ -195,7 +195,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
                 let location = try file.close()
                 guard CorelibsReflection.setProperty(location, for: .temporaryFileURL, on: owner) else {
                     file.discard()
-                    throw URLError(.cannotWriteToFile, userInfo: [NSLocalizedDescriptionKey: "the download's file cannot be handed to URLSession on this platform"])
+                    throw URLError(.cannotWriteToFile, userInfo: [NSLocalizedDescriptionKey: "The downloaded file cannot be handed to URLSession on this platform."])
                 }
             } catch {
                 client.urlProtocol(owner, didFailWithError: error)
@@ -218,7 +218,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         guard !stopped, !finished else { return }
         clientTask?.cancel()
         finish(error: URLError(.timedOut, userInfo: [
-            NSLocalizedDescriptionKey: "the resource timeout (timeoutIntervalForResource) expired",
+            NSLocalizedDescriptionKey: "The resource timeout (timeoutIntervalForResource) expired.",
             NSURLErrorFailingURLErrorKey: task.originalRequest?.url as Any,
         ]))
     }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import XCTest
@@ -184,7 +185,8 @@ final class HTTPDNSEngineTests: XCTestCase {
         let subject = engine([provider], local: local)
         let report = await subject.checkHijack("l.example")
         XCTAssertEqual(report.verdict, .bogonAnswer)
-        XCTAssertTrue(report.verdict.isHijack)
+        XCTAssertTrue(report.isHijack)
+        XCTAssertEqual(report.reason, .bogonAnswer)
         XCTAssertEqual(report.local.addresses.map(\.description), ["10.0.0.1"])
         XCTAssertEqual(report.httpdns.addresses.map(\.description), ["198.51.100.20"])
     }
@@ -195,6 +197,7 @@ final class HTTPDNSEngineTests: XCTestCase {
         let subject = engine([provider], local: local)
         let report = await subject.checkHijack("m.example")
         XCTAssertEqual(report.verdict, .localMissing)
+        XCTAssertEqual(report.reason, .localMissing)
         XCTAssertEqual(report.local.errorCode, "nameNotFound")
     }
 
@@ -204,7 +207,44 @@ final class HTTPDNSEngineTests: XCTestCase {
         let subject = engine([provider], local: local)
         let report = await subject.checkHijack("n.example")
         XCTAssertEqual(report.verdict, .agree)
-        XCTAssertFalse(report.verdict.isHijack)
+        XCTAssertFalse(report.isHijack)
+        XCTAssertNil(report.reason)
+    }
+
+    /// A disagreement is hijacking only for a stated reason, and the report says `strict` only when
+    /// it was asked (allowing private answers is a reason of its own, not strictness).
+    func testHijackReportDisagreementCountsOnlyForAReason() async throws {
+        let provider = FakeResolver("p", .answer(["198.51.100.24"], ttl: 60))
+        let local = FakeResolver("system", .answer(["203.0.113.24"], ttl: nil))
+        let plain = await engine([provider], local: local).checkHijack("o.example")
+        XCTAssertEqual(plain.verdict, .disagree)
+        XCTAssertFalse(plain.isHijack)
+        XCTAssertNil(plain.reason)
+        XCTAssertFalse(plain.strict)
+
+        let strict = await engine([provider], local: local).checkHijack("o.example", check: HTTPDNSHijackCheck(strict: true))
+        XCTAssertEqual(strict.reason, .strictDisagreement)
+        XCTAssertTrue(strict.isHijack && strict.strict)
+        XCTAssertTrue(strict.description.contains("because the check is strict"), strict.description)
+
+        let privateAllowed = await engine([provider], local: local) { $0.hygiene = HTTPDNSAnswerHygiene(allowPrivate: true) }
+            .checkHijack("o.example")
+        XCTAssertEqual(privateAllowed.reason, .privateAnswersAllowed)
+        XCTAssertTrue(privateAllowed.isHijack)
+        XCTAssertFalse(privateAllowed.strict)
+        XCTAssertFalse(privateAllowed.description.contains("strict"), privateAllowed.description)
+        XCTAssertTrue(privateAllowed.description.contains(HTTPDNSHijackReport.Reason.privateAnswersAllowed.explanation))
+
+        // The JSON form carries the same conclusion, and a report whose "hijack" contradicts its reason
+        // does not decode.
+        let data = try JSONEncoder().encode(privateAllowed)
+        XCTAssertEqual(try JSONDecoder().decode(HTTPDNSHijackReport.self, from: data), privateAllowed)
+        var object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        XCTAssertEqual(object["hijack"] as? Bool, true)
+        XCTAssertEqual(object["strict"] as? Bool, false)
+        object["hijack"] = false
+        let forged = try JSONSerialization.data(withJSONObject: object)
+        XCTAssertThrowsError(try JSONDecoder().decode(HTTPDNSHijackReport.self, from: forged))
     }
 }
 

@@ -16,7 +16,8 @@ final class CheckAgreementTests: ToolTestCase {
         var caPath: String?
     }
 
-    /// The conclusion of both routes: (verdict, hijack) from the command's JSON and from the engine.
+    /// The conclusion of both routes: (verdict, hijack, reason) from the command's JSON and from the
+    /// engine.
     private func bothConclusions(_ network: Network) async throws -> (command: [String], library: [String]) {
         var arguments = ["check", "--json", "--local-dns", "udp=127.0.0.1:\(network.localPort)",
                          "--provider", "dnspod=\(network.providerURL)", "--allow-private", "--httpdns-only"]
@@ -24,7 +25,9 @@ final class CheckAgreementTests: ToolTestCase {
         if let ca = network.caPath { arguments += ["--cacert", ca] }
         let result = try run(arguments + ["www.example.test"])
         let object = try jsonObject(result.stdoutText)
-        let command = [object["verdict"] as? String ?? "-", (object["hijack"] as? Bool).map { "\($0)" } ?? "-"]
+        let command = [
+            object["verdict"] as? String ?? "-", (object["hijack"] as? Bool).map { "\($0)" } ?? "-", object["reason"] as? String ?? "-",
+        ]
 
         // The same settings as the flags above, through the public API.
         var configuration = HTTPDNSConfiguration(resolvers: [try HTTPDNSProviderSpec(parsing: "dnspod=\(network.providerURL)").makeResolver()])
@@ -34,27 +37,27 @@ final class CheckAgreementTests: ToolTestCase {
         if let ca = network.caPath { configuration.trust = .caFile(ca) }
         let engine = HTTPDNSEngine(configuration: configuration)
         let report = await engine.checkHijack("www.example.test", check: HTTPDNSHijackCheck(probePort: network.probePort))
-        return (command, [report.verdict.rawValue, "\(report.isHijack)"])
+        return (command, [report.verdict.rawValue, "\(report.isHijack)", report.reason?.rawValue ?? "-"])
     }
 
     func testLyingResolverIsHijackForBoth() async throws {
         let liar = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!) }
         let both = try await bothConclusions(Network(localPort: liar.port, providerURL: try startService(zone: zone)))
-        XCTAssertEqual(both.library, ["disagree", "true"])
+        XCTAssertEqual(both.library, ["disagree", "true", "privateAnswersAllowed"])
         XCTAssertEqual(both.command, both.library)
     }
 
     func testHonestResolverIsCleanForBoth() async throws {
         let honest = try dnsmasq { $0.hostRecords = [("www.example.test", [HTTPDNSIPAddress("127.0.0.1")!])] }
         let both = try await bothConclusions(Network(localPort: honest.port, providerURL: try startService(zone: zone)))
-        XCTAssertEqual(both.library, ["agree", "false"])
+        XCTAssertEqual(both.library, ["agree", "false", "-"])
         XCTAssertEqual(both.command, both.library)
     }
 
     func testBlockingResolverIsHijackForBoth() async throws {
         let blocker = try dnsmasq { $0.localDomains = ["example.test"] }
         let both = try await bothConclusions(Network(localPort: blocker.port, providerURL: try startService(zone: zone)))
-        XCTAssertEqual(both.library, ["localMissing", "true"])
+        XCTAssertEqual(both.library, ["localMissing", "true", "localMissing"])
         XCTAssertEqual(both.command, both.library)
     }
 
@@ -76,7 +79,7 @@ final class CheckAgreementTests: ToolTestCase {
         let both = try await bothConclusions(Network(
             localPort: steering.port, providerURL: try startService(zone: zone), probePort: origin.port,
             caPath: certificates.caCertificatePath))
-        XCTAssertEqual(both.library, ["disagree", "false"])
+        XCTAssertEqual(both.library, ["disagree", "false", "-"])
         XCTAssertEqual(both.command, both.library)
     }
 }

@@ -17,6 +17,24 @@ final class CheckCommandTests: ToolTestCase {
         XCTAssertTrue(result.stdoutText.contains("127.0.0.1"), result.stdoutText)
         XCTAssertTrue(result.stdoutText.contains("verdict: disagree"), result.stdoutText)
         XCTAssertTrue(result.stdoutText.contains("HIJACKED"), result.stdoutText)
+        XCTAssertTrue(result.stdoutText.contains("because private answers are allowed"), result.stdoutText)
+        XCTAssertFalse(result.stdoutText.contains("strict"), result.stdoutText)
+    }
+
+    /// --strict is said when asked, and is the reason given.
+    func testStrictIsTheReasonWhenAsked() throws {
+        let liar = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!) }
+        let provider = try dnspod(zone: zone)
+        let arguments = ["check", "--strict", "--local-dns", "udp=127.0.0.1:\(liar.port)"] + provider
+        let text = try run(arguments + ["www.example.test"])
+        XCTAssertEqual(text.status, 2, text.stdoutText + text.stderrText)
+        XCTAssertTrue(text.stdoutText.contains("counted as hijacking because the check is strict"), text.stdoutText)
+        let json = try run(arguments + ["--json", "www.example.test"])
+        XCTAssertEqual(json.status, 2, json.stdoutText + json.stderrText)
+        let object = try jsonObject(json.stdoutText)
+        XCTAssertEqual(object["strict"] as? Bool, true)
+        XCTAssertEqual(object["reason"] as? String, "strictDisagreement")
+        XCTAssertEqual(object["hijack"] as? Bool, true)
     }
 
     func testJSONReportCarriesBothSidesAndTheConclusion() throws {
@@ -28,6 +46,9 @@ final class CheckCommandTests: ToolTestCase {
         XCTAssertEqual(object["host"] as? String, "www.example.test")
         XCTAssertEqual(object["verdict"] as? String, "disagree")
         XCTAssertEqual(object["hijack"] as? Bool, true)
+        // Why: --allow-private, not strictness (nobody asked for --strict).
+        XCTAssertEqual(object["reason"] as? String, "privateAnswersAllowed")
+        XCTAssertEqual(object["strict"] as? Bool, false)
         let local = try XCTUnwrap(object["local"] as? [String: Any])
         XCTAssertEqual(local["addresses"] as? [String], ["127.0.0.66"])
         let httpdns = try XCTUnwrap(object["httpdns"] as? [String: Any])

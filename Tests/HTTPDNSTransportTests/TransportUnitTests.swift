@@ -59,11 +59,25 @@ final class TransportUnitTests: XCTestCase {
     func testHTTPDNSErrorSentenceAndDetail() {
         let attempt = HTTPDNSError.Attempt(source: "dnspod http://127.0.0.1:1", error: HTTPDNSError(.timedOut, "no answer within 1.5 s"))
         let error = HTTPDNSError(.allAttemptsFailed, "every provider failed", host: "api.example.com", attempts: [attempt])
-        XCTAssertEqual(error.localizedDescription, "“api.example.com” could not be resolved.")
+        XCTAssertEqual(error.localizedDescription, "The name “api.example.com” could not be resolved.")
         XCTAssertFalse(error.localizedDescription.contains("allAttemptsFailed"))
         XCTAssertTrue(error.debugDescription.contains("allAttemptsFailed"), error.debugDescription)
         XCTAssertTrue(error.debugDescription.contains("no answer within 1.5 s"), error.debugDescription)
-        XCTAssertEqual(HTTPDNSError(.nameNotFound, "NXDOMAIN", host: "x.test").localizedDescription, "“x.test” does not exist.")
+        XCTAssertEqual(HTTPDNSError(.nameNotFound, "NXDOMAIN", host: "x.test").localizedDescription, "The name “x.test” does not exist.")
+    }
+
+    /// Every code's `localizedDescription` is a sentence an app can show (README, "Errors"): a capital
+    /// first and a full stop last, with and without a host, so a new code without one fails here.
+    func testEveryTransportErrorCodeHasASentence() {
+        XCTAssertFalse(HTTPTransportError.Code.allCases.isEmpty)
+        for code in HTTPTransportError.Code.allCases {
+            for host in ["a.test", "example.com.", nil] as [String?] {
+                let sentence = HTTPTransportError(code, "libcurl's text", curlCode: 7, host: host).urlError.localizedDescription
+                XCTAssertTrue(sentence.first?.isUppercase == true, "\(code): \(sentence)")
+                XCTAssertTrue(sentence.hasSuffix("."), "\(code): \(sentence)")
+                XCTAssertFalse(sentence.contains("libcurl's text"), "\(code): \(sentence)")
+            }
+        }
     }
 
     func testTimeoutConversion() {

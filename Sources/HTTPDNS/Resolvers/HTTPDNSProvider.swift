@@ -214,7 +214,7 @@ package struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         let bytes = value.utf8.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 0x20 && $0 != 0x09 }
         // ASCII (every real media type) is folded as bytes; anything else by Unicode rules.
         guard bytes.allSatisfy({ $0 < 0x80 }) else { return String(decoding: bytes, as: UTF8.self).lowercased() }
-        return String(decoding: bytes.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }, as: UTF8.self)
+        return HTTPDNSASCII.lowercased(bytes)
     }
 
     /// Whether the media type of a `Content-Type` value (before `;`, spaces and tabs ignored) is
@@ -225,9 +225,7 @@ package struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
             if byte == UInt8(ascii: ";") { break }
             if byte == 0x20 || byte == 0x09 { continue }
             guard let want = expectedBytes.next() else { return false }
-            let folded = byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte
-            let wantFolded = want >= 0x41 && want <= 0x5a ? want | 0x20 : want
-            guard folded == wantFolded else { return false }
+            guard HTTPDNSASCII.lowercased(byte) == HTTPDNSASCII.lowercased(want) else { return false }
         }
         return expectedBytes.next() == nil
     }
@@ -245,7 +243,7 @@ package struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
             rest = comma == rest.endIndex ? rest[comma...] : rest[rest.index(after: comma)...]
             guard let equals = directive.firstIndex(of: UInt8(ascii: "=")) else { continue }
             let name = trimmed(directive[..<equals])
-            guard name.count == 7, zip(name, "max-age".utf8).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }) else { continue }
+            guard HTTPDNSASCII.equalsIgnoringCase(name, "max-age".utf8) else { continue }
             if let value = decimal(trimmed(directive[directive.index(after: equals)...])) { maxAge = value }
         }
         guard let maxAge else { return nil }

@@ -101,9 +101,7 @@ package struct DoHWireFormat: HTTPDNSProviderFormat {
             for byte in label {
                 // A dot inside a label (`\.` in text) is not the host's label separator.
                 guard byte != UInt8(ascii: "."), let other = hostBytes.next() else { return false }
-                let folded = byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte
-                let otherFolded = other >= 0x41 && other <= 0x5a ? other | 0x20 : other
-                guard folded == otherFolded else { return false }
+                guard HTTPDNSASCII.lowercased(byte) == HTTPDNSASCII.lowercased(other) else { return false }
             }
         }
         return hostBytes.next() == nil

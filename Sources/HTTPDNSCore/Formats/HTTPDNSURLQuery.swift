@@ -68,11 +68,8 @@ package struct HTTPDNSURLQuery {
     // On bytes, without lower-casing a copy: it runs for every request a provider builds.
     package static func checkedBase(_ url: String, source: String) throws(HTTPDNSError) -> String {
         let bytes = url.utf8
-        func hasSchemePrefix(_ scheme: String) -> Bool {
-            bytes.count >= scheme.utf8.count
-                && zip(bytes, scheme.utf8).allSatisfy { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }
-        }
-        guard hasSchemePrefix("http://") || hasSchemePrefix("https://"), bytes.count <= 2048,
+        guard HTTPDNSASCII.hasPrefixIgnoringCase(bytes, "http://") || HTTPDNSASCII.hasPrefixIgnoringCase(bytes, "https://"),
+              bytes.count <= 2048,
               !bytes.contains(where: { $0 <= 0x20 || $0 == 0x7f })
         else {
             throw HTTPDNSError(.invalidConfiguration, "service URL must be absolute http(s) without spaces", source: source)
