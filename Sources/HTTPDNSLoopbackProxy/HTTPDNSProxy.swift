@@ -218,16 +218,14 @@ public final class HTTPDNSProxy: Sendable {
 }
 
 /// Why a proxy could not start.
+///
+/// The codes, their sentences and the description form are the ones the HTTPDNS service's error
+/// uses too (`HTTPDNSStartFailure`).
 public struct HTTPDNSProxyError: Error, Sendable, CustomStringConvertible {
     /// A stable error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
-            case cannotListen
-            case invalidConfiguration
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
+        package let base: HTTPDNSStartFailure
+        private init(_ base: HTTPDNSStartFailure) { self.base = base }
 
         /// An address could not be bound (in use, not on this machine, no permission).
         public static let cannotListen = Code(.cannotListen)
@@ -235,6 +233,9 @@ public struct HTTPDNSProxyError: Error, Sendable, CustomStringConvertible {
         public static let invalidConfiguration = Code(.invalidConfiguration)
 
         public var description: String { base.rawValue }
+
+        /// Every code, for tests that must cover each one.
+        package static let allCases: [Code] = [.cannotListen, .invalidConfiguration]
     }
 
     /// The stable code.
@@ -247,5 +248,11 @@ public struct HTTPDNSProxyError: Error, Sendable, CustomStringConvertible {
         self.detail = detail
     }
 
-    public var description: String { "\(code): \(detail)" }
+    public var description: String { code.base.description(detail: detail) }
+}
+
+extension HTTPDNSProxyError: LocalizedError {
+    /// A short sentence for people (what `localizedDescription` shows): no code, no detail; the
+    /// detail is in ``description``.
+    public var errorDescription: String? { code.base.sentence(server: "The proxy") }
 }
