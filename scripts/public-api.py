@@ -55,6 +55,8 @@ def declarations(graph_dir):
             path = ".".join(symbol["pathComponents"])
             fragments = "".join(f["spelling"] for f in symbol.get("declarationFragments", []))
             fragments = re.sub(r"\s+", " ", fragments).strip()
+            if symbol.get("accessLevel") == "open":
+                fragments = "open " + fragments  # the graph's fragments leave the keyword out
             lines.add(f"{product_of.get(module, module)}  {module}  {path}  {fragments}")
     return sorted(lines)
 

@@ -19,7 +19,7 @@ import HTTPDNSCore
 /// (disk full, closed pipe) drops that batch and counts its lines the same way. Lines are never
 /// torn: each batch is whole lines, and a short write is continued.
 ///
-/// Call ``close()`` before exit: it writes what is buffered and stops the thread. A log opened by
+/// Call ``close(timeout:)`` before exit: it writes what is buffered and stops the thread. A log opened by
 /// path can be ``reopen()``ed after logrotate moved the file (on SIGHUP, say).
 public final class HTTPDNSAccessLog: Sendable {
     /// Bounds of the log.
@@ -55,7 +55,7 @@ public final class HTTPDNSAccessLog: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
 
-    /// Logs to `fileDescriptor` (stdout, a pipe, a file), which stays open after ``close()`` unless
+    /// Logs to `fileDescriptor` (stdout, a pipe, a file), which stays open after ``close(timeout:)`` unless
     /// `ownsDescriptor`.
     ///
     /// - Parameters:
@@ -146,7 +146,7 @@ public final class HTTPDNSAccessLog: Sendable {
     /// Lines written so far.
     public var written: UInt64 { state.withLock { $0.written } }
 
-    /// Lines dropped so far (writer too far behind, write failed, or logged after ``close()``).
+    /// Lines dropped so far (writer too far behind, write failed, or logged after ``close(timeout:)``).
     public var dropped: UInt64 { state.withLock { $0.dropped } }
 
     /// Writes what is buffered, stops the writer thread and closes an owned descriptor. Waits at

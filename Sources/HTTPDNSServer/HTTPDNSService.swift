@@ -135,7 +135,7 @@ public final class HTTPDNSService: Sendable {
         /// CPU count on a machine that only serves, with clients elsewhere).
         public var threads: Int = Connections.defaultThreads
 
-        /// One loop per CPU this process may run on (``HTTPDNSProcessors/usable``) but one, at least
+        /// One loop per CPU this process may run on (its affinity mask counts) but one, at least
         /// one. The CPU left over takes what runs beside the loops (upstream lookups, the access-log
         /// writer, the kernel's network work, a local client): a loop that has to share a CPU with
         /// them is set aside for whole time slices, and every connection it holds waits that long.

@@ -89,7 +89,8 @@ public struct HTTPDNSTrustedProxies: Sendable, Hashable {
         blocks = []
     }
 
-    /// Parses each of `texts` (see ``Block/init(_:)``); also accepts comma-separated lists.
+    /// Parses each of `texts`: an IPv4 or IPv6 address or CIDR block (`10.0.0.0/8`, `::1`); also
+    /// accepts comma-separated lists.
     ///
     /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` naming the first bad entry.
     public init(_ texts: [String]) throws(HTTPDNSServiceError) {
