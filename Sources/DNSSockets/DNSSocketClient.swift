@@ -6,9 +6,18 @@ import HTTPDNSCore
 ///
 /// Follows RFC 5452: a CSPRNG query ID, a fresh socket (so a random source port) per query, and a
 /// reply is accepted only from the server's address and port with the query's ID and question;
-/// anything else is ignored until the timeout. Blocking socket work runs on a dedicated thread, never
-/// on the cooperative pool, and task cancellation ends the wait at once.
+/// anything else is ignored until the timeout. Blocking socket work runs on a bounded pool of threads
+/// (``threadLimit``), never on the cooperative pool, and task cancellation ends the wait at once.
 package struct DNSSocketClient: Sendable {
+    /// Most exchanges running at once, in the whole process; more wait their turn (within their
+    /// timeout).
+    ///
+    /// An exchange holds its thread for a round trip, or until its deadline when the server is
+    /// silent, mostly asleep in `poll`; 64 covers the distinct names an engine or a server has in
+    /// flight at once, and bounds the threads and sockets that a flood of queries to an unreachable
+    /// server can hold.
+    package static let threadLimit = 64
+
     /// How queries are built and sent.
     package struct Configuration: Sendable {
         /// Retry over TCP when the UDP answer has TC=1 (RFC 7766 §5). Default true.
@@ -112,7 +121,7 @@ package struct DNSSocketClient: Sendable {
             query: bytes, queryMessage: query, server: SocketAddress(address: server, port: port),
             deadline: .now + timeout, tcpFallback: configuration.tcpFallback
         )
-        return try await BlockingCall<[UInt8]>.run(timeout: nil) { call in
+        return try await BlockingCall<[UInt8]>.run(on: .exchanges, limit: .queue(timeout), timeoutDetail: "no matching answer in time") { call in
             exchange.run(shouldStop: { call.isFinished })
         }
     }

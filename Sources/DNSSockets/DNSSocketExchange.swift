@@ -8,8 +8,8 @@ import Darwin
 import DNSWire
 import HTTPDNSCore
 
-/// One query/answer exchange with one server, run on a dedicated thread (blocking, bounded by a
-/// deadline, stoppable between poll slices).
+/// One query/answer exchange with one server, run on a ``BlockingPool`` thread (blocking, bounded
+/// by a deadline, stoppable between poll slices).
 ///
 /// RFC 5452 rules: a fresh socket per query so that the kernel picks a random source port; a reply
 /// counts only if it comes from the server's address and port, is a response, carries the query's

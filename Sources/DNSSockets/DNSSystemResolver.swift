@@ -12,9 +12,17 @@ import HTTPDNSCore
 /// is configured with. It is the fallback when every HTTPDNS provider fails, and the baseline that
 /// hijack detection compares against.
 ///
-/// `getaddrinfo` blocks and cannot be interrupted, so it runs on a thread of its own; the caller
-/// gets `.timedOut` or `.cancelled` on time while the lookup finishes in the background.
+/// `getaddrinfo` blocks and cannot be interrupted, so it runs on a bounded pool of threads
+/// (``threadLimit``, lookups beyond it queue); the caller gets `.timedOut` or `.cancelled` on time
+/// while a started lookup finishes in the background, and a queued one is dropped.
 package struct DNSSystemResolver: Sendable {
+    /// Most `getaddrinfo` calls running at once, in the whole process; more wait their turn.
+    ///
+    /// A lookup answered from /etc/hosts or nscd takes microseconds, so 16 threads clear bursts of
+    /// thousands within a timeout; one that goes to DNS waits on the network, and 16 threads are
+    /// 16 outstanding queries, glibc's own retries included, which is plenty for a fallback path.
+    package static let threadLimit = 16
+
     /// A blocking lookup: host name and family in, addresses in resolver order out.
     ///
     /// Throw `HTTPDNSError` (`.nameNotFound`, `.noAddress`, `.transport`); other errors are
@@ -55,7 +63,9 @@ package struct DNSSystemResolver: Sendable {
         }
         let lookup = self.lookup
         do {
-            return try await BlockingCall<[HTTPDNSIPAddress]>.run(timeout: timeout, timeoutDetail: "getaddrinfo took too long") { _ in
+            return try await BlockingCall<[HTTPDNSIPAddress]>.run(
+                on: .lookups, limit: .call(timeout), timeoutDetail: "getaddrinfo took too long"
+            ) { _ in
                 do {
                     var seen = Set<HTTPDNSIPAddress>()
                     let addresses = try lookup(host, family).filter { family.includes($0.family) && seen.insert($0).inserted }

@@ -105,18 +105,36 @@ final class SystemResolverTests: XCTestCase {
         await assertCode(.cancelled) { _ = try await task.value }
     }
 
-    /// Many blocked lookups at once must not starve the cooperative pool (2 threads on this machine).
+    /// Lookups blocked on every thread of the lookup pool must not starve the cooperative pool
+    /// (2 threads on this machine): another task runs to completion while all of them are blocked.
+    ///
+    /// The lookups wait for a release that comes only after that task; their 30 s cap only ends a
+    /// failing run, which then fails: if lookups ran on the cooperative pool, no more than its width
+    /// could start, and the other task could only run after some had returned.
     func testBlockedLookupsDoNotBlockOtherTasks() async throws {
+        let count = DNSSystemResolver.threadLimit
         let release = DispatchSemaphore(value: 0)
+        let allStarted = DispatchSemaphore(value: 0)
+        let progress = HTTPDNSLock((started: 0, returned: 0))
         let resolver = DNSSystemResolver(timeout: .seconds(60)) { _, _ in
+            if progress.withLock({ $0.started += 1; return $0.started }) == count { allStarted.signal() }
             _ = release.wait(timeout: .now() + 30)
+            progress.withLock { $0.returned += 1 }
             return [HTTPDNSIPAddress("192.0.2.1")!]
         }
-        let tasks = (0..<16).map { _ in Task { try await resolver.resolve("slow.example.test") } }
-        // If the lookups ran on the pool, this sleep-and-return could not complete before release.
-        try await Task.sleep(for: .milliseconds(50))
+        let tasks = (0..<count).map { _ in Task { try await resolver.resolve("slow.example.test") } }
+        // Waited for on a Dispatch thread, so that a starved cooperative pool cannot hide it.
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                _ = allStarted.wait(timeout: .now() + 30)
+                continuation.resume()
+            }
+        }
         let value = await Task { 42 }.value
+        let (started, returned) = progress.withLock { ($0.started, $0.returned) }
         XCTAssertEqual(value, 42)
+        XCTAssertEqual(started, count, "only \(started) of \(count) lookups were running")
+        XCTAssertEqual(returned, 0, "the other task ran only after \(returned) lookups had returned")
         for _ in tasks { release.signal() }
         for task in tasks {
             let addresses = try await task.value

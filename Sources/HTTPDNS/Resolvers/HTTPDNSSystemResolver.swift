@@ -3,8 +3,8 @@ import HTTPDNSCore
 
 /// The system resolver (`getaddrinfo`) as an ``HTTPDNSResolver``: the usual LocalDNS fallback.
 ///
-/// The blocking call runs on a dedicated thread, never on the cooperative pool; it gives no TTL, so
-/// the engine applies its floor.
+/// The blocking call runs on a bounded pool of threads (16, lookups beyond wait their turn), never on
+/// the cooperative pool; it gives no TTL, so the engine applies its floor.
 public struct HTTPDNSSystemResolver: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
     public let name = "system"
     public var origin: HTTPDNSAnswer.Origin { .localDNS }
