@@ -26,7 +26,10 @@ extension HTTPDNSProxy {
     ///   - configuration: the proxy's settings. Default: loopback IPv4, a random credential.
     ///   - excludedHosts: extra `no_proxy` entries (host names, `.domain` suffixes, addresses) that
     ///     connect directly. Default none.
-    /// - Returns: the running proxy; keep it for as long as the process makes requests.
+    /// - Returns: the running proxy. Keep it for as long as the process makes requests: the
+    ///   environment keeps pointing at its port, so once it is released (its loops stop with it) or
+    ///   stopped, every proxied request fails against a closed port. `_ = try startForProcess(...)`
+    ///   is that mistake.
     /// - Throws: ``HTTPDNSProxyError`` when it cannot start.
     public static func startForProcess(
         engine: HTTPDNSEngine, configuration: Configuration = .init(), excludedHosts: [String] = []
