@@ -85,6 +85,9 @@ static inline CURLcode httpdns_easy_setopt_seek_function(CURL *handle, CURLoptio
 /* CURL_GLOBAL_ALL is a macro expression; keep the flag choice in C. */
 static inline CURLcode httpdns_curl_global_init(void) { return curl_global_init(CURL_GLOBAL_ALL); }
 
+/* Lifts a pause (CURLPAUSE_CONT is a macro expression); call on the thread that drives the multi handle. */
+static inline CURLcode httpdns_easy_unpause(CURL *handle) { return curl_easy_pause(handle, CURLPAUSE_CONT); }
+
 /* Return values of the write and read callbacks that are macros Swift cannot see. */
 static inline size_t httpdns_curl_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
 static inline size_t httpdns_curl_readfunc_abort(void) { return CURL_READFUNC_ABORT; }

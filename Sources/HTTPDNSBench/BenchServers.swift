@@ -81,24 +81,11 @@ enum BenchServers {
         }
     }
 
-    /// Counts request-body bytes without keeping them.
-    final class CountingSink: HTTPServer.BodySink, Sendable {
-        let bytes = Atomic<Int>(0)
-
-        func append(_ buffer: UnsafeRawBufferPointer) {
-            bytes.add(buffer.count, ordering: .relaxed)
-        }
-    }
-
-    /// An HTTP server on 127.0.0.1 whose requests' bodies go to a ``CountingSink``; answers the
-    /// byte count.
-    static func uploadSink() throws -> HTTPServer {
-        try HTTPServer(
-            configuration: .init(),
-            bodySink: { _ in CountingSink() },
-            handler: { _, sink in
-                let count = (sink as? CountingSink)?.bytes.load(ordering: .relaxed) ?? 0
-                return .text("\(count)\n")
-            })
+    /// nginx on 127.0.0.1 storing `PUT /upload/NAME` bodies under `root` (WebDAV): an upload sink in
+    /// a process of its own, so that row 6 measures the client alone.
+    static func uploadSink(root: URL) throws -> Nginx {
+        try Nginx(.init(virtualHosts: [
+            Nginx.VirtualHost(["upload.bench.test"], locations: [.putSink("/upload/", root: root.path)]),
+        ]))
     }
 }

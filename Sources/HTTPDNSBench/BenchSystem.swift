@@ -3,7 +3,8 @@ import Foundation
 import Glibc
 #endif
 
-/// The machine a run happened on, and the process-memory figures rows 6 and 7 read.
+/// The machine a run happened on. (The process-memory figures rows 6 and 7 read are
+/// `HTTPDNSTestSupport`'s `ProcessMemory`, shared with the tests.)
 enum BenchSystem {
     /// What the table is printed with: cores, CPU model, Swift version, load.
     struct Machine: Sendable, Encodable {
@@ -49,34 +50,5 @@ enum BenchSystem {
         process.waitUntilExit()
         let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.contains("Swift version") }
         return line.map(String.init) ?? "unknown"
-    }
-
-    /// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`), or nil when missing.
-    static func statusBytes(_ field: String) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
-            let number = line.dropFirst(field.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Int($0) }
-            return number.map { $0 * 1024 }
-        }
-        return nil
-    }
-
-    /// Current resident set size in bytes.
-    static func residentBytes() -> Int { statusBytes("VmRSS") ?? 0 }
-
-    /// Resets the peak RSS (`VmHWM`) to the current RSS by writing 5 to `/proc/self/clear_refs`
-    /// (Linux 4.0+). Returns false where that is not supported.
-    static func resetPeakResident() -> Bool {
-        guard let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") else { return false }
-        defer { try? handle.close() }
-        return (try? handle.write(contentsOf: Data("5".utf8))) != nil
-    }
-
-    /// Returns freed heap memory to the system so RSS deltas count live memory, not free lists.
-    /// (`malloc_trim` is glibc-only and not in Swift's Glibc module: found with `dlsym`.)
-    static func trimHeap() {
-        typealias Trim = @convention(c) (Int) -> Int32
-        guard let symbol = dlsym(nil, "malloc_trim") else { return }
-        _ = unsafeBitCast(symbol, to: Trim.self)(0)
     }
 }

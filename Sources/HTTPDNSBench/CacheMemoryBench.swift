@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSTestSupport
 
 /// Row 7: resident memory per cached host with 100,000 hosts in the cache.
 ///
@@ -26,16 +27,16 @@ enum CacheMemoryBench {
             configuration.failover.httpdnsOnly = true
             configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
             configuration.cache.policy.capacity = 150_000
-            BenchSystem.trimHeap()
-            let before = BenchSystem.residentBytes()
+            ProcessMemory.trimHeap()
+            let before = ProcessMemory.residentBytes()
             let engine = HTTPDNSEngine(configuration: configuration)
             for name in names {
                 _ = try await engine.resolve(name)
             }
-            BenchSystem.trimHeap()
-            immediate.append(Double(BenchSystem.residentBytes() - before) / Double(hosts))
+            ProcessMemory.trimHeap()
+            immediate.append(Double(ProcessMemory.residentBytes() - before) / Double(hosts))
             try await settle()
-            let after = BenchSystem.residentBytes()
+            let after = ProcessMemory.residentBytes()
             guard engine.cachedAnswer(names[0]) != nil, engine.cachedAnswer(names[hosts - 1]) != nil else {
                 throw BenchFailure("the cache did not keep all \(hosts) hosts")
             }
@@ -67,7 +68,7 @@ enum CacheMemoryBench {
     /// then returns freed memory to the system.
     static func settle() async throws {
         try await Task.sleep(for: .seconds(settleSeconds))
-        BenchSystem.trimHeap()
+        ProcessMemory.trimHeap()
     }
 
     /// The engine of 7a with a one-entry cache: every lookup's memory should be freed again.
@@ -78,12 +79,12 @@ enum CacheMemoryBench {
             configuration.failover.httpdnsOnly = true
             configuration.localDNS = .custom(HTTPDNSStaticResolver([:]))
             configuration.cache.policy.capacity = 1
-            BenchSystem.trimHeap()
-            let before = BenchSystem.residentBytes()
+            ProcessMemory.trimHeap()
+            let before = ProcessMemory.residentBytes()
             let engine = HTTPDNSEngine(configuration: configuration)
             for name in names { _ = try await engine.resolve(name) }
             try await settle()
-            results.append(Double(BenchSystem.residentBytes() - before) / Double(hosts))
+            results.append(Double(ProcessMemory.residentBytes() - before) / Double(hosts))
             withExtendedLifetime(engine) {}
         }
         return results
@@ -95,8 +96,8 @@ enum CacheMemoryBench {
         var settings = HTTPDNSCacheSettings()
         settings.capacity = 150_000
         return (0..<rounds).map { _ in
-            BenchSystem.trimHeap()
-            let before = BenchSystem.residentBytes()
+            ProcessMemory.trimHeap()
+            let before = ProcessMemory.residentBytes()
             var policy = HTTPDNSCachePolicy(settings: settings)
             for name in names {
                 // A fresh string per host, as the engine's normalisation makes one.
@@ -104,8 +105,8 @@ enum CacheMemoryBench {
                     HTTPDNSCacheKey(host: String(decoding: Array(name.utf8), as: UTF8.self), family: .ipv4),
                     addresses: [address], ttl: 86_400, source: "static", origin: .static, now: 0)
             }
-            BenchSystem.trimHeap()
-            let after = BenchSystem.residentBytes()
+            ProcessMemory.trimHeap()
+            let after = ProcessMemory.residentBytes()
             withExtendedLifetime(policy) {}
             return Double(after - before) / Double(hosts)
         }

@@ -106,6 +106,7 @@ extension HTTPDNSClient {
         transportRequest.trust = engine.configuration.trust
         transportRequest.proxy = proxy
         transportRequest.decodesContent = options.decodesContent
+        transportRequest.receiveBuffer = options.receiveBuffer
         if let idle = options.idleTimeout {
             transportRequest.timeouts = .init(
                 connect: min(configuration.connectTimeout, idle), total: configuration.requestTimeout, idle: idle)

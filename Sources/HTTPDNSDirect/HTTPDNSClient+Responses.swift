@@ -48,6 +48,10 @@ extension HTTPDNSClient {
 }
 
 /// Turns delegate events into the `(response, body stream)` of ``HTTPDNSClient/bytes(for:)``.
+///
+/// The body waits for the reader in ``buffer``, which the request's transfers also get
+/// (``RequestOptions/receiveBuffer``): a reader that falls behind pauses the transfer instead of
+/// making the process hold the rest of the body.
 final class StreamingCollector: HTTPDNSClientDelegate {
     private struct State {
         var head: CheckedContinuation<HTTPURLResponse, any Error>?
@@ -56,17 +60,10 @@ final class StreamingCollector: HTTPDNSClientDelegate {
     }
 
     private let state = HTTPDNSLock(State())
-    let body: AsyncThrowingStream<Data, any Error>
-    private let bodyContinuation: AsyncThrowingStream<Data, any Error>.Continuation
-
-    init() {
-        (body, bodyContinuation) = AsyncThrowingStream<Data, any Error>.makeStream()
-    }
+    /// Where the body waits for the reader (4 MiB at most, ``HTTPTransportReceiveBuffer/defaultLimit``).
+    let buffer = HTTPTransportReceiveBuffer()
 
     func response(task: HTTPDNSClientTask) async throws -> (HTTPURLResponse, AsyncThrowingStream<Data, any Error>) {
-        bodyContinuation.onTermination = { termination in
-            if case .cancelled = termination { task.cancel() }
-        }
         let response = try await withCheckedThrowingContinuation { continuation in
             let early = state.withLock { state -> Result<HTTPURLResponse, any Error>? in
                 if let result = state.earlyResult { return result }
@@ -75,7 +72,7 @@ final class StreamingCollector: HTTPDNSClientDelegate {
             }
             if let early { continuation.resume(with: early) }
         }
-        return (response, body)
+        return (response, buffer.makeStream { task.cancel() })
     }
 
     private func deliverHead(_ result: Result<HTTPURLResponse, any Error>) {
@@ -97,15 +94,15 @@ final class StreamingCollector: HTTPDNSClientDelegate {
     }
 
     func didReceive(data: Data) {
-        bodyContinuation.yield(data)
+        buffer.append(data)
     }
 
     func didComplete(error: (any Error)?) {
         if let error {
             deliverHead(.failure(error))
-            bodyContinuation.finish(throwing: error)
+            buffer.finish(throwing: error)
         } else {
-            bodyContinuation.finish()
+            buffer.finish()
         }
     }
 }

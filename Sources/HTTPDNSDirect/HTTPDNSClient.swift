@@ -98,9 +98,15 @@ public final class HTTPDNSClient: Sendable {
 
     /// Sends `request` and returns when the response head arrives; the body follows chunk by chunk.
     /// Redirects are followed. Ending the iteration early (or cancelling the task) cancels the transfer.
+    ///
+    /// At most 4 MiB of the body waits unread: while a slow reader lags that far behind, the
+    /// transfer is paused (over HTTP/2, libcurl may keep up to one stream window more, 32 MiB).
     public func bytes(for request: URLRequest) async throws -> (HTTPURLResponse, AsyncThrowingStream<Data, any Error>) {
         let collector = StreamingCollector()
-        let task = start(request, followRedirects: true, delegate: collector)
+        var options = RequestOptions()
+        options.cookies = configuration.cookieStorage.map { .sendAndStore($0) } ?? .none
+        options.receiveBuffer = collector.buffer
+        let task = start(request, followRedirects: true, options: options, delegate: collector)
         return try await withTaskCancellationHandler {
             try await collector.response(task: task)
         } onCancel: {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSTransport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -27,6 +28,9 @@ package struct RequestOptions: Sendable {
     package var decodesContent = false
     /// Told how many body bytes each read handed to libcurl (upload progress). Default nil.
     package var bodyProgress: (@Sendable (Int) -> Void)? = nil
+    /// Where the response body waits for a slow reader; the transfer pauses while it is full.
+    /// Default nil: delivered as it arrives.
+    package var receiveBuffer: HTTPTransportReceiveBuffer? = nil
 }
 
 /// A redirect answer kept until someone decides whether to follow it.

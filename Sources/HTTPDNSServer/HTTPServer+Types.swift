@@ -118,6 +118,9 @@ extension HTTPServer {
 
     /// Receives a request body instead of ``Request/body``, in pieces, one call at a time, before the
     /// handler runs. It is called on the server's loop thread: keep it cheap (hashing is fine).
+    ///
+    /// h2o 2.2 buffers the whole request body before the sink sees any of it (streaming request
+    /// bodies came with h2o 2.3): a sink saves the handler a copy, it does not bound the server's memory.
     package protocol BodySink: AnyObject, Sendable {
         /// The next bytes of the body, in order.
         func append(_ bytes: UnsafeRawBufferPointer)

@@ -172,6 +172,11 @@ package final class HTTPServer: Sendable {
 
     /// Starts listening; for each request `bodySink` may return a sink that receives the body (the
     /// request passed to it has an empty body), and `handler` gets that sink back, on a thread of its own.
+    ///
+    /// The sink does not stream the upload: h2o 2.2 buffers the whole request body first (in memory,
+    /// past 4 MiB in a mapped temporary file, in this process), and the sink sees it only once it is
+    /// complete. A test that measures what a client holds while uploading needs a sink in another
+    /// process (`HTTPDNSTestSupport`'s `Nginx.Location.putSink`).
     package convenience init(
         configuration: Configuration,
         bodySink: @escaping @Sendable (Request) -> (any BodySink)?,

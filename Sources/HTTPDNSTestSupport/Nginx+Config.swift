@@ -124,6 +124,18 @@ extension Nginx {
                 path, .proxy(url), headers: headers,
                 directives: ["client_max_body_size 0", "proxy_request_buffering off", "proxy_buffering off"])
         }
+
+        /// Stores `PUT` bodies of any size as files under `root` (WebDAV, `dav_methods PUT`), missing
+        /// folders made: `PUT /upload/a.bin` writes `root/upload/a.bin` and answers 201 (204 when
+        /// it replaced a file) once the whole body is stored.
+        ///
+        /// An upload sink in nginx's process rather than the test's: what the client holds can then be
+        /// measured alone. nginx spools the body through its temporary folder, in memory only up to
+        /// `client_body_buffer_size` (16 KiB); keep `root` on the same file system as `TMPDIR` so
+        /// the spooled file is renamed, not copied.
+        package static func putSink(_ path: String, root: String) -> Location {
+            Location(path, .files(root: root), directives: ["dav_methods PUT", "create_full_put_path on", "client_max_body_size 0"])
+        }
     }
 }
 

@@ -4,15 +4,16 @@ import HTTPDNSCore
 
 /// One `curl_multi` handle driven by its own thread.
 ///
-/// Every easy handle is added, removed and cleaned up on the loop thread, and every libcurl callback
-/// runs there, so the multi handle, its connection cache and the `active` table need no lock. Other
-/// threads only touch the `inbox` (behind a mutex) and call `curl_multi_wakeup`, which libcurl
-/// documents as callable from any thread; the wakeup is issued under the same mutex that marks the
-/// multi handle closed, so it never races `curl_multi_cleanup`.
+/// Every easy handle is added, removed, unpaused and cleaned up on the loop thread, and every
+/// libcurl callback runs there, so the multi handle, its connection cache and the `active` table
+/// need no lock. Other threads only touch the `inbox` (behind a mutex) and call
+/// `curl_multi_wakeup`, which libcurl documents as callable from any thread; the wakeup is issued
+/// under the same mutex that marks the multi handle closed, so it never races `curl_multi_cleanup`.
 final class CurlEventLoop: @unchecked Sendable {
     private struct Inbox {
         var added: [CurlTransfer] = []
         var cancelled: [CurlTransfer] = []
+        var resumed: [CurlTransfer] = []
         var stopping = false
         var closed = false
     }
@@ -63,6 +64,18 @@ final class CurlEventLoop: @unchecked Sendable {
         }
     }
 
+    /// Asks the loop to resume receiving for `transfer`, paused by its receive buffer.
+    ///
+    /// `curl_easy_pause` must run on the thread that drives the multi handle, so other threads queue
+    /// the transfer here. A transfer that ended (or was never paused) meanwhile is skipped.
+    func resume(_ transfer: CurlTransfer) {
+        inbox.withLock { inbox in
+            guard !inbox.closed else { return }
+            inbox.resumed.append(transfer)
+            curl_multi_wakeup(multi)
+        }
+    }
+
     /// Waits (up to `timeout`) until the loop thread has released libcurl's and OpenSSL's state.
     ///
     /// A process that exits while the loop still frees TLS contexts races OpenSSL's own exit-time
@@ -83,12 +96,13 @@ final class CurlEventLoop: @unchecked Sendable {
 
     private func run() {
         while true {
-            let (added, cancelled, stopping) = inbox.withLock { inbox in
+            let (added, cancelled, resumed, stopping) = inbox.withLock { inbox in
                 defer {
                     inbox.added.removeAll()
                     inbox.cancelled.removeAll()
+                    inbox.resumed.removeAll()
                 }
-                return (inbox.added, inbox.cancelled, inbox.stopping)
+                return (inbox.added, inbox.cancelled, inbox.resumed, inbox.stopping)
             }
             if stopping {
                 for transfer in added { transfer.finish(error: transfer.cancelledError) }
@@ -100,6 +114,7 @@ final class CurlEventLoop: @unchecked Sendable {
                 remove(transfer, keepConnection: false)
                 transfer.finish(error: transfer.cancelledError)
             }
+            for transfer in resumed { unpause(transfer) }
             var running: Int32 = 0
             _ = curl_multi_perform(multi, &running)
             readMessages()
@@ -134,6 +149,21 @@ final class CurlEventLoop: @unchecked Sendable {
             return
         }
         active[easy] = transfer
+    }
+
+    /// Lifts the receive pause of `transfer` (loop thread).
+    ///
+    /// libcurl hands the chunk it kept at the pause to the write callback again from inside
+    /// `curl_easy_pause`, which may pause once more (the buffer records it again) or fail: a failure
+    /// there (the callback refused the bytes, as `maxResponseBytes` does) is not seen by the multi
+    /// handle, so the transfer is ended here with it. `CURLPAUSE_CONT` also clears a send pause;
+    /// this transport never pauses sending.
+    private func unpause(_ transfer: CurlTransfer) {
+        guard let easy = transfer.easy, active[easy] === transfer else { return }
+        let code = httpdns_easy_unpause(easy)
+        guard code != CURLE_OK else { return }
+        remove(transfer, keepConnection: false)
+        transfer.finish(code: code)
     }
 
     /// Takes `transfer` out of the multi handle.

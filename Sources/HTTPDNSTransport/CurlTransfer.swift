@@ -28,6 +28,8 @@ final class CurlTransfer: @unchecked Sendable {
     let pinned: [HTTPDNSIPAddress]
     let proxy: String?
     let connectGate: (@Sendable (HTTPTransportConnection) -> Bool)?
+    /// Where the body waits for its reader; while it is full the transfer is paused.
+    let receiveBuffer: HTTPTransportReceiveBuffer?
 
     // Response state, loop thread only.
     private var headers: [HTTPTransportHeader] = []
@@ -54,6 +56,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.pinned = request.pinnedAddresses
         self.proxy = request.proxy
         self.connectGate = request.connectGate
+        self.receiveBuffer = request.receiveBuffer
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         _ = CurlGlobal.initialized
@@ -79,6 +82,11 @@ final class CurlTransfer: @unchecked Sendable {
     func cancel() {
         guard !cancelFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
         loop.cancel(self)
+    }
+
+    /// Asks the loop to resume a transfer its receive buffer paused (from any thread).
+    func resumeReceiving() {
+        loop.resume(self)
     }
 
     /// Frees the easy handle and option lists. The handle must no longer be in the multi handle.
@@ -148,6 +156,11 @@ final class CurlTransfer: @unchecked Sendable {
         // inside libcurl and hand its connection back for reuse, while the loop thread removes a
         // cancelled transfer with connection reuse forbidden, which is what stops an HTTP/2 server.
         guard !isCancelled else { return bytes.count }
+        // The reader is behind: refuse the chunk and pause. libcurl keeps the refused bytes and
+        // passes them again once resumed (curl_easy_pause(3)), so nothing is counted or delivered now.
+        if let receiveBuffer, !receiveBuffer.offer(bytes.count, from: self) {
+            return httpdns_curl_writefunc_pause()
+        }
         bodyBytes += Int64(bytes.count)
         if let maxResponseBytes, bodyBytes > Int64(maxResponseBytes) {
             abortError = HTTPTransportError(

@@ -43,7 +43,7 @@ final class ResponseCollector: HTTPTransportDelegate {
     }
 }
 
-/// Hands the head to ``HTTPTransport/stream(_:)`` and the body chunks to its stream.
+/// Hands the head to ``HTTPTransport/stream(_:)`` and the body chunks to its receive buffer.
 final class ResponseStreamer: HTTPTransportDelegate {
     private struct State {
         var headContinuation: CheckedContinuation<Result<HTTPTransportResponseHead, HTTPTransportError>, Never>?
@@ -52,9 +52,9 @@ final class ResponseStreamer: HTTPTransportDelegate {
     }
 
     private let state = HTTPDNSLock(State())
-    private let body: AsyncThrowingStream<Data, any Error>.Continuation
+    private let body: HTTPTransportReceiveBuffer
 
-    init(body: AsyncThrowingStream<Data, any Error>.Continuation) {
+    init(body: HTTPTransportReceiveBuffer) {
         self.body = body
     }
 
@@ -81,7 +81,7 @@ final class ResponseStreamer: HTTPTransportDelegate {
     }
 
     func didReceiveData(_ data: Data) {
-        body.yield(data)
+        body.append(data)
     }
 
     func didComplete(_ result: Result<HTTPTransportMetrics, HTTPTransportError>) {

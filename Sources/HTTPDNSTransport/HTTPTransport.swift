@@ -103,20 +103,21 @@ package final class HTTPTransport: Sendable {
     ///
     /// Cancelling the task that iterates, or releasing the body stream, cancels the transfer
     /// (breaking out of a `for try await` loop is enough once the stream goes out of scope).
-    /// Chunks not yet consumed are buffered, so read steadily.
+    /// Chunks not yet consumed wait in a ``HTTPTransportReceiveBuffer``: past its limit (4 MiB by
+    /// default, or the request's own ``HTTPTransportRequest/receiveBuffer``) the transfer pauses
+    /// until the reader catches up.
     ///
     /// - Throws: ``HTTPTransportError`` from this call for failures before the head; the body
     ///   stream throws ``HTTPTransportError`` for failures after it.
     package func stream(
         _ request: HTTPTransportRequest
     ) async throws(HTTPTransportError) -> (head: HTTPTransportResponseHead, body: AsyncThrowingStream<Data, any Error>) {
-        let (body, bodyContinuation) = AsyncThrowingStream<Data, any Error>.makeStream()
-        let streamer = ResponseStreamer(body: bodyContinuation)
+        var request = request
+        let buffer = request.receiveBuffer ?? HTTPTransportReceiveBuffer()
+        request.receiveBuffer = buffer
+        let streamer = ResponseStreamer(body: buffer)
         let transfer = try CurlTransfer(
             request: request, configuration: configuration, delegate: streamer, loop: loop, owner: self)
-        bodyContinuation.onTermination = { termination in
-            if case .cancelled = termination { transfer.cancel() }
-        }
         let head = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 streamer.setHeadContinuation(continuation)
@@ -125,6 +126,6 @@ package final class HTTPTransport: Sendable {
         } onCancel: {
             transfer.cancel()
         }
-        return (try head.get(), body)
+        return (try head.get(), buffer.makeStream { transfer.cancel() })
     }
 }

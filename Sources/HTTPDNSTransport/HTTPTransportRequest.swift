@@ -54,6 +54,10 @@ package struct HTTPTransportRequest: Sendable {
     /// (`CURLOPT_PREREQFUNCTION`); returning false aborts the transfer with `cancelled` before a
     /// byte of the request leaves. Connection racing uses it to let only the first connection through.
     package var connectGate: (@Sendable (HTTPTransportConnection) -> Bool)? = nil
+    /// Where the response body waits for a reader that may be slow: the transfer pauses while it
+    /// is full (see ``HTTPTransportReceiveBuffer``). The delegate must append the body to it. Default
+    /// nil: the body is delivered as fast as it arrives.
+    package var receiveBuffer: HTTPTransportReceiveBuffer? = nil
 
     package init(
         url: URL,
