@@ -270,3 +270,27 @@ struct ProxyPipe {
     var read: Int32
     var write: Int32
 }
+
+/// What a connection's state machine makes, reads and sets on one direction of its relay.
+/// ``ProxyPump`` is the one that moves bytes; the state machine's tests use a plain value.
+protocol ProxyRelayPump {
+    /// - Parameters:
+    ///   - prefix: bytes sent before anything read from `source`.
+    ///   - scanResponse: read a response head first and rewrite it (forwarded requests).
+    init(from source: Int32, to destination: Int32, prefix: [UInt8], scanResponse: Bool)
+    var sourceReadable: Bool { get set }
+    var sourceHungUp: Bool { get set }
+    var destinationWritable: Bool { get set }
+    /// Everything was delivered and the end passed on (or left to the connection's close).
+    var finished: Bool { get }
+    /// Why the pump stopped early, if it did.
+    var failure: String? { get }
+    /// The failure is a response head the proxy could not read.
+    var badResponse: Bool { get }
+    /// Bytes delivered to the destination.
+    var moved: Int64 { get }
+    /// Bytes read wait for a destination that takes no more.
+    var waitsForDestination: Bool { get }
+}
+
+extension ProxyPump: ProxyRelayPump {}

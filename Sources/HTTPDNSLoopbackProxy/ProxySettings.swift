@@ -16,6 +16,8 @@ final class ProxySettings: Sendable {
     let headTimeout: UInt64
     let idleTimeout: UInt64
     let connectTimeout: UInt64
+    /// The credential, target policy and deadlines every connection's state machine applies.
+    let rules: ProxyConnectionRules
     /// Client connections open now, over all loops (bounded by `configuration.maxConnections`).
     let admitted = Atomic<Int>(0)
 
@@ -28,6 +30,8 @@ final class ProxySettings: Sendable {
         headTimeout = Self.nanoseconds(configuration.headTimeout)
         idleTimeout = Self.nanoseconds(configuration.idleTimeout)
         connectTimeout = Self.nanoseconds(configuration.connectTimeout)
+        rules = ProxyConnectionRules(
+            token: token, policy: policy, headTimeout: headTimeout, idleTimeout: idleTimeout, connectTimeout: connectTimeout)
     }
 
     static func nanoseconds(_ duration: Duration) -> UInt64 {
