@@ -18,7 +18,7 @@ import HTTPDNSTransport
 /// performed by ``perform(_:)``. Both sockets are registered once, edge-triggered; the state machine
 /// keeps what their events said, and the pumps clear it when a call would block.
 final class ProxyConnection {
-    typealias StateMachine = ProxyConnectionStateMachine<ProxyPump>
+    typealias StateMachine = ProxyConnectionStateMachine
 
     let id: UInt64
     let client: Int32
@@ -109,10 +109,10 @@ final class ProxyConnection {
                 now: loop.now))
         case .startRelay(let opened, let deliver):
             monitor.proxyTunnelOpened(host: opened.host, port: opened.port, address: opened.address, attempts: opened.attempts)
-            relay()
+            relay(client: .init(), upstream: .init())
             deliver?(.connected)
-        case .relay:
-            relay()
+        case .relay(let clientEdges, let upstreamEdges):
+            relay(client: clientEdges, upstream: upstreamEdges)
         case .watch(let clientInterest, let upstream):
             if let clientInterest { loop.modify(client, token: clientToken, events: clientInterest.events) }
             if case let (socket, interest)? = upstream { loop.modify(socket.socket, token: socket.token, events: interest.events) }
@@ -200,8 +200,8 @@ final class ProxyConnection {
     // MARK: - Relaying
 
     /// Runs both pumps as far as the edges seen allow (a pump with nothing known to do makes no call).
-    private func relay() {
-        perform(machine.relay(now: loop.now) { toServer, toClient in
+    private func relay(client clientEdges: StateMachine.Edges, upstream upstreamEdges: StateMachine.Edges) {
+        perform(machine.relay(now: loop.now, client: clientEdges, upstream: upstreamEdges) { toServer, toClient in
             let upLast = toClient.finished
             let up = toServer.run(loop: self.loop, closing: upLast)
             // Only a connection whose both ends are over lets the close carry the end: a forwarded

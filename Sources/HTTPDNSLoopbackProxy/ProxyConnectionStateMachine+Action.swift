@@ -21,8 +21,8 @@ extension ProxyConnectionStateMachine {
         case readConnectError(Int32)
         /// Report the tunnel opened, run the relay, then tell the connector (if it chose the address).
         case startRelay(Opened, Deliver?)
-        /// Run both pumps through ``relay(now:_:)``.
-        case relay
+        /// Run both pumps through ``relay(now:client:upstream:_:)`` with what an edge said.
+        case relay(client: Edges, upstream: Edges)
         /// Change what the sockets are watched for (nil: unchanged).
         case watch(client: Interest?, upstream: (Upstream, Interest)?)
         /// Let go of what a state held without closing the connection (an attempt nobody waits for).
@@ -100,7 +100,7 @@ extension ProxyConnectionStateMachine {
     /// reads its pumps' counts, and their pipes go back to the loop.
     struct EndedTunnel {
         var target: ProxyRequestHead.Target
-        var toServer: Pump
-        var toClient: Pump
+        var toServer: ProxyPump
+        var toClient: ProxyPump
     }
 }

@@ -27,7 +27,6 @@ extension ProxyConnectionStateMachine {
         }
         switch start {
         case .inProgress(let upstream):
-            state = .modifying
             // In progress, the socket's first writable edge says when the handshake is over.
             connecting.attempt = Attempt(plan: plan, upstream: upstream)
             state = .connecting(connecting)
@@ -41,8 +40,7 @@ extension ProxyConnectionStateMachine {
 
     /// The attempt in flight failed (its socket's error, or the connect deadline).
     mutating func attemptFailed(_ code: HTTPTransportError.Code, _ detail: String, now: UInt64) -> Action {
-        guard case .connecting(var connecting) = state, let attempt = connecting.attempt else { return .none }
-        state = .modifying
+        guard isAttempting, case .connecting(var connecting) = take(), let attempt = connecting.attempt else { return .none }
         connecting.attempt = nil
         state = .connecting(connecting)
         return attemptEnded(attempt.plan, code, detail, closing: attempt.upstream, request: connecting.request, now: now)
@@ -84,16 +82,16 @@ extension ProxyConnectionStateMachine {
     mutating func connected(_ attempt: Attempt, _ connecting: Connecting) -> Action {
         let request = connecting.request
         let upstream = attempt.upstream.socket
-        var toServer: Pump
-        var toClient: Pump
+        var toServer: ProxyPump
+        var toClient: ProxyPump
         switch request.target {
         case .tunnel:
-            toServer = Pump(from: client, to: upstream, prefix: request.leftover, scanResponse: false)
-            toClient = Pump(from: upstream, to: client, prefix: ProxyReply.established, scanResponse: false)
+            toServer = ProxyPump(from: client, to: upstream, prefix: request.leftover, scanResponse: false)
+            toClient = ProxyPump(from: upstream, to: client, prefix: ProxyReply.established, scanResponse: false)
         case .forward:
-            toServer = Pump(
+            toServer = ProxyPump(
                 from: client, to: upstream, prefix: ProxyForwarding.upstreamHead(request.head) + request.leftover, scanResponse: false)
-            toClient = Pump(from: upstream, to: client, prefix: [], scanResponse: true)
+            toClient = ProxyPump(from: upstream, to: client, prefix: [], scanResponse: true)
         }
         toServer.sourceReadable = connecting.client.readable
         toServer.sourceHungUp = connecting.client.hungUp

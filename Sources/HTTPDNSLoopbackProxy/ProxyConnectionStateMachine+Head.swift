@@ -11,8 +11,7 @@ extension ProxyConnectionStateMachine {
 
     /// A read of the request head would block: wait for the client's next edge.
     mutating func headDrained() {
-        guard case .readingHead(var reading) = state else { return }
-        state = .modifying
+        guard case .readingHead = state, case .readingHead(var reading) = take() else { return }
         reading.client.readable = false
         state = .readingHead(reading)
     }
@@ -28,8 +27,7 @@ extension ProxyConnectionStateMachine {
         _ bytes: UnsafeRawBufferPointer, short: Bool, now: UInt64,
         cachedAddress: (ProxyRequestHead.Target) -> HTTPDNSIPAddress?
     ) -> Action {
-        guard case .readingHead(var reading) = state else { return .none }
-        state = .modifying
+        guard case .readingHead = state, case .readingHead(var reading) = take() else { return .none }
         // A short read drained the socket (unless the client closed: then read on to the end).
         if short, !reading.client.hungUp { reading.client.readable = false }
         let parsed: Result<ProxyRequestHead.Parse, ProxyHeadError>

@@ -1,13 +1,23 @@
 extension ProxyConnectionStateMachine {
     // MARK: - Relaying
 
-    /// Runs the pumps in place (`pump` is the connection's I/O: it moves what the edges seen allow and
-    /// returns whether any byte moved), then decides: close when both directions are over (a forwarded
-    /// request: when the response is), close on a failure, answer 502 for an unreadable response
-    /// of which nothing reached the client yet, otherwise watch each socket for what its pump needs.
-    mutating func relay(now: UInt64, _ pump: (inout Pump, inout Pump) -> Bool) -> Action {
-        guard case .relaying(var relaying) = state else { return .none }
-        state = .modifying
+    /// Hands what an edge said (`client`, `upstream`) to the pumps and runs them in place (`pump` is
+    /// the connection's I/O: it moves what the edges seen allow and returns whether any byte moved),
+    /// then decides: close when both directions are over (a forwarded request: when the response
+    /// is), close on a failure, answer 502 for an unreadable response of which nothing reached the
+    /// client yet, otherwise watch each socket for what its pump needs.
+    ///
+    /// One call per edge, so that the relay state is moved out and back once per event.
+    mutating func relay(
+        now: UInt64, client: Edges = Edges(), upstream: Edges = Edges(), _ pump: (inout ProxyPump, inout ProxyPump) -> Bool
+    ) -> Action {
+        guard case .relaying = state, case .relaying(var relaying) = take() else { return .none }
+        if client.readable { relaying.toServer.sourceReadable = true }
+        if client.hungUp { relaying.toServer.sourceHungUp = true }
+        if client.writable { relaying.toClient.destinationWritable = true }
+        if upstream.readable { relaying.toClient.sourceReadable = true }
+        if upstream.hungUp { relaying.toClient.sourceHungUp = true }
+        if upstream.writable { relaying.toServer.destinationWritable = true }
         if pump(&relaying.toServer, &relaying.toClient) { relaying.lastActivity = now }
         if relaying.toClient.failure != nil || relaying.toServer.failure != nil {
             let release = Release(relaying)
@@ -30,12 +40,12 @@ extension ProxyConnectionStateMachine {
         let upstream: Interest = relaying.toClient.waitsForDestination ? .writeOnly : .all
         let clientChanged = client != relaying.clientInterest
         let upstreamChanged = upstream != relaying.upstreamInterest
+        let action: Action = clientChanged || upstreamChanged
+            ? .watch(client: clientChanged ? client : nil, upstream: upstreamChanged ? (relaying.upstream, upstream) : nil) : .none
         relaying.clientInterest = client
         relaying.upstreamInterest = upstream
-        let socket = relaying.upstream
         state = .relaying(relaying)
-        guard clientChanged || upstreamChanged else { return .none }
-        return .watch(client: clientChanged ? client : nil, upstream: upstreamChanged ? (socket, upstream) : nil)
+        return action
     }
 
     // MARK: - Draining
@@ -48,7 +58,7 @@ extension ProxyConnectionStateMachine {
 
     /// `count` more bytes of the answer went out.
     mutating func replySent(_ count: Int) {
-        guard case .draining(var draining) = state else { return }
+        guard case .draining = state, case .draining(var draining) = take() else { return }
         draining.sent = min(draining.reply.count, draining.sent + count)
         state = .draining(draining)
     }

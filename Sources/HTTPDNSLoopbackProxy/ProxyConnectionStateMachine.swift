@@ -28,9 +28,11 @@ import HTTPDNSTransport
 /// Authorising is part of the step from `readingHead` to `connecting`: the head, the credential, the
 /// target policy and the fast path's cache look happen in one turn of the loop, with no event between.
 ///
-/// Generic over the pump only so that tests can drive the relay with plain values; the proxy uses
-/// ``ProxyPump`` (specialised, so nothing is dispatched at run time).
-struct ProxyConnectionStateMachine<Pump: ProxyRelayPump> {
+/// The relay's two ``ProxyPump``s are values in the `relaying` state; the machine sets what the edges
+/// said on them and reads how a run left them, while only the connection runs them (the tests set
+/// their outcomes by hand). Not generic over the pump on purpose: a generic state's copies go
+/// through run-time type metadata, on every event of the hot path.
+struct ProxyConnectionStateMachine {
     /// Hears how a connector's attempt ended (it resumes the connector task).
     typealias Deliver = (ProxyConnector.AttemptResult) -> Void
 
@@ -41,7 +43,7 @@ struct ProxyConnectionStateMachine<Pump: ProxyRelayPump> {
         /// An answer (a refusal or a failure) going out, then what the client sends is read and dropped.
         case draining(Draining)
         case closed
-        /// Only while a method changes an associated value in place (so that its buffers stay unshared).
+        /// Only while a method changes an associated value in place (see ``take()``).
         case modifying
     }
 
@@ -66,8 +68,8 @@ struct ProxyConnectionStateMachine<Pump: ProxyRelayPump> {
     struct Relaying {
         var target: ProxyRequestHead.Target
         var upstream: Upstream
-        var toServer: Pump
-        var toClient: Pump
+        var toServer: ProxyPump
+        var toClient: ProxyPump
         var lastActivity: UInt64
         var clientInterest = Interest.all
         var upstreamInterest = Interest.all
@@ -193,69 +195,67 @@ struct ProxyConnectionStateMachine<Pump: ProxyRelayPump> {
 
     /// An edge from the client socket.
     mutating func clientEvent(_ edges: Edges) -> Action {
+        // The hot states first, by their tag alone: nothing is moved or copied for them here.
         switch state {
-        case .readingHead(var reading):
-            state = .modifying
-            if edges.readable { reading.client.readable = true }
-            if edges.hungUp { reading.client.hungUp = true }
-            state = .readingHead(reading)
-            return .readHead
-        case .connecting(var connecting):
-            // Nothing is read while connecting; only a failed or vanished client matters.
-            state = .modifying
-            if edges.readable { connecting.client.readable = true }
-            if edges.hungUp { connecting.client.hungUp = true }
-            state = .connecting(connecting)
-            return edges.failed ? closeAll() : .none
-        case .relaying(var relaying):
-            state = .modifying
-            if edges.readable { relaying.toServer.sourceReadable = true }
-            if edges.hungUp { relaying.toServer.sourceHungUp = true }
-            if edges.writable { relaying.toClient.destinationWritable = true }
-            state = .relaying(relaying)
-            return .relay
+        case .relaying:
+            return .relay(client: edges, upstream: Edges())
         case .draining:
             return .drain
         case .closed:
             return .none
         case .modifying:
             preconditionFailure("client event while the state machine modifies its state")
+        case .readingHead, .connecting:
+            break
+        }
+        switch take() {
+        case .readingHead(var reading):
+            if edges.readable { reading.client.readable = true }
+            if edges.hungUp { reading.client.hungUp = true }
+            state = .readingHead(reading)
+            return .readHead
+        case .connecting(var connecting):
+            // Nothing is read while connecting; only a failed or vanished client matters.
+            if edges.readable { connecting.client.readable = true }
+            if edges.hungUp { connecting.client.hungUp = true }
+            state = .connecting(connecting)
+            return edges.failed ? closeAll() : .none
+        case let other:
+            state = other
+            return .none
         }
     }
 
     /// An edge from the upstream socket (the attempt's while connecting).
     mutating func upstreamEvent(_ edges: Edges, now: UInt64) -> Action {
         switch state {
-        case .connecting(var connecting):
-            guard var attempt = connecting.attempt else { return .none }
-            if edges.readable { attempt.readiness.readable = true }
-            if edges.hungUp { attempt.readiness.hungUp = true }
-            // Refused or unreachable: the socket's pending error says which.
-            if edges.failed {
-                connecting.attempt = attempt
-                state = .connecting(connecting)
-                return .readConnectError(attempt.upstream.socket)
-            }
-            // Writable without an error: the handshake is done.
-            guard edges.writable else {
-                connecting.attempt = attempt
-                state = .connecting(connecting)
-                return .none
-            }
-            connecting.attempt = nil
-            return connected(attempt, connecting)
-        case .relaying(var relaying):
-            state = .modifying
-            if edges.readable { relaying.toClient.sourceReadable = true }
-            if edges.hungUp { relaying.toClient.sourceHungUp = true }
-            if edges.writable { relaying.toServer.destinationWritable = true }
-            state = .relaying(relaying)
-            return .relay
-        case .readingHead, .draining, .closed:
-            return .none
+        case .relaying:
+            return .relay(client: Edges(), upstream: edges)
+        case .connecting:
+            break
         case .modifying:
             preconditionFailure("upstream event while the state machine modifies its state")
+        case .readingHead, .draining, .closed:
+            return .none
         }
+        // Only an attempt in flight hears its socket.
+        guard isAttempting, case .connecting(var connecting) = take(), var attempt = connecting.attempt else { return .none }
+        if edges.readable { attempt.readiness.readable = true }
+        if edges.hungUp { attempt.readiness.hungUp = true }
+        // Refused or unreachable: the socket's pending error says which.
+        if edges.failed {
+            connecting.attempt = attempt
+            state = .connecting(connecting)
+            return .readConnectError(attempt.upstream.socket)
+        }
+        // Writable without an error: the handshake is done.
+        guard edges.writable else {
+            connecting.attempt = attempt
+            state = .connecting(connecting)
+            return .none
+        }
+        connecting.attempt = nil
+        return connected(attempt, connecting)
     }
 
     // MARK: - Deadlines
@@ -301,6 +301,16 @@ struct ProxyConnectionStateMachine<Pump: ProxyRelayPump> {
     /// Refused before it was admitted (too many connections): answered and closed by the loop.
     mutating func refusedAtAdmission() {
         state = .closed
+    }
+
+    /// The state moved out, `.modifying` left in its place until the caller stores a state again.
+    /// Matching the moved value takes its associated value without a copy, and its buffers stay
+    /// unshared while they change (`case .relaying(var relaying) = state` would copy both pumps and
+    /// make every append to their buffers copy them again).
+    mutating func take() -> State {
+        var taken = State.modifying
+        swap(&taken, &state)
+        return taken
     }
 
     /// Leaves every state for `closed`, with what that state held to let go of.

@@ -41,21 +41,26 @@ struct ProxyPump {
     /// many short tunnels keep small pipes (the kernel limits pipe memory per user).
     private var chunk = 1 << 16
     private var triedGrowing = false
-    private var pending: [UInt8]
+    /// Bytes to send before anything more is read (a prefix, or what the destination did not take).
+    private(set) var pending: [UInt8]
     private var pendingOffset = 0
-    private var scanning: Bool
+    /// Reading a response head to rewrite (forwarded requests), until the final one.
+    private(set) var scanning: Bool
     private var scanned: [UInt8] = []
 
     /// The source reached its end (and it was passed on once ``finished``).
     private(set) var sourceEnded = false
+    // The outcomes below are set by `run(loop:closing:)`; the connection's state machine reads them,
+    // and its tests set them by hand to stand for a run.
+
     /// Everything was delivered and the end passed on (or left to the connection's close).
-    private(set) var finished = false
+    var finished = false
     /// Why the pump stopped early (a reset, a broken pipe, a malformed response head).
-    private(set) var failure: String?
+    var failure: String?
     /// Set when the failure is a response head the proxy could not read (502 when nothing went out yet).
-    private(set) var badResponse = false
+    var badResponse = false
     /// Bytes delivered to the destination.
-    private(set) var moved: Int64 = 0
+    var moved: Int64 = 0
 
     /// Bytes read wait for a destination that takes no more: reading on would only fill memory.
     var waitsForDestination: Bool {
@@ -270,27 +275,3 @@ struct ProxyPipe {
     var read: Int32
     var write: Int32
 }
-
-/// What a connection's state machine makes, reads and sets on one direction of its relay.
-/// ``ProxyPump`` is the one that moves bytes; the state machine's tests use a plain value.
-protocol ProxyRelayPump {
-    /// - Parameters:
-    ///   - prefix: bytes sent before anything read from `source`.
-    ///   - scanResponse: read a response head first and rewrite it (forwarded requests).
-    init(from source: Int32, to destination: Int32, prefix: [UInt8], scanResponse: Bool)
-    var sourceReadable: Bool { get set }
-    var sourceHungUp: Bool { get set }
-    var destinationWritable: Bool { get set }
-    /// Everything was delivered and the end passed on (or left to the connection's close).
-    var finished: Bool { get }
-    /// Why the pump stopped early, if it did.
-    var failure: String? { get }
-    /// The failure is a response head the proxy could not read.
-    var badResponse: Bool { get }
-    /// Bytes delivered to the destination.
-    var moved: Int64 { get }
-    /// Bytes read wait for a destination that takes no more.
-    var waitsForDestination: Bool { get }
-}
-
-extension ProxyPump: ProxyRelayPump {}

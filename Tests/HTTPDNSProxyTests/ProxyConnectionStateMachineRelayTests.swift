@@ -3,36 +3,42 @@ import HTTPDNSCore
 @testable import HTTPDNSLoopbackProxy
 import XCTest
 
-/// The connection's state machine while relaying, draining and closed: the pumps' outcomes as plain
-/// values (what used to be read through force-unwrapped optional pumps), the idle and drain
+/// The connection's state machine while relaying, draining and closed: the pumps' outcomes set by
+/// hand (what used to be read through force-unwrapped optional pumps), the idle and drain
 /// deadlines, failures and the proxy stopping.
 final class ProxyConnectionStateMachineRelayTests: XCTestCase {
     typealias F = MachineFixture
 
     // MARK: - Relaying
 
-    func testEdgesReachThePumpsAndAskForARelayRun() throws {
+    func testEdgesAskForARelayRunThatHandsThemToThePumps() throws {
         var machine = F.relaying()
-        var relaying = try XCTUnwrap(machine.relaying)
-        XCTAssertFalse(relaying.toServer.sourceReadable)
-        XCTAssertTrue(machine.clientEvent(.init(readable: true, hungUp: true)).isRelay)
-        relaying = try XCTUnwrap(machine.relaying)
-        XCTAssertTrue(relaying.toServer.sourceReadable)
-        XCTAssertTrue(relaying.toServer.sourceHungUp)
-        XCTAssertFalse(relaying.toClient.sourceReadable)
-
-        _ = machine.relay(now: 5_000) { toServer, toClient in
+        let fromClient = try XCTUnwrap(machine.clientEvent(.init(readable: true, hungUp: true)).relayEdges)
+        XCTAssertEqual(fromClient.client, .init(readable: true, hungUp: true))
+        XCTAssertEqual(fromClient.upstream, .init())
+        _ = machine.relay(now: 5_000, client: fromClient.client, upstream: fromClient.upstream) { toServer, toClient in
+            XCTAssertTrue(toServer.sourceReadable)
+            XCTAssertTrue(toServer.sourceHungUp)
+            XCTAssertFalse(toClient.sourceReadable)
             toServer.destinationWritable = false
             toClient.destinationWritable = false
             return false
         }
-        XCTAssertTrue(machine.clientEvent(.init(writable: true)).isRelay)
-        XCTAssertTrue(try XCTUnwrap(machine.relaying).toClient.destinationWritable)
-        XCTAssertTrue(machine.upstreamEvent(.init(readable: true, writable: true), now: 5_000).isRelay)
-        relaying = try XCTUnwrap(machine.relaying)
-        XCTAssertTrue(relaying.toClient.sourceReadable)
-        XCTAssertFalse(relaying.toClient.sourceHungUp)
-        XCTAssertTrue(relaying.toServer.destinationWritable)
+
+        let writable = try XCTUnwrap(machine.clientEvent(.init(writable: true)).relayEdges)
+        _ = machine.relay(now: 5_001, client: writable.client, upstream: writable.upstream) { toServer, toClient in
+            XCTAssertTrue(toClient.destinationWritable)
+            XCTAssertFalse(toServer.destinationWritable)
+            return false
+        }
+        let fromUpstream = try XCTUnwrap(machine.upstreamEvent(.init(readable: true, writable: true), now: 5_002).relayEdges)
+        XCTAssertEqual(fromUpstream.client, .init())
+        _ = machine.relay(now: 5_002, client: fromUpstream.client, upstream: fromUpstream.upstream) { toServer, toClient in
+            XCTAssertTrue(toClient.sourceReadable)
+            XCTAssertFalse(toClient.sourceHungUp)
+            XCTAssertTrue(toServer.destinationWritable)
+            return false
+        }
     }
 
     func testProgressPostponesTheIdleDeadline() throws {
@@ -96,11 +102,11 @@ final class ProxyConnectionStateMachineRelayTests: XCTestCase {
         var machine = F.relaying(F.forward("http://93.184.216.34/"))
         // The client's socket was left watched for writing only: the answer needs it watched again.
         _ = machine.relay(now: 5_000) { toServer, _ in
-            toServer.waitsForDestination = true
+            toServer.destinationWritable = false  // the rewritten request head waits
             return true
         }
         let response = try XCTUnwrap(machine.relay(now: 6_000) { toServer, toClient in
-            toServer.waitsForDestination = false
+            toServer.destinationWritable = true
             toClient.failure = "bad response from the server: bad status line"
             toClient.badResponse = true
             return false
@@ -124,22 +130,24 @@ final class ProxyConnectionStateMachineRelayTests: XCTestCase {
     }
 
     func testASocketWhoseBytesWaitIsWatchedForWritingOnly() throws {
-        var machine = F.relaying()
+        // The bytes read with the head wait for an upstream that takes no more.
+        var machine = F.relaying(F.connect("93.184.216.34:443", extra: "hello"))
         let watch = try XCTUnwrap(machine.relay(now: 5_000) { toServer, _ in
-            toServer.waitsForDestination = true
-            return true
+            toServer.destinationWritable = false
+            return false
         }.watched)
         XCTAssertEqual(watch.client, .writeOnly)
         XCTAssertNil(watch.upstream)
-        XCTAssertTrue(machine.relay(now: 5_001) { _, _ in true }.isNone, "unchanged: no call")
+        XCTAssertTrue(machine.relay(now: 5_001) { _, _ in false }.isNone, "unchanged: no call")
         XCTAssertEqual(machine.relay(now: 5_002) { toServer, _ in
-            toServer.waitsForDestination = false
-            return true
+            toServer.destinationWritable = true
+            return false
         }.watched?.client, .all)
 
+        // The `200 Connection established` waits for a client that takes no more.
         let upstream = try XCTUnwrap(machine.relay(now: 5_003) { _, toClient in
-            toClient.waitsForDestination = true
-            return true
+            toClient.destinationWritable = false
+            return false
         }.watched?.upstream)
         XCTAssertEqual(upstream.0, F.upstream)
         XCTAssertEqual(upstream.1, .writeOnly)

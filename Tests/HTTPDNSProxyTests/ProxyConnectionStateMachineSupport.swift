@@ -4,30 +4,7 @@ import HTTPDNSCore
 import HTTPDNSTransport
 import XCTest
 
-/// A relay direction as plain values: the tests say what the pumps did.
-struct FakePump: ProxyRelayPump {
-    var source: Int32
-    var destination: Int32
-    var prefix: [UInt8]
-    var scanResponse: Bool
-    var sourceReadable = false
-    var sourceHungUp = false
-    var destinationWritable = true
-    var finished = false
-    var failure: String?
-    var badResponse = false
-    var moved: Int64 = 0
-    var waitsForDestination = false
-
-    init(from source: Int32, to destination: Int32, prefix: [UInt8], scanResponse: Bool) {
-        self.source = source
-        self.destination = destination
-        self.prefix = prefix
-        self.scanResponse = scanResponse
-    }
-}
-
-typealias Machine = ProxyConnectionStateMachine<FakePump>
+typealias Machine = ProxyConnectionStateMachine
 
 /// Builds machines and feeds them events without sockets; times are plain nanosecond counts.
 enum MachineFixture {
@@ -90,9 +67,10 @@ extension Machine.Action {
         return false
     }
 
-    var isRelay: Bool {
-        if case .relay = self { return true }
-        return false
+    /// What a `.relay` hands the pumps.
+    var relayEdges: (client: Machine.Edges, upstream: Machine.Edges)? {
+        if case .relay(let client, let upstream) = self { return (client, upstream) }
+        return nil
     }
 
     var isDrain: Bool {

@@ -184,13 +184,13 @@ final class ProxyConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(relaying.lastActivity, F.accepted, "idleness counts from the accept until a byte moves")
         XCTAssertEqual(relaying.toServer.source, F.client)
         XCTAssertEqual(relaying.toServer.destination, F.upstream.socket)
-        XCTAssertEqual(relaying.toServer.prefix, Array("hello".utf8))
+        XCTAssertEqual(relaying.toServer.pending, Array("hello".utf8))
         XCTAssertTrue(relaying.toServer.sourceReadable)
         XCTAssertTrue(relaying.toServer.sourceHungUp)
-        XCTAssertEqual(relaying.toClient.prefix, Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
+        XCTAssertEqual(relaying.toClient.pending, Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
         XCTAssertTrue(relaying.toClient.sourceReadable)
         XCTAssertFalse(relaying.toClient.sourceHungUp)
-        XCTAssertFalse(relaying.toClient.scanResponse)
+        XCTAssertFalse(relaying.toClient.scanning)
     }
 
     func testAForwardedRequestSendsItsRewrittenHeadAndScansTheResponse() throws {
@@ -200,10 +200,10 @@ final class ProxyConnectionStateMachineTests: XCTestCase {
         XCTAssertNotNil(machine.attemptStarted(plan, .connected(F.upstream), now: 2_000).opened, "connected at once")
         let relaying = try XCTUnwrap(machine.relaying)
         XCTAssertEqual(
-            String(decoding: relaying.toServer.prefix, as: UTF8.self),
+            String(decoding: relaying.toServer.pending, as: UTF8.self),
             "GET /a?b HTTP/1.1\r\nHost: 93.184.216.34:8080\r\nAccept: */*\r\nConnection: close\r\n\r\nbody")
-        XCTAssertTrue(relaying.toClient.prefix.isEmpty)
-        XCTAssertTrue(relaying.toClient.scanResponse)
+        XCTAssertTrue(relaying.toClient.pending.isEmpty)
+        XCTAssertTrue(relaying.toClient.scanning)
         XCTAssertTrue(relaying.forwarding)
     }
 
