@@ -49,11 +49,11 @@ final class ProxyConnection {
     // MARK: - Events
 
     func clientEvent(_ events: UInt32) {
-        perform(machine.clientEvent(StateMachine.Edges(events)))
+        perform(machine.clientEvent(StateMachine.Edges(events), now: loop.now, pump: runPumps))
     }
 
     func upstreamEvent(_ events: UInt32) {
-        perform(machine.upstreamEvent(StateMachine.Edges(events), now: loop.now))
+        perform(machine.upstreamEvent(StateMachine.Edges(events), now: loop.now, pump: runPumps))
     }
 
     /// Deadlines: the request head, the connect attempt, idleness, the drain after a refusal.
@@ -86,8 +86,8 @@ final class ProxyConnection {
 
     // MARK: - Actions
 
-    private func perform(_ action: StateMachine.Action) {
-        switch action {
+    private func perform(_ action: consuming StateMachine.Action) {
+        switch consume action {
         case .none:
             break
         case .readHead:
@@ -109,10 +109,8 @@ final class ProxyConnection {
                 now: loop.now))
         case .startRelay(let opened, let deliver):
             monitor.proxyTunnelOpened(host: opened.host, port: opened.port, address: opened.address, attempts: opened.attempts)
-            relay(client: .init(), upstream: .init())
+            perform(machine.relay(now: loop.now, runPumps))
             deliver?(.connected)
-        case .relay(let clientEdges, let upstreamEdges):
-            relay(client: clientEdges, upstream: upstreamEdges)
         case .watch(let clientInterest, let upstream):
             if let clientInterest { loop.modify(client, token: clientToken, events: clientInterest.events) }
             if case let (socket, interest)? = upstream { loop.modify(socket.socket, token: socket.token, events: interest.events) }
@@ -199,18 +197,17 @@ final class ProxyConnection {
 
     // MARK: - Relaying
 
-    /// Runs both pumps as far as the edges seen allow (a pump with nothing known to do makes no call).
-    private func relay(client clientEdges: StateMachine.Edges, upstream upstreamEdges: StateMachine.Edges) {
-        perform(machine.relay(now: loop.now, client: clientEdges, upstream: upstreamEdges) { toServer, toClient in
-            let upLast = toClient.finished
-            let up = toServer.run(loop: self.loop, closing: upLast)
-            // Only a connection whose both ends are over lets the close carry the end: a forwarded
-            // response may end while the client still sends, and a close over unread bytes resets the
-            // connection, which would drop what is still queued. There the end goes out first.
-            let downLast = toServer.finished
-            let down = toClient.run(loop: self.loop, closing: downLast)
-            return up || down
-        })
+    /// Runs both pumps as far as the edges seen allow (a pump with nothing known to do makes no
+    /// call); returns whether a byte moved. The state machine hands it the pumps in place.
+    private func runPumps(_ toServer: inout ProxyPump, _ toClient: inout ProxyPump) -> Bool {
+        let upLast = toClient.finished
+        let up = toServer.run(loop: loop, closing: upLast)
+        // Only a connection whose both ends are over lets the close carry the end: a forwarded
+        // response may end while the client still sends, and a close over unread bytes resets the
+        // connection, which would drop what is still queued. There the end goes out first.
+        let downLast = toServer.finished
+        let down = toClient.run(loop: loop, closing: downLast)
+        return up || down
     }
 
     // MARK: - Answers
@@ -273,12 +270,11 @@ final class ProxyConnection {
     private func release(_ release: StateMachine.Release) {
         release.deliverGone?(.gone)
         closeUpstream(release.upstream)
-        if var tunnel = release.tunnel {
+        if let tunnel = release.tunnel {
             monitor.proxyTunnelClosed(
-                host: tunnel.target.host, port: tunnel.target.port, bytesToServer: tunnel.toServer.moved,
-                bytesToClient: tunnel.toClient.moved)
-            tunnel.toServer.release(to: loop)
-            tunnel.toClient.release(to: loop)
+                host: tunnel.target.host, port: tunnel.target.port, bytesToServer: tunnel.bytesToServer, bytesToClient: tunnel.bytesToClient)
+            if let spent = tunnel.toServerPipe { loop.recycle(spent.pipe, empty: spent.empty) }
+            if let spent = tunnel.toClientPipe { loop.recycle(spent.pipe, empty: spent.empty) }
         }
     }
 

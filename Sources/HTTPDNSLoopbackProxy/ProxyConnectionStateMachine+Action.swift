@@ -4,6 +4,8 @@ import HTTPDNSTransport
 extension ProxyConnectionStateMachine {
     /// What the connection does after an event. One value per event, no array: where an event needs
     /// several steps (close a socket, report, answer), one case carries them in the order they run.
+    /// The cases that carry much and come once per connection at most are `indirect`, so that the
+    /// value every event returns stays small (64 bytes, not 500).
     enum Action {
         case none
         /// Read the request head while ``headRoom(scratch:)`` allows, each read going to
@@ -14,25 +16,24 @@ extension ProxyConnectionStateMachine {
         case connect(AttemptPlan)
         /// Close `closing` (a failed attempt's socket), cool `cooling` down in the engine (the fast
         /// path's address that failed), then start the connector task for `host`:`port`.
-        case startConnector(host: String, port: UInt16, cooling: FailedAddress?, closing: Upstream?)
+        indirect case startConnector(host: String, port: UInt16, cooling: FailedAddress?, closing: Upstream?)
         /// Close `closing` (the attempt's socket), then give the connector its attempt's result.
-        case deliver(Deliver, ProxyConnector.AttemptResult, closing: Upstream?)
+        indirect case deliver(Deliver, ProxyConnector.AttemptResult, closing: Upstream?)
         /// The attempt's socket failed: read its pending error, then report ``attemptFailed(_:_:now:)``.
         case readConnectError(Int32)
-        /// Report the tunnel opened, run the relay, then tell the connector (if it chose the address).
+        /// Report the tunnel opened, run the relay (``relay(now:client:upstream:_:)``), then tell the
+        /// connector (if it chose the address).
         case startRelay(Opened, Deliver?)
-        /// Run both pumps through ``relay(now:client:upstream:_:)`` with what an edge said.
-        case relay(client: Edges, upstream: Edges)
         /// Change what the sockets are watched for (nil: unchanged).
         case watch(client: Interest?, upstream: (Upstream, Interest)?)
         /// Let go of what a state held without closing the connection (an attempt nobody waits for).
-        case release(Release)
+        indirect case release(Release)
         /// Let go of `release`, report, then send ``unsentReply`` and drain or close.
-        case respond(Response)
+        indirect case respond(Response)
         /// Go on sending the answer and dropping the client's input.
         case drain
         /// Let go of `release`, then close the client and forget the connection.
-        case close(Release)
+        indirect case close(Release)
     }
 
     /// An answer to the client and what comes before it.
@@ -89,18 +90,28 @@ extension ProxyConnectionStateMachine {
             if case .connector(let deliver) = attempt?.plan.owner { self.deliverGone = deliver }
         }
 
-        /// A relay: its upstream socket and its pumps.
+        /// A relay: its upstream socket and what is left of its pumps.
         init(_ relaying: Relaying) {
             upstream = relaying.upstream
-            tunnel = EndedTunnel(target: relaying.target, toServer: relaying.toServer, toClient: relaying.toClient)
+            tunnel = EndedTunnel(relaying)
         }
     }
 
-    /// A relay that ended: ``HTTPDNSProxyMonitor/proxyTunnelClosed(host:port:bytesToServer:bytesToClient:)``
-    /// reads its pumps' counts, and their pipes go back to the loop.
+    /// A relay that ended: what ``HTTPDNSProxyMonitor/proxyTunnelClosed(host:port:bytesToServer:bytesToClient:)``
+    /// hears, and the pumps' pipes to give back to the loop.
     struct EndedTunnel {
         var target: ProxyRequestHead.Target
-        var toServer: ProxyPump
-        var toClient: ProxyPump
+        var bytesToServer: Int64
+        var bytesToClient: Int64
+        var toServerPipe: (pipe: ProxyPipe, empty: Bool)?
+        var toClientPipe: (pipe: ProxyPipe, empty: Bool)?
+
+        init(_ relaying: Relaying) {
+            target = relaying.target
+            bytesToServer = relaying.toServer.moved
+            bytesToClient = relaying.toClient.moved
+            toServerPipe = relaying.toServer.spentPipe
+            toClientPipe = relaying.toClient.spentPipe
+        }
     }
 }

@@ -6,7 +6,7 @@ extension ProxyConnectionStateMachine {
     mutating func attemptRequested(
         address: HTTPDNSIPAddress, port: UInt16, number: Int, deliver: @escaping Deliver, now: UInt64
     ) -> Action {
-        guard case .connecting(let connecting) = state, connecting.attempt == nil else {
+        guard case .connecting(let box) = state, box.connecting.attempt == nil else {
             return .release(Release(deliverGone: deliver))
         }
         return .connect(AttemptPlan(
@@ -15,7 +15,7 @@ extension ProxyConnectionStateMachine {
 
     /// The connection started (or could not start) the connect `plan` asked for.
     mutating func attemptStarted(_ plan: AttemptPlan, _ start: ConnectStart, now: UInt64) -> Action {
-        guard case .connecting(var connecting) = state, connecting.attempt == nil else {
+        guard case .connecting(let box) = state, box.connecting.attempt == nil else {
             // Not reachable (the plan was made in this turn); nobody waits for the socket.
             var release = Release(attempt: nil)
             if case .connector(let deliver) = plan.owner { release.deliverGone = deliver }
@@ -28,31 +28,29 @@ extension ProxyConnectionStateMachine {
         switch start {
         case .inProgress(let upstream):
             // In progress, the socket's first writable edge says when the handshake is over.
-            connecting.attempt = Attempt(plan: plan, upstream: upstream)
-            state = .connecting(connecting)
+            box.connecting.attempt = Attempt(plan: plan, upstream: upstream)
             return .none
         case .connected(let upstream):
-            return connected(Attempt(plan: plan, upstream: upstream), connecting)
+            return connected(Attempt(plan: plan, upstream: upstream), box.connecting)
         case .failed(let code, let detail, let socket):
-            return attemptEnded(plan, code, detail, closing: socket, request: connecting.request, now: now)
+            return attemptEnded(plan, code, detail, closing: socket, request: box.connecting.request, now: now)
         }
     }
 
     /// The attempt in flight failed (its socket's error, or the connect deadline).
     mutating func attemptFailed(_ code: HTTPTransportError.Code, _ detail: String, now: UInt64) -> Action {
-        guard isAttempting, case .connecting(var connecting) = take(), let attempt = connecting.attempt else { return .none }
-        connecting.attempt = nil
-        state = .connecting(connecting)
-        return attemptEnded(attempt.plan, code, detail, closing: attempt.upstream, request: connecting.request, now: now)
+        guard case .connecting(let box) = state, let attempt = box.connecting.attempt else { return .none }
+        box.connecting.attempt = nil
+        return attemptEnded(attempt.plan, code, detail, closing: attempt.upstream, request: box.connecting.request, now: now)
     }
 
     /// The connector found no address that connects: answer its status.
     mutating func connectorFailed(_ failure: ProxyConnector.Failure, now: UInt64) -> Action {
-        guard case .connecting(let connecting) = state else { return .none }
-        let target = connecting.request.target
+        guard case .connecting(let box) = state else { return .none }
+        let target = box.connecting.request.target
         return respond(
             .tunnelFailed(host: target.host, port: target.port, status: failure.status, reason: failure.reason),
-            status: failure.status, reason: failure.reason, drain: true, now: now, release: Release(attempt: connecting.attempt))
+            status: failure.status, reason: failure.reason, drain: true, now: now, release: Release(attempt: box.connecting.attempt))
     }
 
     /// A failed attempt's socket goes; then the connector hears of it, or — for the fast path's own
@@ -97,9 +95,9 @@ extension ProxyConnectionStateMachine {
         toServer.sourceHungUp = connecting.client.hungUp
         toClient.sourceReadable = attempt.readiness.readable
         toClient.sourceHungUp = attempt.readiness.hungUp
-        state = .relaying(Relaying(
+        state = .relaying(RelayingBox(Relaying(
             target: request.target, upstream: attempt.upstream, toServer: toServer, toClient: toClient,
-            lastActivity: connecting.acceptedAt))
+            lastActivity: connecting.acceptedAt)))
         let opened = Opened(host: request.target.host, port: request.target.port, address: attempt.plan.address, attempts: attempt.plan.number)
         if case .connector(let deliver) = attempt.plan.owner { return .startRelay(opened, deliver) }
         return .startRelay(opened, nil)

@@ -47,7 +47,7 @@ extension ProxyConnectionStateMachine {
                 leftover = Array(reading.buffered[length...])
             }
         }
-        switch parsed {
+        switch consume parsed {
         case .failure(let error):
             return respond(.refused(status: error.status, reason: error.description), status: error.status, reason: error.detail, drain: true, now: now)
         case .success(.incomplete):
@@ -75,9 +75,9 @@ extension ProxyConnectionStateMachine {
                 .tunnelFailed(host: target.host, port: target.port, status: 403, reason: reason), status: 403, reason: reason,
                 drain: true, now: now)
         }
-        state = .connecting(Connecting(
+        state = .connecting(ConnectingBox(Connecting(
             request: Request(head: head, leftover: leftover, literal: literal), acceptedAt: reading.acceptedAt,
-            client: reading.client, attempt: nil))
+            client: reading.client, attempt: nil)))
         guard let address = literal ?? cachedAddress(target) else {
             return .startConnector(host: target.host, port: target.port, cooling: nil, closing: nil)
         }

@@ -77,11 +77,10 @@ struct ProxyPump {
         self.scanning = scanResponse
     }
 
-    /// Gives the pipe back to `loop`'s pool (or closes it when it holds bytes or was grown).
-    mutating func release(to loop: ProxyLoop) {
-        guard let pipe else { return }
-        self.pipe = nil
-        loop.recycle(pipe, empty: inPipe == 0 && !triedGrowing)
+    /// The pipe this pump took, if any, to give back to the loop when the tunnel ends: `empty` when
+    /// it holds no bytes and was not grown, so that the loop's pool may keep it.
+    var spentPipe: (pipe: ProxyPipe, empty: Bool)? {
+        pipe.map { ($0, inPipe == 0 && !triedGrowing) }
     }
 
     /// Moves whatever can move now; returns whether any byte moved.

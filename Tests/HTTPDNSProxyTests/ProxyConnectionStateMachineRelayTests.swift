@@ -11,12 +11,11 @@ final class ProxyConnectionStateMachineRelayTests: XCTestCase {
 
     // MARK: - Relaying
 
-    func testEdgesAskForARelayRunThatHandsThemToThePumps() throws {
+    func testAnEdgeReachesThePumpsBeforeTheyRun() throws {
         var machine = F.relaying()
-        let fromClient = try XCTUnwrap(machine.clientEvent(.init(readable: true, hungUp: true)).relayEdges)
-        XCTAssertEqual(fromClient.client, .init(readable: true, hungUp: true))
-        XCTAssertEqual(fromClient.upstream, .init())
-        _ = machine.relay(now: 5_000, client: fromClient.client, upstream: fromClient.upstream) { toServer, toClient in
+        var ran = 0
+        _ = machine.clientEvent(.init(readable: true, hungUp: true), now: 5_000) { toServer, toClient in
+            ran += 1
             XCTAssertTrue(toServer.sourceReadable)
             XCTAssertTrue(toServer.sourceHungUp)
             XCTAssertFalse(toClient.sourceReadable)
@@ -24,21 +23,27 @@ final class ProxyConnectionStateMachineRelayTests: XCTestCase {
             toClient.destinationWritable = false
             return false
         }
-
-        let writable = try XCTUnwrap(machine.clientEvent(.init(writable: true)).relayEdges)
-        _ = machine.relay(now: 5_001, client: writable.client, upstream: writable.upstream) { toServer, toClient in
+        _ = machine.clientEvent(.init(writable: true), now: 5_001) { toServer, toClient in
+            ran += 1
             XCTAssertTrue(toClient.destinationWritable)
             XCTAssertFalse(toServer.destinationWritable)
             return false
         }
-        let fromUpstream = try XCTUnwrap(machine.upstreamEvent(.init(readable: true, writable: true), now: 5_002).relayEdges)
-        XCTAssertEqual(fromUpstream.client, .init())
-        _ = machine.relay(now: 5_002, client: fromUpstream.client, upstream: fromUpstream.upstream) { toServer, toClient in
+        _ = machine.upstreamEvent(.init(readable: true, writable: true), now: 5_002) { toServer, toClient in
+            ran += 1
             XCTAssertTrue(toClient.sourceReadable)
             XCTAssertFalse(toClient.sourceHungUp)
             XCTAssertTrue(toServer.destinationWritable)
-            return false
+            return true
         }
+        XCTAssertEqual(ran, 3)
+        XCTAssertEqual(machine.relaying?.lastActivity, 5_002)
+        // The pumps run only while relaying.
+        var reading = F.machine()
+        XCTAssertTrue(reading.clientEvent(.init(readable: true), now: 1) { _, _ in
+            XCTFail("no relay yet")
+            return true
+        }.isReadHead)
     }
 
     func testProgressPostponesTheIdleDeadline() throws {
@@ -68,8 +73,8 @@ final class ProxyConnectionStateMachineRelayTests: XCTestCase {
             return true
         }.closing)
         XCTAssertEqual(release.upstream, F.upstream)
-        XCTAssertEqual(release.tunnel?.toServer.moved, 56)
-        XCTAssertEqual(release.tunnel?.toClient.moved, 1_234)
+        XCTAssertEqual(release.tunnel?.bytesToServer, 56)
+        XCTAssertEqual(release.tunnel?.bytesToClient, 1_234)
         XCTAssertNil(release.deliverGone)
         XCTAssertTrue(machine.isClosed)
         XCTAssertTrue(machine.relay(now: 7_000) { _, _ in
@@ -160,7 +165,7 @@ final class ProxyConnectionStateMachineRelayTests: XCTestCase {
             return true
         }
         let release = try XCTUnwrap(machine.proxyStopped().closing)
-        XCTAssertEqual(release.tunnel?.toClient.moved, 99)
+        XCTAssertEqual(release.tunnel?.bytesToClient, 99)
         XCTAssertEqual(release.upstream, F.upstream)
 
         var gone = F.relaying()

@@ -67,11 +67,6 @@ extension Machine.Action {
         return false
     }
 
-    /// What a `.relay` hands the pumps.
-    var relayEdges: (client: Machine.Edges, upstream: Machine.Edges)? {
-        if case .relay(let client, let upstream) = self { return (client, upstream) }
-        return nil
-    }
 
     var isDrain: Bool {
         if case .drain = self { return true }
@@ -106,13 +101,23 @@ extension Machine.Action {
 }
 
 extension Machine {
+    /// An edge whose relay run (while relaying) moves nothing.
+    mutating func clientEvent(_ edges: Edges) -> Action {
+        clientEvent(edges, now: MachineFixture.accepted) { _, _ in false }
+    }
+
+    /// An upstream edge whose relay run (while relaying) moves nothing.
+    mutating func upstreamEvent(_ edges: Edges, now: UInt64) -> Action {
+        upstreamEvent(edges, now: now) { _, _ in false }
+    }
+
     var relaying: Relaying? {
-        if case .relaying(let relaying) = state { return relaying }
+        if case .relaying(let box) = state { return box.relaying }
         return nil
     }
 
     var connecting: Connecting? {
-        if case .connecting(let connecting) = state { return connecting }
+        if case .connecting(let box) = state { return box.connecting }
         return nil
     }
 
