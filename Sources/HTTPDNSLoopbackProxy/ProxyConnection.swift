@@ -4,7 +4,8 @@ import HTTPDNSCore
 import HTTPDNSDirect
 import HTTPDNSTransport
 
-/// One client connection, from its request head to the end of its tunnel (loop thread only).
+/// One client connection, from its request head to the end of its tunnel (loop thread only): the
+/// I/O of a ``ProxyConnectionStateMachine``, which makes every decision.
 ///
 /// Phases: read the head (within the head deadline) → check the credential and target → connect
 /// (an IP literal or a fresh cached answer right here; otherwise a ``ProxyConnector`` task picks
@@ -12,150 +13,119 @@ import HTTPDNSTransport
 /// close or the idle limit passes. Refusals are answered with a status and `Connection: close`,
 /// then the connection drains briefly so the answer is not lost to a reset.
 ///
-/// Both sockets are registered once, edge-triggered (see ``ProxyLoop``); the connection keeps what
-/// their events said, and the pumps clear it when a call would block.
+/// Here are the sockets, their registrations with the ``ProxyLoop`` and the calls on them; each
+/// event goes to the state machine, and the ``ProxyConnectionStateMachine/Action`` it returns is
+/// performed by ``perform(_:)``. Both sockets are registered once, edge-triggered; the state machine
+/// keeps what their events said, and the pumps clear it when a call would block.
 final class ProxyConnection {
-    enum Phase {
-        case head
-        case connecting
-        case relaying
-        case draining
-        case closed
-    }
-
-    /// The connect in flight: one address, its deadline, and who hears how it ended.
-    private struct Attempt {
-        var address: HTTPDNSIPAddress
-        var number: Int
-        var deadline: UInt64
-        /// The connector task's continuation; nil for the fast path's own first attempt.
-        var deliver: ((ProxyConnector.AttemptResult) -> Void)?
-    }
+    typealias StateMachine = ProxyConnectionStateMachine
 
     let id: UInt64
     let client: Int32
     // The loop outlives its connections (it closes them all before it ends).
     private unowned(unsafe) let loop: ProxyLoop
-    private(set) var phase: Phase = .head
+    private var machine: StateMachine
+    /// The client socket's token in the loop's epoll set: 0 before ``begin()`` and after the close.
     private var clientToken: UInt64 = 0
-    private var upstream: Int32 = -1
-    private var upstreamToken: UInt64 = 0
-    private var clientInterest = ProxyLoop.socketEvents
-    private var upstreamInterest = ProxyLoop.socketEvents
-    private var headBuffer: [UInt8] = []
-    private(set) var target: ProxyRequestHead.Target?
-    private var head: ProxyRequestHead?
-    /// The target given as an IP literal, if it was.
-    private var literal: HTTPDNSIPAddress?
-    private var forwarding = false
-    private let acceptedAt: UInt64
-    private var lastActivity: UInt64
-    private var drainDeadline: UInt64 = 0
-    private var reply: [UInt8] = []
-    private var replyOffset = 0
-    private var toServer: ProxyPump?
-    private var toClient: ProxyPump?
-    private var attempt: Attempt?
-    // What the edges said before the pumps exist.
-    private var clientReadable = false
-    private var clientHungUp = false
-    private var upstreamReadable = false
-    private var upstreamHungUp = false
 
     init(id: UInt64, client: Int32, loop: ProxyLoop, now: UInt64) {
         self.id = id
         self.client = client
         self.loop = loop
-        self.acceptedAt = now
-        self.lastActivity = now
+        self.machine = StateMachine(client: client, acceptedAt: now, rules: loop.settings.rules)
     }
 
-    var isConnecting: Bool { phase == .connecting }
-    var isAttempting: Bool { attempt != nil }
+    var isConnecting: Bool { machine.isConnecting }
+    var isAttempting: Bool { machine.isAttempting }
 
     private var monitor: any HTTPDNSProxyMonitor { loop.settings.monitor }
 
     /// Starts reading the request head.
     func begin() {
         clientToken = loop.register(client, .client(self))
-        if clientToken == 0 { close() }
+        if clientToken == 0 { perform(machine.proxyStopped()) }
     }
 
     // MARK: - Events
 
-    private static let readable = UInt32(HTTPDNS_PROXY_READABLE | HTTPDNS_PROXY_PEER_CLOSED | HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR)
-    private static let writable = UInt32(HTTPDNS_PROXY_WRITABLE | HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR)
-    private static let hungUp = UInt32(HTTPDNS_PROXY_PEER_CLOSED | HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR)
-    private static let failed = UInt32(HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR)
-
     func clientEvent(_ events: UInt32) {
-        let readable = events & Self.readable != 0
-        let hungUp = events & Self.hungUp != 0
-        switch phase {
-        case .head:
-            if readable { clientReadable = true }
-            if hungUp { clientHungUp = true }
-            readHead()
-        case .connecting:
-            // Nothing is read while connecting; only a failed or vanished client matters.
-            if readable { clientReadable = true }
-            if hungUp { clientHungUp = true }
-            if events & Self.failed != 0 { close() }
-        case .relaying:
-            if readable { toServer?.sourceReadable = true }
-            if hungUp { toServer?.sourceHungUp = true }
-            if events & Self.writable != 0 { toClient?.destinationWritable = true }
-            relay()
-        case .draining:
-            drain()
-        case .closed:
-            break
-        }
+        perform(machine.clientEvent(StateMachine.Edges(events), now: loop.now, pump: runPumps))
     }
 
     func upstreamEvent(_ events: UInt32) {
-        switch phase {
-        case .connecting:
-            guard attempt != nil else { return }
-            if events & Self.readable != 0 { upstreamReadable = true }
-            if events & Self.hungUp != 0 { upstreamHungUp = true }
-            if events & Self.failed != 0 {
-                // Refused or unreachable: the socket's pending error says which.
-                let code = ProxySocket.pendingError(upstream)
-                attemptFailed(code == ETIMEDOUT ? .timedOut : .cannotConnectToHost, ProxySocket.errorText(code == 0 ? ECONNREFUSED : code))
-            } else if events & UInt32(HTTPDNS_PROXY_WRITABLE) != 0 {
-                // Writable without an error: the handshake is done.
-                attemptSucceeded()
-            }
-        case .relaying:
-            if events & Self.readable != 0 { toClient?.sourceReadable = true }
-            if events & Self.hungUp != 0 { toClient?.sourceHungUp = true }
-            if events & Self.writable != 0 { toServer?.destinationWritable = true }
-            relay()
-        case .head, .draining, .closed:
-            break
-        }
+        perform(machine.upstreamEvent(StateMachine.Edges(events), now: loop.now, pump: runPumps))
     }
 
     /// Deadlines: the request head, the connect attempt, idleness, the drain after a refusal.
     func checkDeadlines(now: UInt64) {
-        let settings = loop.settings
-        switch phase {
-        case .head:
-            if now &- acceptedAt > settings.headTimeout {
-                monitor.proxyRefused(status: 408, reason: "no complete request head in time")
-                respond(status: 408, reason: "no complete request head in time", drain: false)
-            }
-        case .connecting:
-            if let attempt, now > attempt.deadline {
-                attemptFailed(.timedOut, "connect timed out")
-            }
-        case .relaying:
-            if now &- lastActivity > settings.idleTimeout { close() }
-        case .draining:
-            if now > drainDeadline { close() }
-        case .closed:
+        perform(machine.checkDeadlines(now: now))
+    }
+
+    /// Connects `address`:`port` for the connector (its `number`-th address); `deliver` hears how it ended.
+    func startAttempt(address: HTTPDNSIPAddress, port: UInt16, number: Int, deliver: @escaping (ProxyConnector.AttemptResult) -> Void) {
+        perform(machine.attemptRequested(address: address, port: port, number: number, deliver: deliver, now: loop.now))
+    }
+
+    /// No address connected.
+    func connectFailed(_ failure: ProxyConnector.Failure) {
+        perform(machine.connectorFailed(failure, now: loop.now))
+    }
+
+    /// Refuses a connection that was never admitted (over the limit): one write, then close.
+    func refuse(status: Int, reason: String) {
+        let bytes = ProxyReply.bytes(status: status, reason: reason)
+        _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        Glibc.close(client)
+        machine.refusedAtAdmission()
+    }
+
+    /// Closes both sockets and forgets the connection.
+    func close() {
+        perform(machine.proxyStopped())
+    }
+
+    // MARK: - Actions
+
+    private func perform(_ action: consuming StateMachine.Action) {
+        switch consume action {
+        case .none:
             break
+        case .readHead:
+            readHead()
+        case .connect(let plan):
+            connect(plan)
+        case .startConnector(let host, let port, let cooling, let closing):
+            closeUpstream(closing)
+            if let cooling { loop.settings.connector.failover.connectFailed(cooling.address, error: cooling.error) }
+            startConnector(host: host, port: port)
+        case .deliver(let deliver, let result, let closing):
+            closeUpstream(closing)
+            deliver(result)
+        case .readConnectError(let socket):
+            // Refused or unreachable: the socket's pending error says which.
+            let code = ProxySocket.pendingError(socket)
+            perform(machine.attemptFailed(
+                code == ETIMEDOUT ? .timedOut : .cannotConnectToHost, ProxySocket.errorText(code == 0 ? ECONNREFUSED : code),
+                now: loop.now))
+        case .startRelay(let opened, let deliver):
+            monitor.proxyTunnelOpened(host: opened.host, port: opened.port, address: opened.address, attempts: opened.attempts)
+            perform(machine.relay(now: loop.now, runPumps))
+            deliver?(.connected)
+        case .watch(let clientInterest, let upstream):
+            if let clientInterest { loop.modify(client, token: clientToken, events: clientInterest.events) }
+            if case let (socket, interest)? = upstream { loop.modify(socket.socket, token: socket.token, events: interest.events) }
+        case .release(let release):
+            self.release(release)
+        case .respond(let response):
+            respond(response)
+        case .drain:
+            drain()
+        case .close(let release):
+            self.release(release)
+            loop.forget(clientToken)
+            clientToken = 0
+            Glibc.close(client)
+            loop.connectionClosed(id)
         }
     }
 
@@ -163,86 +133,30 @@ final class ProxyConnection {
 
     /// Reads until the head is complete, the socket is drained or the client has gone.
     private func readHead() {
-        while phase == .head, clientReadable {
-            let room = min(ProxyRequestHead.maximumBytes + 1 - headBuffer.count, loop.scratch.count)
+        while let room = machine.headRoom(scratch: loop.scratch.count) {
             let count = recv(client, loop.scratch.baseAddress, room, 0)
             if count < 0 {
                 if errno == EINTR { continue }
                 if errno == EAGAIN {
-                    clientReadable = false
+                    machine.headDrained()
                     return
                 }
-                close()
+                perform(machine.clientHungUp())
                 return
             }
             if count == 0 {
-                close()
+                perform(machine.clientHungUp())
                 return
             }
-            // A short read drained the socket (unless the client closed: then read on to the end).
-            if count < room, !clientHungUp { clientReadable = false }
             let bytes = UnsafeRawBufferPointer(rebasing: loop.scratch[0..<count])
-            if headBuffer.isEmpty {
-                // The usual case: the whole head in one read, parsed where it lies.
-                parseHead(bytes)
-            } else {
-                headBuffer += bytes
-                let buffered = headBuffer
-                buffered.withUnsafeBytes { parseHead($0) }
-            }
+            perform(machine.headBytesRead(bytes, short: count < room, now: loop.now, cachedAddress: cachedAddress))
         }
     }
 
-    /// Looks at everything received so far (`bytes`); acts on a complete head, keeps an incomplete one.
-    private func parseHead(_ bytes: UnsafeRawBufferPointer) {
-        let parsed: ProxyRequestHead.Parse
-        do {
-            parsed = try ProxyRequestHead.parse(contiguous: bytes)
-        } catch {
-            monitor.proxyRefused(status: error.status, reason: error.description)
-            respond(status: error.status, reason: error.detail, drain: true)
-            return
-        }
-        guard case .complete(let head, let length) = parsed else {
-            if headBuffer.isEmpty { headBuffer = Array(bytes) }
-            return
-        }
-        headBuffer = length < bytes.count ? Array(bytes[length...]) : []
-        self.head = head
-        guard loop.settings.authorizes(head) else {
-            monitor.proxyRefused(status: 407, reason: "missing or wrong proxy credential")
-            respond(status: 407, reason: "proxy credential required", drain: true)
-            return
-        }
-        target = head.target
-        if case .forward = head.target { forwarding = true }
-        literal = HTTPDNSIPAddress(head.target.host)
-        let policy = loop.settings.policy
-        if let literal, !policy.allows(literal, port: head.target.port) {
-            fail(ProxyConnector.Failure(status: 403, reason: "target forbidden by the proxy's policy"))
-            return
-        }
-        phase = .connecting
-        if let address = cachedAddress(head.target) {
-            startAttempt(address: address, port: head.target.port, number: 1, deliver: nil)
-        } else {
-            startConnector()
-        }
-    }
-
-    /// The whole choice (resolution, failover) as a task; it hands each connect back to the loop.
-    private func startConnector() {
-        guard let target else { return }
-        let connector = loop.settings.connector
-        let (id, policy, loop) = (self.id, loop.settings.policy, self.loop)
-        Task { await connector.connect(id: id, host: target.host, port: target.port, policy: policy, loop: loop) }
-    }
-
-    /// The fast path: an IP literal, or a protected host with a fresh cached answer (the engine's
-    /// synchronous cache look, which never waits), is connected right here without a task. If that
+    /// The fast path for a name: a protected host with a fresh cached answer (the engine's
+    /// synchronous cache look, which never waits) is connected right here without a task. If that
     /// first address fails it cools down and the connector takes over, trying it last.
     private func cachedAddress(_ target: ProxyRequestHead.Target) -> HTTPDNSIPAddress? {
-        if let literal { return literal }
         let failover = loop.settings.connector.failover
         let engine = failover.engine
         guard engine.protects(target.host), let answer = engine.cachedAnswer(target.host) else { return nil }
@@ -253,188 +167,90 @@ final class ProxyConnection {
 
     // MARK: - Connecting
 
-    /// Starts a non-blocking connect to `address`; `deliver` (the connector's) hears how it ended,
-    /// or, on the fast path (nil), the connection itself handles a failure.
-    func startAttempt(address: HTTPDNSIPAddress, port: UInt16, number: Int, deliver: ((ProxyConnector.AttemptResult) -> Void)?) {
-        attempt = Attempt(
-            address: address, number: number,
-            deadline: loop.now + loop.settings.connectTimeout, deliver: deliver)
-        let start = ProxySocket.connect(address, port: port)
-        switch start {
-        case .connected(let socket), .inProgress(let socket):
-            upstream = socket
-            upstreamReadable = false
-            upstreamHungUp = false
-            upstreamToken = loop.register(socket, .upstream(self))
-            upstreamInterest = ProxyLoop.socketEvents
-            guard upstreamToken != 0 else {
-                attemptFailed(.cannotConnectToHost, "epoll: \(ProxySocket.errorText(errno))")
-                return
-            }
-            // In progress, the socket's first writable edge says when the handshake is over.
-            if case .connected = start { attemptSucceeded() }
+    /// The whole choice (resolution, failover) as a task; it hands each connect back to the loop.
+    private func startConnector(host: String, port: UInt16) {
+        let connector = loop.settings.connector
+        let (id, policy, loop) = (self.id, loop.settings.policy, self.loop)
+        Task { await connector.connect(id: id, host: host, port: port, policy: policy, loop: loop) }
+    }
+
+    /// Starts a non-blocking connect and tells the state machine how it started.
+    private func connect(_ plan: StateMachine.AttemptPlan) {
+        let start: StateMachine.ConnectStart
+        switch ProxySocket.connect(plan.address, port: plan.port) {
+        case .connected(let socket):
+            let token = loop.register(socket, .upstream(self))
+            start = token != 0 ? .connected(.init(socket: socket, token: token)) : Self.unwatched(socket)
+        case .inProgress(let socket):
+            let token = loop.register(socket, .upstream(self))
+            start = token != 0 ? .inProgress(.init(socket: socket, token: token)) : Self.unwatched(socket)
         case .failed(let code):
-            attemptFailed(code == ETIMEDOUT ? .timedOut : .cannotConnectToHost, ProxySocket.errorText(code))
+            start = .failed(code == ETIMEDOUT ? .timedOut : .cannotConnectToHost, ProxySocket.errorText(code), socket: nil)
         }
+        perform(machine.attemptStarted(plan, start, now: loop.now))
     }
 
-    private func attemptSucceeded() {
-        guard let attempt else { return }
-        self.attempt = nil
-        upstreamConnected(address: attempt.address, attempts: attempt.number)
-        attempt.deliver?(.connected)
-    }
-
-    /// The attempt failed: drop its socket, then let the connector (or the fast path) go on.
-    private func attemptFailed(_ code: HTTPTransportError.Code, _ detail: String) {
-        guard let attempt else { return }
-        self.attempt = nil
-        closeUpstream()
-        let error = HTTPTransportError(code, detail, host: target?.host, attemptedAddress: attempt.address)
-        if let deliver = attempt.deliver {
-            deliver(.failed(error))
-            return
-        }
-        // The fast path's own attempt.
-        if literal != nil {
-            monitor.connectionFailed(address: attempt.address, error: error.urlError)
-            // Nothing else to try for an address given as such.
-            fail(ProxyConnector.Failure(status: code == .timedOut ? 504 : 502, reason: "\(attempt.address.uriText): \(detail)"))
-        } else {
-            loop.settings.connector.failover.connectFailed(attempt.address, error: error)
-            startConnector()
-        }
-    }
-
-    // MARK: - Connected
-
-    /// The upstream socket connected: start relaying.
-    private func upstreamConnected(address: HTTPDNSIPAddress, attempts: Int) {
-        guard let head else {
-            close()
-            return
-        }
-        let leftover = headBuffer
-        headBuffer = []
-        var up: ProxyPump
-        var down: ProxyPump
-        switch head.target {
-        case .tunnel:
-            up = ProxyPump(from: client, to: upstream, prefix: leftover, scanResponse: false)
-            down = ProxyPump(from: upstream, to: client, prefix: Self.established, scanResponse: false)
-        case .forward:
-            up = ProxyPump(from: client, to: upstream, prefix: ProxyForwarding.upstreamHead(head) + leftover, scanResponse: false)
-            down = ProxyPump(from: upstream, to: client, prefix: [], scanResponse: true)
-        }
-        up.sourceReadable = clientReadable
-        up.sourceHungUp = clientHungUp
-        down.sourceReadable = upstreamReadable
-        down.sourceHungUp = upstreamHungUp
-        toServer = up
-        toClient = down
-        phase = .relaying
-        monitor.proxyTunnelOpened(host: head.target.host, port: head.target.port, address: address, attempts: attempts)
-        relay()
-    }
-
-    private static let established = Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)
-
-    /// No address connected.
-    func connectFailed(_ failure: ProxyConnector.Failure) {
-        fail(failure)
-    }
-
-    private func fail(_ failure: ProxyConnector.Failure) {
-        if let target {
-            monitor.proxyTunnelFailed(host: target.host, port: target.port, status: failure.status, reason: failure.reason)
-        }
-        respond(status: failure.status, reason: failure.reason, drain: true)
+    /// A connected socket the loop could not watch (errno from `epoll_ctl`).
+    private static func unwatched(_ socket: Int32) -> StateMachine.ConnectStart {
+        .failed(.cannotConnectToHost, "epoll: \(ProxySocket.errorText(errno))", socket: .init(socket: socket, token: 0))
     }
 
     // MARK: - Relaying
 
-    /// Runs both pumps as far as the edges seen allow (a pump with nothing known to do makes no call).
-    private func relay() {
-        guard toServer != nil, toClient != nil else { return }
-        let upLast = toClient!.finished
-        let up = toServer!.run(loop: loop, closing: upLast)
+    /// Runs both pumps as far as the edges seen allow (a pump with nothing known to do makes no
+    /// call); returns whether a byte moved. The state machine hands it the pumps in place.
+    private func runPumps(_ toServer: inout ProxyPump, _ toClient: inout ProxyPump) -> Bool {
+        let upLast = toClient.finished
+        let up = toServer.run(loop: loop, closing: upLast)
         // Only a connection whose both ends are over lets the close carry the end: a forwarded
         // response may end while the client still sends, and a close over unread bytes resets the
         // connection, which would drop what is still queued. There the end goes out first.
-        let downLast = toServer!.finished
-        let down = toClient!.run(loop: loop, closing: downLast)
-        if up || down { lastActivity = loop.now }
-        if toClient!.failure != nil || toServer!.failure != nil {
-            if toClient!.badResponse, toClient!.moved == 0, let target {
-                teardownUpstream()
-                fail(ProxyConnector.Failure(status: 502, reason: "bad response from \(target.host)"))
-            } else {
-                close()
-            }
-            return
-        }
-        if toClient!.finished, toServer!.finished || forwarding {
-            close()
-            return
-        }
-        // A socket whose bytes wait for the other side is not watched for reading until they move.
-        let clientEvents = toServer!.waitsForDestination ? ProxyLoop.writeOnlyEvents : ProxyLoop.socketEvents
-        if clientEvents != clientInterest {
-            clientInterest = clientEvents
-            loop.modify(client, token: clientToken, events: clientEvents)
-        }
-        let upstreamEvents = toClient!.waitsForDestination ? ProxyLoop.writeOnlyEvents : ProxyLoop.socketEvents
-        if upstreamEvents != upstreamInterest {
-            upstreamInterest = upstreamEvents
-            loop.modify(upstream, token: upstreamToken, events: upstreamEvents)
-        }
+        let downLast = toServer.finished
+        let down = toClient.run(loop: loop, closing: downLast)
+        return up || down
     }
 
-    // MARK: - Refusals
+    // MARK: - Answers
 
-    /// Answers `status` with `Connection: close`; with `drain`, then reads and drops what the client
-    /// still sends for up to a second, so that closing does not reset the connection before the
-    /// answer is read.
-    func respond(status: Int, reason: String, drain: Bool) {
-        reply = ProxyConnection.response(status: status, reason: reason)
-        replyOffset = 0
-        phase = .draining
-        drainDeadline = loop.now + (drain ? 1_000_000_000 : 0)
+    /// Lets go of what the state held, reports, then sends the answer and drains (or closes).
+    private func respond(_ response: StateMachine.Response) {
+        release(response.release)
+        if let failed = response.failedAddress {
+            monitor.connectionFailed(address: failed.address, error: failed.error.urlError)
+        }
+        switch response.report {
+        case .refused(let status, let reason):
+            monitor.proxyRefused(status: status, reason: reason)
+        case .tunnelFailed(let host, let port, let status, let reason):
+            monitor.proxyTunnelFailed(host: host, port: port, status: status, reason: reason)
+        }
         if clientToken == 0 {
             clientToken = loop.register(client, .client(self))
-            clientInterest = ProxyLoop.socketEvents
-        } else if clientInterest != ProxyLoop.socketEvents {
-            clientInterest = ProxyLoop.socketEvents
-            loop.modify(client, token: clientToken, events: clientInterest)
+        } else if response.rewatchClient {
+            loop.modify(client, token: clientToken, events: ProxyLoop.socketEvents)
         }
-        if drain { self.drain() } else { flushReplyAndClose() }
+        if response.drain {
+            drain()
+        } else {
+            if let reply = machine.unsentReply {
+                _ = reply.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            perform(machine.replyFlushed())
+        }
     }
 
-    /// Refuses a connection that was never admitted (over the limit): one write, then close.
-    func refuse(status: Int, reason: String) {
-        let bytes = ProxyConnection.response(status: status, reason: reason)
-        _ = bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        Glibc.close(client)
-        phase = .closed
-    }
-
-    private func flushReplyAndClose() {
-        _ = reply.withUnsafeBytes { send(client, $0.baseAddress! + replyOffset, $0.count - replyOffset, Int32(MSG_NOSIGNAL)) }
-        close()
-    }
-
-    /// Sends the rest of the reply, then reads and drops until the client's end (each client edge
+    /// Sends the rest of the answer, then reads and drops until the client's end (each client edge
     /// calls it again).
     private func drain() {
-        if replyOffset < reply.count {
-            let count = reply.withUnsafeBytes { send(client, $0.baseAddress! + replyOffset, $0.count - replyOffset, Int32(MSG_NOSIGNAL)) }
-            if count > 0 { replyOffset += count }
+        if let reply = machine.unsentReply {
+            let count = reply.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if count < 0, errno != EAGAIN, errno != EINTR {
-                close()
+                perform(machine.clientHungUp())
                 return
             }
+            if count > 0 { machine.replySent(count) }
             // Not all taken: the next writable edge brings the connection back here.
-            if replyOffset < reply.count { return }
+            if machine.unsentReply != nil { return }
             Glibc.shutdown(client, Int32(SHUT_WR))
         }
         while true {
@@ -442,69 +258,53 @@ final class ProxyConnection {
             if count > 0 { continue }
             if count < 0, errno == EAGAIN { return }
             if count < 0, errno == EINTR { continue }
-            close()
+            perform(machine.clientHungUp())
             return
         }
     }
 
-    static func response(status: Int, reason: String) -> [UInt8] {
-        let phrase: String
-        switch status {
-        case 400: phrase = "Bad Request"
-        case 403: phrase = "Forbidden"
-        case 407: phrase = "Proxy Authentication Required"
-        case 408: phrase = "Request Timeout"
-        case 431: phrase = "Request Header Fields Too Large"
-        case 501: phrase = "Not Implemented"
-        case 502: phrase = "Bad Gateway"
-        case 503: phrase = "Service Unavailable"
-        case 504: phrase = "Gateway Timeout"
-        case 505: phrase = "HTTP Version Not Supported"
-        default: phrase = "Error"
-        }
-        let body = "httpdns proxy: \(reason.filter { $0 != "\r" && $0 != "\n" })\n"
-        var text = "HTTP/1.1 \(status) \(phrase)\r\n"
-        if status == 407 { text += "Proxy-Authenticate: Basic realm=\"httpdns\"\r\n" }
-        text += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
-        return Array((text + body).utf8)
-    }
-
     // MARK: - Closing
 
-    /// Closes the upstream socket (the close takes it out of the epoll set).
-    private func closeUpstream() {
-        guard upstream >= 0 else { return }
-        loop.forget(upstreamToken)
-        upstreamToken = 0
-        Glibc.close(upstream)
-        upstream = -1
+    /// Tells a waiting connector it is over, closes the upstream socket (the close takes it out of
+    /// the epoll set), reports the tunnel's end and gives its pipes back.
+    private func release(_ release: StateMachine.Release) {
+        release.deliverGone?(.gone)
+        closeUpstream(release.upstream)
+        if let tunnel = release.tunnel {
+            monitor.proxyTunnelClosed(
+                host: tunnel.target.host, port: tunnel.target.port, bytesToServer: tunnel.bytesToServer, bytesToClient: tunnel.bytesToClient)
+            if let spent = tunnel.toServerPipe { loop.recycle(spent.pipe, empty: spent.empty) }
+            if let spent = tunnel.toClientPipe { loop.recycle(spent.pipe, empty: spent.empty) }
+        }
     }
 
-    private func teardownUpstream() {
-        closeUpstream()
-        if var toServer, var toClient {
-            if let target {
-                monitor.proxyTunnelClosed(host: target.host, port: target.port, bytesToServer: toServer.moved, bytesToClient: toClient.moved)
-            }
-            toServer.release(to: loop)
-            toClient.release(to: loop)
-        }
-        toServer = nil
-        toClient = nil
+    private func closeUpstream(_ upstream: StateMachine.Upstream?) {
+        guard let upstream else { return }
+        loop.forget(upstream.token)
+        Glibc.close(upstream.socket)
     }
+}
 
-    /// Closes both sockets and forgets the connection.
-    func close() {
-        guard phase != .closed else { return }
-        phase = .closed
-        if let attempt {
-            self.attempt = nil
-            attempt.deliver?(.gone)
+extension ProxyConnectionStateMachine.Edges {
+    private static var readableBits: UInt32 { UInt32(HTTPDNS_PROXY_READABLE | HTTPDNS_PROXY_PEER_CLOSED | HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR) }
+    private static var writableBits: UInt32 { UInt32(HTTPDNS_PROXY_WRITABLE | HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR) }
+    private static var hungUpBits: UInt32 { UInt32(HTTPDNS_PROXY_PEER_CLOSED | HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR) }
+    private static var failedBits: UInt32 { UInt32(HTTPDNS_PROXY_HANGUP | HTTPDNS_PROXY_ERROR) }
+
+    /// What an epoll event's bits say.
+    init(_ events: UInt32) {
+        self.init(
+            readable: events & Self.readableBits != 0, writable: events & Self.writableBits != 0,
+            hungUp: events & Self.hungUpBits != 0, failed: events & Self.failedBits != 0)
+    }
+}
+
+extension ProxyConnectionStateMachine.Interest {
+    /// The epoll interest bits.
+    var events: UInt32 {
+        switch self {
+        case .all: ProxyLoop.socketEvents
+        case .writeOnly: ProxyLoop.writeOnlyEvents
         }
-        teardownUpstream()
-        loop.forget(clientToken)
-        clientToken = 0
-        Glibc.close(client)
-        loop.connectionClosed(id)
     }
 }

@@ -41,21 +41,26 @@ struct ProxyPump {
     /// many short tunnels keep small pipes (the kernel limits pipe memory per user).
     private var chunk = 1 << 16
     private var triedGrowing = false
-    private var pending: [UInt8]
+    /// Bytes to send before anything more is read (a prefix, or what the destination did not take).
+    private(set) var pending: [UInt8]
     private var pendingOffset = 0
-    private var scanning: Bool
+    /// Reading a response head to rewrite (forwarded requests), until the final one.
+    private(set) var scanning: Bool
     private var scanned: [UInt8] = []
 
     /// The source reached its end (and it was passed on once ``finished``).
     private(set) var sourceEnded = false
+    // The outcomes below are set by `run(loop:closing:)`; the connection's state machine reads them,
+    // and its tests set them by hand to stand for a run.
+
     /// Everything was delivered and the end passed on (or left to the connection's close).
-    private(set) var finished = false
+    var finished = false
     /// Why the pump stopped early (a reset, a broken pipe, a malformed response head).
-    private(set) var failure: String?
+    var failure: String?
     /// Set when the failure is a response head the proxy could not read (502 when nothing went out yet).
-    private(set) var badResponse = false
+    var badResponse = false
     /// Bytes delivered to the destination.
-    private(set) var moved: Int64 = 0
+    var moved: Int64 = 0
 
     /// Bytes read wait for a destination that takes no more: reading on would only fill memory.
     var waitsForDestination: Bool {
@@ -72,11 +77,10 @@ struct ProxyPump {
         self.scanning = scanResponse
     }
 
-    /// Gives the pipe back to `loop`'s pool (or closes it when it holds bytes or was grown).
-    mutating func release(to loop: ProxyLoop) {
-        guard let pipe else { return }
-        self.pipe = nil
-        loop.recycle(pipe, empty: inPipe == 0 && !triedGrowing)
+    /// The pipe this pump took, if any, to give back to the loop when the tunnel ends: `empty` when
+    /// it holds no bytes and was not grown, so that the loop's pool may keep it.
+    var spentPipe: (pipe: ProxyPipe, empty: Bool)? {
+        pipe.map { ($0, inPipe == 0 && !triedGrowing) }
     }
 
     /// Moves whatever can move now; returns whether any byte moved.

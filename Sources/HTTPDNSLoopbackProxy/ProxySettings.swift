@@ -11,11 +11,8 @@ final class ProxySettings: Sendable {
     let policy: ProxyTargetPolicy
     let connector: ProxyConnector
     let monitor: any HTTPDNSProxyMonitor
-    /// The expected `Proxy-Authorization: Basic` token (base64 of `user:password`), nil when none is required.
-    let token: [UInt8]?
-    let headTimeout: UInt64
-    let idleTimeout: UInt64
-    let connectTimeout: UInt64
+    /// The credential, target policy and deadlines every connection's state machine applies.
+    let rules: ProxyConnectionRules
     /// Client connections open now, over all loops (bounded by `configuration.maxConnections`).
     let admitted = Atomic<Int>(0)
 
@@ -24,10 +21,10 @@ final class ProxySettings: Sendable {
         self.policy = policy
         self.connector = connector
         self.monitor = configuration.monitor ?? ProxyNoMonitor()
-        self.token = configuration.credential.map { Array(Data("\($0.user):\($0.password)".utf8).base64EncodedString().utf8) }
-        headTimeout = Self.nanoseconds(configuration.headTimeout)
-        idleTimeout = Self.nanoseconds(configuration.idleTimeout)
-        connectTimeout = Self.nanoseconds(configuration.connectTimeout)
+        rules = ProxyConnectionRules(
+            token: configuration.credential.map { Array(Data("\($0.user):\($0.password)".utf8).base64EncodedString().utf8) },
+            policy: policy, headTimeout: Self.nanoseconds(configuration.headTimeout),
+            idleTimeout: Self.nanoseconds(configuration.idleTimeout), connectTimeout: Self.nanoseconds(configuration.connectTimeout))
     }
 
     static func nanoseconds(_ duration: Duration) -> UInt64 {
@@ -48,16 +45,9 @@ final class ProxySettings: Sendable {
         admitted.subtract(1, ordering: .relaxed)
     }
 
-    /// Whether `head` carries the credential (RFC 7617 Basic; the scheme is case-insensitive): the
-    /// token must be the canonical base64 of `user:password`, as every client sends it. The
-    /// comparison takes the same time wherever the first difference is.
-    func authorizes(_ head: ProxyRequestHead) -> Bool {
-        guard let expected = token else { return true }
-        guard var value = head.value(of: "proxy-authorization") else { return false }
-        return value.withUTF8 { Self.matches(UnsafeRawBufferPointer($0), token: expected) }
-    }
-
-    /// `Basic TOKEN` (the value comes trimmed) against the expected token bytes.
+    /// Whether a `Proxy-Authorization` value (it comes trimmed) carries the credential: RFC 7617
+    /// Basic, the scheme in any case, the token the canonical base64 of `user:password` as every
+    /// client sends it. The comparison takes the same time wherever the first difference is.
     static func matches(_ value: UnsafeRawBufferPointer, token expected: [UInt8]) -> Bool {
         var index = 0
         while index < value.count, value[index] != 0x20 { index += 1 }
