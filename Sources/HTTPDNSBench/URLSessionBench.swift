@@ -27,7 +27,7 @@ enum URLSessionBench {
         let client = protectedClient(origin)
         let protected = URLSessionConfiguration.default
         protected.httpMaximumConnectionsPerHost = inFlight
-        HTTPDNSURLProtocol.install(client, into: protected)
+        try protected.httpdnsInstall(client)
         let protectedSession = URLSession(configuration: protected)
         let plain = URLSessionConfiguration.default
         plain.httpMaximumConnectionsPerHost = inFlight

@@ -43,7 +43,12 @@ public final class URLProtocolRoute: DifferentialRoute {
 
     public func makeConfiguration() -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpdnsInstall(makeClient())
+        do {
+            try configuration.httpdnsInstall(makeClient())
+        } catch {
+            // The runner is a test's child process: a toolchain the route refuses fails it loudly.
+            preconditionFailure("the URL protocol refused to install: \(error)")
+        }
         return configuration
     }
 

@@ -27,7 +27,8 @@ import FoundationNetworking
 ///   protocol's answers, nor apply `httpAdditionalHeaders`: this protocol does both, from the
 ///   session's own configuration.
 /// - Upload bodies, download files, whole bodies for completion handlers and the request timeout
-///   rule use internal state of corelibs, read or written in the `CorelibsReflection+…` files.
+///   rule use internal state of corelibs, read or written in the `CorelibsLayout+…` files and
+///   checked once, at the first installation (``HTTPDNSURLSessionError`` when one is gone).
 /// - Request properties (`URLProtocol.setProperty`) do not survive the bridge to `URLRequest`, so the
 ///   `handledKey` mark works only where the platform keeps them; this protocol never re-enters
 ///   `URLSession` (it sends through libcurl), so it cannot loop.
@@ -41,8 +42,27 @@ open class HTTPDNSURLProtocol: URLProtocol {
     /// Makes `client` serve this protocol for sessions made from `configuration`, and puts the
     /// protocol first in `configuration.protocolClasses`, keeping the classes already there.
     ///
-    /// Installing again replaces the client for this configuration only.
-    package static func install(_ client: HTTPDNSClient, into configuration: URLSessionConfiguration) {
+    /// Installing again replaces the client for this configuration only. The first installation
+    /// in a process checks the corelibs internals the route uses (``CorelibsLayout/corelibs``); the
+    /// result is kept, so later ones cost nothing.
+    ///
+    /// - Throws: ``HTTPDNSURLSessionError/Code/unsupportedPlatform`` when one is missing or has
+    ///   another type; `configuration` is then left as it was.
+    package static func install(_ client: HTTPDNSClient, into configuration: URLSessionConfiguration) throws(HTTPDNSURLSessionError) {
+        _ = try CorelibsLayout.corelibs.get()
+        attach(client, to: configuration)
+    }
+
+    /// ``install(_:into:)`` with the check run against `platform` instead of this process's corelibs
+    /// (tests give stand-ins with one internal renamed or retyped); not kept.
+    package static func install(
+        _ client: HTTPDNSClient, into configuration: URLSessionConfiguration, checking platform: CorelibsPlatform
+    ) throws(HTTPDNSURLSessionError) {
+        _ = try CorelibsLayout(checking: platform)
+        attach(client, to: configuration)
+    }
+
+    private static func attach(_ client: HTTPDNSClient, to configuration: URLSessionConfiguration) {
         Installation.attach(client, to: configuration)
         let others = (configuration.protocolClasses ?? []).filter { $0 != HTTPDNSURLProtocol.self }
         configuration.protocolClasses = [HTTPDNSURLProtocol.self] + others
@@ -68,17 +88,40 @@ open class HTTPDNSURLProtocol: URLProtocol {
     }
 
     open override func startLoading() {
-        guard let task, let session = CorelibsReflection.session(of: task),
-              let installation = Installation.of(session.configuration)
-        else {
-            client?.urlProtocol(self, didFailWithError: URLError(.unsupportedURL, userInfo: [
+        let layout: CorelibsLayout
+        switch CorelibsLayout.corelibs {
+        case .success(let checked): layout = checked
+        case .failure(let refusal): return fail(refusal)
+        }
+        guard let task else {
+            return fail(URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "HTTPDNSURLProtocol serves URLSession tasks only."]))
+        }
+        guard let session = layout.session(of: task) else {
+            return fail(layout.unexpected(.session, "is empty (the task has already finished)"))
+        }
+        guard let installation = Installation.of(session.configuration) else {
+            return fail(URLError(.unsupportedURL, userInfo: [
                 NSLocalizedDescriptionKey: "HTTPDNSURLProtocol is not installed in this session's configuration (use httpdnsInstall).",
             ]))
-            return
         }
-        let forwarder = ProtocolForwarder(owner: self, task: task, session: session)
+        let reporting: (CorelibsReporting, URLSessionTaskDelegate?)
+        let taskBody: CorelibsLayout.TaskBody?
+        do throws(HTTPDNSURLSessionError) {
+            reporting = try layout.reporting(of: task, in: session)
+            // Data and download tasks build their body from the request; only uploads keep it aside.
+            taskBody = task is URLSessionUploadTask ? try layout.body(of: task) : CorelibsLayout.TaskBody.none
+        } catch {
+            return fail(error)
+        }
+        let forwarder = ProtocolForwarder(
+            owner: self, task: task, session: session, layout: layout, reporting: reporting.0, taskDelegate: reporting.1)
         running.withLock { $0 = forwarder }
-        forwarder.start(request, client: installation.client)
+        forwarder.start(request, body: taskBody, client: installation.client)
+    }
+
+    /// Fails the load before it started (on the task's work queue, where `startLoading` runs).
+    private func fail(_ error: any Error) {
+        client?.urlProtocol(self, didFailWithError: error)
     }
 
     open override func stopLoading() {
@@ -93,14 +136,24 @@ open class HTTPDNSURLProtocol: URLProtocol {
 extension URLSessionConfiguration {
     /// Installs ``HTTPDNSURLProtocol`` served by `client` into this configuration (prepended, other
     /// protocol classes kept): the one line that protects existing `URLSession` code.
-    public func httpdnsInstall(_ client: HTTPDNSClient) {
-        HTTPDNSURLProtocol.install(client, into: self)
+    ///
+    /// The first installation in a process checks that this toolchain's swift-corelibs-foundation
+    /// still has every internal the route reads (release builds too); the answer is kept.
+    ///
+    /// - Throws: ``HTTPDNSURLSessionError`` with code
+    ///   ``HTTPDNSURLSessionError/Code/unsupportedPlatform``, naming the internal and the toolchain,
+    ///   when one is missing or has another type; nothing is installed then (use `HTTPDNSClient` or
+    ///   the loopback proxy on that toolchain).
+    public func httpdnsInstall(_ client: HTTPDNSClient) throws(HTTPDNSURLSessionError) {
+        try HTTPDNSURLProtocol.install(client, into: self)
     }
 
     /// A default configuration with ``HTTPDNSURLProtocol`` installed.
-    public static func httpdnsProtected(client: HTTPDNSClient) -> URLSessionConfiguration {
+    ///
+    /// - Throws: ``HTTPDNSURLSessionError``, as ``httpdnsInstall(_:)``.
+    public static func httpdnsProtected(client: HTTPDNSClient) throws(HTTPDNSURLSessionError) -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.default
-        configuration.httpdnsInstall(client)
+        try configuration.httpdnsInstall(client)
         return configuration
     }
 }

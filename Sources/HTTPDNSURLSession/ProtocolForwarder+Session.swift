@@ -56,16 +56,15 @@ extension ProtocolForwarder {
 
     /// The idle limit corelibs applies: the request's `timeoutInterval` when it was assigned, the
     /// configuration's `timeoutIntervalForRequest` otherwise.
-    static func idleTimeout(_ request: URLRequest, configuration: URLSessionConfiguration) -> Duration? {
-        let requestSet = CorelibsReflection.isTimeoutIntervalSet(request) ?? (request.timeoutInterval != 60)
-        let seconds = requestSet ? request.timeoutInterval : configuration.timeoutIntervalForRequest
+    func idleTimeout(_ request: URLRequest, configuration: URLSessionConfiguration) -> Duration? {
+        let seconds = layout.isTimeoutIntervalSet(request) ? request.timeoutInterval : configuration.timeoutIntervalForRequest
         guard seconds > 0, seconds < TimeInterval(Int32.max) else { return nil }
         return .milliseconds(Int64(seconds * 1000))
     }
 
     /// The body corelibs would send: an upload task's from the task, a data task's from its request.
     static func body(
-        _ taskBody: CorelibsReflection.TaskBody?, request: URLRequest, newStream: RequestBody.NewBodyStream?
+        _ taskBody: CorelibsLayout.TaskBody?, request: URLRequest, newStream: RequestBody.NewBodyStream?
     ) throws -> RequestBody {
         switch taskBody {
         case .data(let data): RequestBody(data: data)

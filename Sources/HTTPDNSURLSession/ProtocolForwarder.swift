@@ -24,14 +24,16 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     let task: URLSessionTask
     let session: URLSession
     let queue: DispatchQueue
+    let layout: CorelibsLayout
     private let isDownload: Bool
+    /// How the task reports, and the per-task delegate of the async API (read in `startLoading`).
+    private let reporting: CorelibsReporting
+    private let taskDelegate: URLSessionTaskDelegate?
 
     // Touched only on `queue`.
     private var stopped = false
     private var finished = false
     private var clientTask: HTTPDNSClientTask?
-    private var reporting = CorelibsReflection.Reporting.unknown
-    private var taskDelegate: URLSessionTaskDelegate?
     private var body = Data()
     private var download: DownloadFile?
     private var resourceTimer: (any DispatchSourceTimer)?
@@ -41,17 +43,23 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     /// A 401 held back while its challenge is answered (see `ProtocolForwarder+Challenge`).
     var challenge = ChallengeState()
 
-    init(owner: HTTPDNSURLProtocol, task: URLSessionTask, session: URLSession) {
+    init(
+        owner: HTTPDNSURLProtocol, task: URLSessionTask, session: URLSession, layout: CorelibsLayout,
+        reporting: CorelibsReporting, taskDelegate: URLSessionTaskDelegate?
+    ) {
         self.owner = owner
         self.task = task
         self.session = session
-        self.queue = CorelibsReflection.workQueue(of: task) ?? DispatchQueue(label: "swift-httpdns.url-protocol.client")
+        self.layout = layout
+        self.queue = layout.workQueue(of: task)
         self.isDownload = task is URLSessionDownloadTask
+        self.reporting = reporting
+        self.taskDelegate = taskDelegate
     }
 
-    /// Starts the load; called on the work queue by `startLoading`.
-    func start(_ request: URLRequest, client: HTTPDNSClient) {
-        (reporting, taskDelegate) = CorelibsReflection.reporting(of: task, in: session)
+    /// Starts the load; called on the work queue by `startLoading`, with the task's own body
+    /// (`knownBody`) for an upload task.
+    func start(_ request: URLRequest, body taskBody: CorelibsLayout.TaskBody?, client: HTTPDNSClient) {
         let configuration = session.configuration
         var request = request
         for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
@@ -64,7 +72,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         if configuration.httpShouldSetCookies, let storage = configuration.httpCookieStorage {
             options.cookies = .storeOnly(storage)
         }
-        options.idleTimeout = Self.idleTimeout(request, configuration: configuration)
+        options.idleTimeout = idleTimeout(request, configuration: configuration)
         options.decodesContent = true
         options.bodyProgress = { [weak self] count in
             guard let self else { return }
@@ -74,7 +82,6 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         options.newBodyStream = { [self] in await askNewBodyStream() }
         armResourceTimeout(configuration.timeoutIntervalForResource)
 
-        let taskBody = CorelibsReflection.body(of: task)
         if taskBody == nil, request.httpBody == nil, request.httpBodyStream == nil, task is URLSessionUploadTask {
             // A streamed upload task (`uploadTask(withStreamedRequest:)`): its body comes from the
             // delegate, as corelibs asks for it.
@@ -193,9 +200,11 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
             do {
                 let file = try download ?? DownloadFile(expectedLength: 0)
                 let location = try file.close()
-                guard CorelibsReflection.setProperty(location, for: .temporaryFileURL, on: owner) else {
+                do {
+                    try layout.setProperty(location, for: .temporaryFileURL, on: owner)
+                } catch {
                     file.discard()
-                    throw URLError(.cannotWriteToFile, userInfo: [NSLocalizedDescriptionKey: "The downloaded file cannot be handed to URLSession on this platform."])
+                    throw error
                 }
             } catch {
                 client.urlProtocol(owner, didFailWithError: error)

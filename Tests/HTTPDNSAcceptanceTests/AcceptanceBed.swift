@@ -101,8 +101,8 @@ enum Bed {
     }
 
     /// A `URLSession` with the protocol installed for `client` (the one line apps add).
-    static func session(_ client: HTTPDNSClient) -> URLSession {
-        URLSession(configuration: .httpdnsProtected(client: client))
+    static func session(_ client: HTTPDNSClient) throws -> URLSession {
+        URLSession(configuration: try .httpdnsProtected(client: client))
     }
 
     /// A `(name, value)` header for nginx locations.

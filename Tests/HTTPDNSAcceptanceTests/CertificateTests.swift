@@ -22,7 +22,7 @@ final class CertificateTests: XCTestCase {
         let service = try Bed.httpdnsService(["bank.test": [Bed.origin]])
         defer { service.stop() }
         let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
-        let session = Bed.session(Bed.client(engine))
+        let session = try Bed.session(Bed.client(engine))
 
         let url = URL(string: "https://bank.test:\(try XCTUnwrap(nginx.httpsPort))/login")!
         do {

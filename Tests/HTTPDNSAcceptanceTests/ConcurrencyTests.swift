@@ -24,7 +24,7 @@ final class ConcurrencyTests: XCTestCase {
         let service = try Bed.httpdnsService(["many.test": [Bed.origin]])
         defer { service.stop() }
         let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
-        let session = Bed.session(Bed.client(engine))
+        let session = try Bed.session(Bed.client(engine))
 
         let count = 200
         let bodies = try await withThrowingTaskGroup(of: (Int, String).self) { group in

@@ -30,7 +30,7 @@ final class CookieRedirectTests: XCTestCase {
         defer { service.stop() }
         let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpdnsInstall(Bed.client(engine))
+        try configuration.httpdnsInstall(Bed.client(engine))
         let session = URLSession(configuration: configuration)
 
         let (before, _) = try await session.data(from: URL(string: "https://cookie.test:\(port)/profile")!)
@@ -69,7 +69,7 @@ final class CookieRedirectTests: XCTestCase {
         let dnsmasq = try Bed.lyingDNS(["moved.test": Bed.hijack, "start.test": Bed.hijack])
         defer { dnsmasq.stop() }
         let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq, trusting: certificates)
-        let session = Bed.session(Bed.client(engine))
+        let session = try Bed.session(Bed.client(engine))
 
         var post = URLRequest(url: URL(string: "https://start.test:\(port)/302")!)
         post.httpMethod = "POST"

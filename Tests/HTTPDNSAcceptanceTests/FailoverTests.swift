@@ -51,7 +51,7 @@ final class FailoverTests: XCTestCase {
         let service = try Bed.httpdnsService(["two.test": [Bed.dead, Bed.origin]])
         defer { service.stop() }
         let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
-        let session = Bed.session(Bed.client(engine))
+        let session = try Bed.session(Bed.client(engine))
         let (data, _) = try await session.data(from: URL(string: "https://two.test:\(port)/")!)
         XCTAssertEqual(String(decoding: data, as: UTF8.self), "served two.test at \(Bed.origin)\n")
         XCTAssertTrue(engine.isCoolingDown(Bed.dead), "the refusing address is remembered")

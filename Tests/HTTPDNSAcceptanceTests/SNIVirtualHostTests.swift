@@ -41,7 +41,7 @@ final class SNIVirtualHostTests: XCTestCase {
         defer { dnsmasq.stop() }
         let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: dnsmasq, trusting: certificates)
         let client = Bed.client(engine)
-        let session = Bed.session(client)
+        let session = try Bed.session(client)
 
         for name in ["alpha.test", "beta.test"] {
             let url = URL(string: "https://\(name):\(https)/")!
@@ -87,7 +87,7 @@ final class SNIVirtualHostTests: XCTestCase {
         defer { certificates.remove() }
         let engine = try Bed.engine(providers: [], localDNS: nil, trusting: certificates)
         let client = Bed.client(engine)
-        HTTPDNSURLProtocol.install(client, into: .ephemeral)
+        try HTTPDNSURLProtocol.install(client, into: .ephemeral)
         XCTAssertTrue(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://alpha.test/")!)))
         XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://example.org/")!)))
     }

@@ -33,7 +33,7 @@ final class UploadTests: XCTestCase {
         let service = try Bed.httpdnsService(["upload.test": [Bed.origin]])
         defer { service.stop() }
         let engine = try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates)
-        let session = Bed.session(Bed.client(engine))
+        let session = try Bed.session(Bed.client(engine))
         let url = URL(string: "https://upload.test:\(try XCTUnwrap(nginx.httpsPort))/upload")!
 
         // 64 MiB of random bytes in a file: the upload reads it piece by piece, nothing holds it.

@@ -12,63 +12,91 @@ final class CorelibsReflectionTests: XCTestCase {
     private let session = URLSession(configuration: .ephemeral)
     private let url = URL(string: "http://reflection.invalid/")!
 
-    func testTheTaskWorkQueueIsFound() {
-        XCTAssertNotNil(CorelibsReflection.workQueue(of: session.dataTask(with: url)))
+    private func layout() throws -> CorelibsLayout {
+        try CorelibsLayout.corelibs.get()
     }
 
-    func testTheTaskSessionIsFound() {
-        XCTAssertTrue(CorelibsReflection.session(of: session.dataTask(with: url)) === session)
+    func testThisToolchainPassesTheInstallCheck() throws {
+        XCTAssertNoThrow(try CorelibsLayout.corelibs.get())
+        // Run again, uncached: the probe session is made, read and invalidated each time.
+        XCTAssertNoThrow(try CorelibsLayout(checking: .corelibs))
+        XCTAssertTrue(CorelibsPlatform.toolchain.hasPrefix("Swift 6."), CorelibsPlatform.toolchain)
+    }
+
+    func testTheTaskWorkQueueIsFound() throws {
+        let queue = try layout().workQueue(of: session.dataTask(with: url))
+        XCTAssertEqual(queue.label, "org.swift.URLSessionTask.WorkQueue")
+    }
+
+    func testTheTaskSessionIsFound() throws {
+        XCTAssertTrue(try layout().session(of: session.dataTask(with: url)) === session)
     }
 
     func testEveryUploadBodyShapeIsRead() throws {
+        let layout = try layout()
         var request = URLRequest(url: url)
         request.httpMethod = "POST"
-        guard case .data(let data)? = CorelibsReflection.body(of: session.uploadTask(with: request, from: Data("abc".utf8))) else {
+        guard case .data(let data)? = try layout.body(of: session.uploadTask(with: request, from: Data("abc".utf8))) else {
             return XCTFail("uploadTask(with:from:) body not found")
         }
         XCTAssertEqual(data, Data("abc".utf8))
         let file = URL(fileURLWithPath: "/etc/hostname")
-        guard case .file(let found)? = CorelibsReflection.body(of: session.uploadTask(with: request, fromFile: file)) else {
+        guard case .file(let found)? = try layout.body(of: session.uploadTask(with: request, fromFile: file)) else {
             return XCTFail("uploadTask(with:fromFile:) body not found")
         }
         XCTAssertEqual(found, file)
+        XCTAssertNil(try layout.body(of: session.uploadTask(withStreamedRequest: request)), "a streamed upload records no body")
         request.httpBodyStream = InputStream(data: Data("xyz".utf8))
-        guard case .stream? = CorelibsReflection.body(of: session.dataTask(with: request)) else {
+        guard case .stream? = try layout.body(of: session.dataTask(with: request)) else {
             return XCTFail("a data task's stream body not found")
         }
-        guard case .some(.none) = CorelibsReflection.body(of: session.dataTask(with: url)) else {
+        guard case .some(.none) = try layout.body(of: session.dataTask(with: url)) else {
             return XCTFail("a GET's empty body not recognised")
         }
     }
 
-    func testTheTaskReportingIsReadFromTheRegistry() {
-        let queue = DispatchQueue(label: "reflection-test")
+    func testTheTaskReportingIsReadFromTheRegistry() throws {
+        let layout = try layout()
         let completion = session.dataTask(with: url) { _, _, _ in }
         let delegated = URLSession(configuration: .ephemeral, delegate: DataRecorder(), delegateQueue: nil)
         let delegateTask = delegated.dataTask(with: url)
         let download = session.downloadTask(with: url) { _, _, _ in }
+        defer { delegated.invalidateAndCancel() }
         // The registry is filled asynchronously on the session's queue; read it there.
-        let found = queue.sync { () -> [CorelibsReflection.Reporting] in
-            let work = [completion, delegateTask, download].map { CorelibsReflection.workQueue(of: $0)! }
-            return zip([completion, delegateTask, download], work).map { task, queue in
-                queue.sync { CorelibsReflection.reporting(of: task, in: CorelibsReflection.session(of: task)!).0 }
-            }
+        let found = try [completion, delegateTask, download].map { task in
+            try layout.workQueue(of: task).sync { try layout.reporting(of: task, in: XCTUnwrap(layout.session(of: task))).0 }
         }
         XCTAssertEqual(found, [.dataCompletion, .delegate, .downloadCompletion])
         for task in [completion, delegateTask, download] { task.cancel() }
     }
 
-    func testProtocolPropertiesCanBeWritten() {
-        let task = session.downloadTask(with: url)
-        let urlProtocol = HTTPDNSURLProtocol(task: task, cachedResponse: nil, client: nil)
-        XCTAssertTrue(CorelibsReflection.setProperty(URL(fileURLWithPath: "/tmp/x"), for: .temporaryFileURL, on: urlProtocol))
-        XCTAssertTrue(CorelibsReflection.setProperty(Data("body".utf8), for: .responseData, on: urlProtocol))
+    func testATaskMissingFromTheRegistryFailsItsRequestInsteadOfGuessing() throws {
+        let layout = try layout()
+        let task = session.dataTask(with: url)
+        // A session with no tasks (nothing writes its registry): what a finished task meets.
+        let other = URLSession(configuration: .ephemeral)
+        defer { other.invalidateAndCancel() }
+        XCTAssertThrowsError(try layout.reporting(of: task, in: other)) { error in
+            let error = error as? HTTPDNSURLSessionError
+            XCTAssertEqual(error?.code, .unexpectedPlatformState)
+            XCTAssertEqual(error?.internalName, "URLSession._TaskRegistry.behaviours")
+        }
+        task.cancel()
     }
 
-    func testTheRequestTimeoutFlagIsRead() {
+    func testProtocolPropertiesCanBeWritten() throws {
+        let layout = try layout()
+        let task = session.downloadTask(with: url)
+        let urlProtocol = HTTPDNSURLProtocol(task: task, cachedResponse: nil, client: nil)
+        XCTAssertNoThrow(try layout.setProperty(URL(fileURLWithPath: "/tmp/x"), for: .temporaryFileURL, on: urlProtocol))
+        XCTAssertNoThrow(try layout.setProperty(Data("body".utf8), for: .responseData, on: urlProtocol))
+    }
+
+    func testTheRequestTimeoutFlagIsRead() throws {
+        let layout = try layout()
         var request = URLRequest(url: url, timeoutInterval: 5)
-        XCTAssertEqual(CorelibsReflection.isTimeoutIntervalSet(request), false, "the initializer does not set the flag")
+        XCTAssertFalse(layout.isTimeoutIntervalSet(request), "the initializer does not set the flag")
         request.timeoutInterval = 60
-        XCTAssertEqual(CorelibsReflection.isTimeoutIntervalSet(request), true)
+        XCTAssertTrue(layout.isTimeoutIntervalSet(request))
     }
 }

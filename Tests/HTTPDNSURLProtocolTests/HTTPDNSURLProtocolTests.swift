@@ -17,7 +17,7 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         let origin = try Origin(address: "127.0.0.3")
         defer { origin.stop() }
         let client = makeClient(["app.test": ["127.0.0.3"]])
-        let session = protectedSession(client)
+        let session = try protectedSession(client)
         let url = URL(string: "http://app.test:\(origin.port)/hello")!
         let (data, response) = try await session.data(from: url)
         let http = try XCTUnwrap(response as? HTTPURLResponse)
@@ -31,7 +31,7 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
     func testUnprotectedHostsAndIPLiteralsAreNotTaken() throws {
         let client = makeClient(["app.test": ["127.0.0.3"]])
         let configuration = URLSessionConfiguration.ephemeral
-        HTTPDNSURLProtocol.install(client, into: configuration)
+        try HTTPDNSURLProtocol.install(client, into: configuration)
         defer { withExtendedLifetime(configuration) {} }
         XCTAssertTrue(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://app.test/")!)))
         XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://other.example/")!)))
@@ -40,12 +40,12 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "ftp://app.test/")!)))
     }
 
-    func testInstallPrependsAndKeepsOtherProtocolClasses() {
+    func testInstallPrependsAndKeepsOtherProtocolClasses() throws {
         final class Other: URLProtocol {}
         let configuration = URLSessionConfiguration.ephemeral
         configuration.protocolClasses = [Other.self]
-        configuration.httpdnsInstall(makeClient([:]))
-        configuration.httpdnsInstall(makeClient([:]))
+        try configuration.httpdnsInstall(makeClient([:]))
+        try configuration.httpdnsInstall(makeClient([:]))
         let classes = configuration.protocolClasses ?? []
         XCTAssertTrue(classes.first == HTTPDNSURLProtocol.self)
         XCTAssertTrue(classes.contains { $0 == Other.self })
@@ -59,7 +59,7 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         let origin = try Origin(address: "127.0.0.4", tls: leaf)
         defer { origin.stop() }
         let client = makeClient(["secure.test": ["127.0.0.4"]], trust: .caFile(certificates.caCertificatePath))
-        let session = protectedSession(client)
+        let session = try protectedSession(client)
         let (_, response) = try await session.data(from: URL(string: "https://secure.test:\(origin.port)/")!)
         XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 200)
         XCTAssertEqual(origin.requests.first?.header("host"), "secure.test:\(origin.port)")
@@ -140,7 +140,7 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         let origin = try Origin(address: "127.0.0.1")
         defer { origin.stop() }
         let client = makeClient(["post.test": ["127.0.0.1"]])
-        let session = protectedSession(client)
+        let session = try protectedSession(client)
         let payload = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
 
         var request = URLRequest(url: URL(string: "http://post.test:\(origin.port)/upload")!)
@@ -168,7 +168,7 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         defer { origin.stop() }
         let client = makeClient(["cookie.test": ["127.0.0.1"]])
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpdnsInstall(client)
+        try configuration.httpdnsInstall(client)
         let session = URLSession(configuration: configuration)
         _ = try await session.data(from: URL(string: "http://cookie.test:\(origin.port)/login")!)
         let (_, response) = try await session.data(from: URL(string: "http://cookie.test:\(origin.port)/profile")!)
@@ -185,7 +185,7 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         }
         defer { first.stop() }
         let client = makeClient(["start.test": ["127.0.0.1"], "moved.test": ["127.0.0.12"]])
-        let session = protectedSession(client)
+        let session = try protectedSession(client)
 
         var post = URLRequest(url: URL(string: "http://start.test:\(first.port)/302")!)
         post.httpMethod = "POST"
@@ -227,7 +227,7 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         let origin = try Origin(address: "127.0.0.1")
         defer { origin.stop() }
         let client = makeClient(["many.test": ["127.0.0.1"]])
-        let session = protectedSession(client)
+        let session = try protectedSession(client)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<200 {
                 group.addTask {
@@ -265,7 +265,7 @@ final class HTTPDNSURLProtocolStressTests: XCTestCase {
         let origin = try Origin(address: "127.0.0.1")
         defer { origin.stop() }
         let client = makeClient(["busy.test": ["127.0.0.1"]])
-        let session = protectedSession(client)
+        let session = try protectedSession(client)
         let total = 2_000
         try await withThrowingTaskGroup(of: Void.self) { group in
             var next = 0
@@ -295,7 +295,7 @@ final class HTTPDNSURLProtocolHeaderTests: XCTestCase {
         defer { origin.stop() }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpAdditionalHeaders = ["X-App": "demo", "Accept-Language": "zh-CN"]
-        configuration.httpdnsInstall(makeClient(["headers.test": ["127.0.0.1"]]))
+        try configuration.httpdnsInstall(makeClient(["headers.test": ["127.0.0.1"]]))
         let session = URLSession(configuration: configuration)
         var request = URLRequest(url: URL(string: "http://headers.test:\(origin.port)/")!)
         request.setValue("en", forHTTPHeaderField: "Accept-Language")

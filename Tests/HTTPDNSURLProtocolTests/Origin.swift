@@ -77,9 +77,9 @@ enum HTTPTransportTrustChoice {
 }
 
 /// A URLSession whose configuration has the protocol installed for `client`.
-func protectedSession(_ client: HTTPDNSClient) -> URLSession {
+func protectedSession(_ client: HTTPDNSClient) throws -> URLSession {
     let configuration = URLSessionConfiguration.ephemeral
-    configuration.httpdnsInstall(client)
+    try configuration.httpdnsInstall(client)
     return URLSession(configuration: configuration)
 }
 

@@ -70,7 +70,7 @@ final class URLSessionParityTests: XCTestCase {
     // MARK: 1. Uploads send their body
 
     func testEveryUploadAPISendsItsBody() async throws {
-        let session = protectedSession(client)
+        let session = try protectedSession(client)
         let payload = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         var request = URLRequest(url: url("/upload"))
         request.httpMethod = "POST"
@@ -93,7 +93,7 @@ final class URLSessionParityTests: XCTestCase {
         XCTAssertEqual(origin.requests.map(\.body.count), [payload.count, payload.count, payload.count])
 
         let progress = DataRecorder()
-        URLSession(configuration: protectedConfiguration(client), delegate: progress, delegateQueue: nil)
+        try URLSession(configuration: protectedConfiguration(client), delegate: progress, delegateQueue: nil)
             .uploadTask(with: request, from: payload).resume()
         let uploaded = await progress.finished()
         XCTAssertEqual(uploaded.bytesSent, Int64(payload.count), "didSendBodyData reached the whole body")
@@ -103,7 +103,7 @@ final class URLSessionParityTests: XCTestCase {
     // MARK: 2. Downloads deliver a file
 
     func testEveryDownloadAPIDeliversAFile() async throws {
-        let session = protectedSession(client)
+        let session = try protectedSession(client)
         let source = url("/drip?n=40&ms=0")
 
         let (location, response) = try await session.download(from: source)
@@ -122,7 +122,7 @@ final class URLSessionParityTests: XCTestCase {
         XCTAssertEqual(handled.1, 40 * 1024)
 
         let delegate = DownloadRecorder()
-        let delegated = URLSession(configuration: protectedConfiguration(client), delegate: delegate, delegateQueue: nil)
+        let delegated = try URLSession(configuration: protectedConfiguration(client), delegate: delegate, delegateQueue: nil)
         delegated.downloadTask(with: source).resume()
         let result = await delegate.finished()
         XCTAssertNil(result.error)
@@ -157,7 +157,7 @@ final class URLSessionParityTests: XCTestCase {
         }
 
         let delegate = NewStreamDelegate(payload: payload)
-        let session = URLSession(configuration: protectedConfiguration(client), delegate: delegate, delegateQueue: nil)
+        let session = try URLSession(configuration: protectedConfiguration(client), delegate: delegate, delegateQueue: nil)
         let (echo, response) = try await session.data(for: streamed("/307"))
         XCTAssertEqual((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Host"), "other.test:\(origin.port)")
         XCTAssertEqual(echo, payload, "the delegate's new stream was sent to the redirect target")
@@ -167,7 +167,7 @@ final class URLSessionParityTests: XCTestCase {
     // MARK: 4. Timeouts
 
     func testRequestAndResourceTimeoutsApply() async throws {
-        let quick = protectedConfiguration(client)
+        let quick = try protectedConfiguration(client)
         quick.timeoutIntervalForRequest = 1
         do {
             _ = try await URLSession(configuration: quick).data(from: url("/slow?ms=4000"))
@@ -186,7 +186,7 @@ final class URLSessionParityTests: XCTestCase {
         }
 
         // Bytes keep moving (no idle timeout), but the whole load may take 1 s only.
-        let bounded = protectedConfiguration(client)
+        let bounded = try protectedConfiguration(client)
         bounded.timeoutIntervalForResource = 1
         do {
             _ = try await URLSession(configuration: bounded).data(from: url("/drip?n=40&ms=100"))
@@ -204,11 +204,11 @@ final class URLSessionParityTests: XCTestCase {
         // Same name, different truths: each session must reach the address its own client chose.
         let configurationA = URLSessionConfiguration.ephemeral
         configurationA.httpAdditionalHeaders = ["Authorization": "Bearer A"]
-        configurationA.httpdnsInstall(makeClient(["shared.test": ["127.0.0.1"]]))
+        try configurationA.httpdnsInstall(makeClient(["shared.test": ["127.0.0.1"]]))
         let sessionA = URLSession(configuration: configurationA)
         let configurationB = URLSessionConfiguration.ephemeral
         configurationB.httpAdditionalHeaders = ["X-Session": "B"]
-        configurationB.httpdnsInstall(makeClient(["shared.test": ["127.0.0.2"]]))
+        try configurationB.httpdnsInstall(makeClient(["shared.test": ["127.0.0.2"]]))
         let sessionB = URLSession(configuration: configurationB)
         XCTAssertFalse(configurationA.httpCookieStorage === configurationB.httpCookieStorage)
 
@@ -234,7 +234,7 @@ final class URLSessionParityTests: XCTestCase {
 
     func testADelegateGetsTheBodyChunkByChunkAndDecidesRedirects() async throws {
         let delegate = DataRecorder(followRedirects: false)
-        let session = URLSession(configuration: protectedConfiguration(client), delegate: delegate, delegateQueue: nil)
+        let session = try URLSession(configuration: protectedConfiguration(client), delegate: delegate, delegateQueue: nil)
         session.dataTask(with: url("/drip?n=8&ms=50")).resume()
         let drip = await delegate.finished()
         XCTAssertNil(drip.error)
@@ -242,7 +242,7 @@ final class URLSessionParityTests: XCTestCase {
         XCTAssertGreaterThan(drip.chunks, 1, "the body reached the delegate in pieces")
 
         let refusing = DataRecorder(followRedirects: false)
-        let refusingSession = URLSession(configuration: protectedConfiguration(client), delegate: refusing, delegateQueue: nil)
+        let refusingSession = try URLSession(configuration: protectedConfiguration(client), delegate: refusing, delegateQueue: nil)
         refusingSession.dataTask(with: url("/302")).resume()
         let refused = await refusing.finished()
         XCTAssertEqual(refused.redirectsAsked, 1)
@@ -256,7 +256,7 @@ final class URLSessionParityTests: XCTestCase {
     func testA401IsAnsweredThroughTheProtocolAndNeverHangs() async throws {
         var options = ChallengeAnswerer.Answer.credential
         let answering = ChallengeAnswerer(options)
-        let session = URLSession(configuration: protectedConfiguration(client), delegate: answering, delegateQueue: nil)
+        let session = try URLSession(configuration: protectedConfiguration(client), delegate: answering, delegateQueue: nil)
         session.dataTask(with: url("/auth")).resume()
         let answered = await answering.finished()
         XCTAssertNil(answered.error)
@@ -268,7 +268,7 @@ final class URLSessionParityTests: XCTestCase {
 
         options = .decline
         let declining = ChallengeAnswerer(options)
-        URLSession(configuration: protectedConfiguration(client), delegate: declining, delegateQueue: nil)
+        try URLSession(configuration: protectedConfiguration(client), delegate: declining, delegateQueue: nil)
             .dataTask(with: url("/auth")).resume()
         let declined = await declining.finished()
         XCTAssertEqual(declined.status, 401, "a declined challenge delivers the 401 (corelibs alone never completes)")
@@ -302,9 +302,9 @@ final class ChallengeAnswerer: TaskRecorder, @unchecked Sendable {
     }
 }
 
-func protectedConfiguration(_ client: HTTPDNSClient) -> URLSessionConfiguration {
+func protectedConfiguration(_ client: HTTPDNSClient) throws -> URLSessionConfiguration {
     let configuration = URLSessionConfiguration.ephemeral
-    configuration.httpdnsInstall(client)
+    try configuration.httpdnsInstall(client)
     return configuration
 }
 

@@ -23,9 +23,10 @@ let engine = HTTPDNSEngine(configuration: configuration)
 let client = HTTPDNSClient(engine: engine)
 
 // The one line: sessions made from this configuration connect where HTTPDNS says, while Host, SNI
-// and certificate verification stay on the real name.
+// and certificate verification stay on the real name. It throws (HTTPDNSURLSessionError, naming what
+// is missing) on a toolchain whose corelibs lacks an internal the protocol needs: use the proxy route.
 let sessionConfiguration = URLSessionConfiguration.default
-sessionConfiguration.httpdnsInstall(client)
+try sessionConfiguration.httpdnsInstall(client)
 let session = URLSession(configuration: sessionConfiguration)
 
 do {
