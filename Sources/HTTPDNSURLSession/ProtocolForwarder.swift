@@ -78,8 +78,13 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
             guard let self else { return }
             queue.async { self.reportSent(count) }
         }
-        options.redirect = { [self] response, next in await askRedirect(response, next) }
-        options.newBodyStream = { [self] in await askNewBodyStream() }
+        // Weak: `launched` keeps these options, and corelibs never calls `stopLoading` after a load
+        // that finished, so a strong capture leaked every forwarder with its task and session.
+        options.redirect = { [weak self] response, next in
+            guard let self else { return next }  // stopped: the transfer is cancelled anyway
+            return await askRedirect(response, next)
+        }
+        options.newBodyStream = { [weak self] in await self?.askNewBodyStream() }
         armResourceTimeout(configuration.timeoutIntervalForResource)
 
         if taskBody == nil, request.httpBody == nil, request.httpBodyStream == nil, task is URLSessionUploadTask {
@@ -109,13 +114,14 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     func launch(_ request: URLRequest, client: HTTPDNSClient, options: RequestOptions) {
         guard !stopped, !finished else { return }
         launched = (client, request, options)
-        clientTask = client.start(request, followRedirects: true, options: options, delegate: self)
+        clientTask = client.start(request, followRedirects: true, options: options, delegate: ForwarderRelay(self))
     }
 
     /// No calls reach the client after `stopLoading`; the transfer is cancelled.
     func stop() {
         stopped = true
         clientTask?.cancel()
+        clientTask = nil
         resourceTimer?.cancel()
         download?.discard()
         download = nil
@@ -189,6 +195,8 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         guard let owner, !stopped, !finished else { return }
         finished = true
         resourceTimer?.cancel()
+        // The client's task outlives the load (it keeps its last transfer): let go of it now.
+        clientTask = nil
         defer { self.owner = nil }
         guard let client = owner.client else { return }
         if let error {
@@ -253,5 +261,30 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         session.delegateQueue.addOperation {
             target.urlSession(session, downloadTask: downloadTask, didWriteData: Int64(chunk), totalBytesWritten: written, totalBytesExpectedToWrite: expected)
         }
+    }
+}
+
+/// The client's delegate for one load: hands the events to the forwarder while it exists.
+///
+/// What the client keeps after a load ends (its task keeps the last transfer, and the transfer its
+/// delegate) must not keep the forwarder, with its task, session and body: corelibs lets go of the
+/// protocol when the load ends, and the forwarder should go with it.
+private final class ForwarderRelay: HTTPDNSClientDelegate {
+    private weak let forwarder: ProtocolForwarder?
+
+    init(_ forwarder: ProtocolForwarder) {
+        self.forwarder = forwarder
+    }
+
+    func didReceive(response: HTTPURLResponse, connection: HTTPDNSConnectionReport) {
+        forwarder?.didReceive(response: response, connection: connection)
+    }
+
+    func didReceive(data: Data) {
+        forwarder?.didReceive(data: data)
+    }
+
+    func didComplete(error: (any Error)?) {
+        forwarder?.didComplete(error: error)
     }
 }

@@ -28,6 +28,33 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         XCTAssertEqual(origin.requests.count, 1)
     }
 
+    func testAFinishedLoadLetsGoOfItsTaskAndSession() async throws {
+        let origin = try Origin(address: "127.0.0.3")
+        defer { origin.stop() }
+        let client = makeClient(["app.test": ["127.0.0.3"]])
+        weak var finishedTask: URLSessionTask?
+        weak var finishedSession: URLSession?
+        do {
+            let session = try protectedSession(client)
+            let (data, _) = try await session.data(for: URLRequest(url: URL(string: "http://app.test:\(origin.port)/")!))
+            XCTAssertEqual(data.count, 0)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let task = session.dataTask(with: URL(string: "http://app.test:\(origin.port)/again")!) { _, _, _ in done.resume() }
+                finishedTask = task
+                task.resume()
+            }
+            finishedSession = session
+            session.finishTasksAndInvalidate()
+        }
+        // corelibs lets go of the protocol on its own queue after the completion.
+        for _ in 0..<100 where finishedTask != nil || finishedSession != nil {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        XCTAssertNil(finishedTask, "a finished load kept its task (and the protocol's forwarder) alive")
+        XCTAssertNil(finishedSession, "a finished load kept its invalidated session alive")
+        XCTAssertEqual(origin.requests.count, 2)
+    }
+
     func testUnprotectedHostsAndIPLiteralsAreNotTaken() throws {
         let client = makeClient(["app.test": ["127.0.0.3"]])
         let configuration = URLSessionConfiguration.ephemeral
@@ -336,3 +363,4 @@ final class HTTPDNSClientFailureTests: XCTestCase {
         }
     }
 }
+
