@@ -41,17 +41,13 @@ extension ProtocolForwarder {
     }
 
     /// Fails the load with `URLError(.timedOut)` after `interval` (the resource timeout), unless it
-    /// ended before. A timer source, cancelled when the load ends, so that the default (7 days)
-    /// holds nothing for that long.
+    /// ended before: an entry in ``ResourceDeadlines``, dropped when the load ends.
     func armResourceTimeout(_ interval: TimeInterval) {
         guard interval > 0, interval < TimeInterval(Int32.max) else { return }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + interval)
-        timer.setEventHandler { [weak self] in
-            self?.resourceTimedOut()
-        }
-        setResourceTimer(timer)
-        timer.resume()
+        setResourceDeadline(ResourceDeadlines.shared.add(after: interval) { [weak self] in
+            guard let self else { return }
+            queue.async { self.resourceTimedOut() }
+        })
     }
 
     /// The idle limit corelibs applies: the request's `timeoutInterval` when it was assigned, the

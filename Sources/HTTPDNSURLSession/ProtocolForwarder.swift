@@ -36,7 +36,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     private var clientTask: HTTPDNSClientTask?
     private var body = Data()
     private var download: DownloadFile?
-    private var resourceTimer: (any DispatchSourceTimer)?
+    private var resourceDeadline: ResourceDeadlines.Token?
     private var bytesSent: Int64 = 0
     /// What a retry needs: the client, the request as sent, its options.
     var launched: (client: HTTPDNSClient, request: URLRequest, options: RequestOptions)?
@@ -122,7 +122,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         stopped = true
         clientTask?.cancel()
         clientTask = nil
-        resourceTimer?.cancel()
+        resourceDeadline.map(ResourceDeadlines.shared.cancel)
         download?.discard()
         download = nil
         owner = nil
@@ -194,7 +194,7 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
     func finish(error: (any Error)?) {
         guard let owner, !stopped, !finished else { return }
         finished = true
-        resourceTimer?.cancel()
+        resourceDeadline.map(ResourceDeadlines.shared.cancel)
         // The client's task outlives the load (it keeps its last transfer): let go of it now.
         clientTask = nil
         defer { self.owner = nil }
@@ -226,8 +226,8 @@ final class ProtocolForwarder: HTTPDNSClientDelegate, @unchecked Sendable {
         client.urlProtocolDidFinishLoading(owner)
     }
 
-    func setResourceTimer(_ timer: any DispatchSourceTimer) {
-        resourceTimer = timer
+    func setResourceDeadline(_ token: ResourceDeadlines.Token) {
+        resourceDeadline = token
     }
 
     /// The resource timeout fired (on the work queue).
