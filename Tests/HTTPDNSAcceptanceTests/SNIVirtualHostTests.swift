@@ -87,8 +87,12 @@ final class SNIVirtualHostTests: XCTestCase {
         defer { certificates.remove() }
         let engine = try Bed.engine(providers: [], localDNS: nil, trusting: certificates)
         let client = Bed.client(engine)
-        try HTTPDNSURLProtocol.install(client, into: .ephemeral)
-        XCTAssertTrue(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://alpha.test/")!)))
-        XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://example.org/")!)))
+        // The installation lives as long as its configuration (sessions hold it): keep it for the checks.
+        let configuration = URLSessionConfiguration.ephemeral
+        try HTTPDNSURLProtocol.install(client, into: configuration)
+        withExtendedLifetime(configuration) {
+            XCTAssertTrue(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://alpha.test/")!)))
+            XCTAssertFalse(HTTPDNSURLProtocol.canInit(with: URLRequest(url: URL(string: "https://example.org/")!)))
+        }
     }
 }
