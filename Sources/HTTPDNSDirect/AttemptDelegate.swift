@@ -128,7 +128,12 @@ final class AttemptDelegate: HTTPTransportDelegate {
     }
 
     func didComplete(_ result: Swift.Result<HTTPTransportMetrics, HTTPTransportError>) {
-        let (headSeen, redirect) = state.withLock { ($0.headSeen, $0.redirect) }
+        // The transfer holds this delegate until it is done; letting go of it here ends the cycle,
+        // so neither outlives the request.
+        let (headSeen, redirect) = state.withLock { state in
+            state.transfer = nil
+            return (state.headSeen, state.redirect)
+        }
         guard headSeen else {
             switch result {
             case .failure(let error):
