@@ -5,7 +5,7 @@ import Foundation
 /// The route reads internals of swift-corelibs-foundation (`URLSessionTask.workQueue`,
 /// `URLSessionTask.knownBody`, …) that no public API gives. They are checked once per process, when
 /// the first configuration is installed: on a toolchain where one is missing or has another type,
-/// ``URLSessionConfiguration/httpdnsInstall(_:)`` throws ``Code/unsupportedPlatform`` instead of
+/// `URLSessionConfiguration.httpdnsInstall(_:)` throws ``Code/unsupportedPlatform`` instead of
 /// installing a route that would send an empty body or crash. Compare errors by ``code``.
 public struct HTTPDNSURLSessionError: Error, Sendable, CustomStringConvertible {
     /// A stable error code.

@@ -13,11 +13,12 @@ final class CorelibsReflectionTests: XCTestCase {
     private let url = URL(string: "http://reflection.invalid/")!
 
     private func layout() throws -> CorelibsLayout {
-        try CorelibsLayout.corelibs.get()
+        try CorelibsLayout.checkCorelibs().get()
     }
 
     func testThisToolchainPassesTheInstallCheck() throws {
-        XCTAssertNoThrow(try CorelibsLayout.corelibs.get())
+        XCTAssertNoThrow(try CorelibsLayout.checkCorelibs().get())
+        XCTAssertNotNil(CorelibsLayout.checked, "kept for requests")
         // Run again, uncached: the probe session is made, read and invalidated each time.
         XCTAssertNoThrow(try CorelibsLayout(checking: .corelibs))
         XCTAssertTrue(CorelibsPlatform.toolchain.hasPrefix("Swift 6."), CorelibsPlatform.toolchain)
