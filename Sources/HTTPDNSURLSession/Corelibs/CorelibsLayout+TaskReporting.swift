@@ -157,7 +157,9 @@ extension CorelibsLayout {
         for task in probe.tasks {
             try Self.requireInstance(task.object, of: platform.taskClass, for: .workQueue, platform)
             // Tasks are registered asynchronously on the session's queue; read after that, there.
-            let found = workQueue(of: task.object).sync { Result { () throws(HTTPDNSURLSessionError) in try reporting(ofTask: task.identifier, in: probe.session) } }
+            let found = workQueue(of: task.object).sync {
+                Result { () throws(HTTPDNSURLSessionError) in try reporting(ofTask: task.identifier, in: probe.session) }
+            }
             switch found {
             case .success((let reporting, _)) where reporting == task.reporting:
                 continue

@@ -10,8 +10,8 @@ import FoundationNetworking
 /// Each workaround lives in its own `CorelibsLayout+….swift` file, says what it works around and
 /// how it was observed, and has a test in `CorelibsReflectionTests` that fails when the platform
 /// changes under it. The check runs when the first configuration is installed (``checkCorelibs()``,
-/// once per process) and in release builds as in debug ones: a name not found, a type that differs, or a
-/// probe object that does not read back as it was made refuses the installation with an
+/// once per process), in release builds as in debug ones: a name not found, a type that differs,
+/// or a probe object that does not read back as it was made refuses the installation with an
 /// ``HTTPDNSURLSessionError`` naming the internal. Nothing falls back: what a request can still
 /// meet (a task that already finished, a new way to report) fails that request with a named error.
 /// Observed with Swift 6.3 (swift-corelibs-foundation `FoundationNetworking`).
@@ -98,7 +98,9 @@ struct CorelibsLayout: Sendable {
     }
 
     /// Refuses when a probe object is not of the class whose offsets are about to be used on it.
-    static func requireInstance(_ object: AnyObject, of expected: AnyClass, for which: Internal, _ platform: CorelibsPlatform) throws(HTTPDNSURLSessionError) {
+    static func requireInstance(
+        _ object: AnyObject, of expected: AnyClass, for which: Internal, _ platform: CorelibsPlatform
+    ) throws(HTTPDNSURLSessionError) {
         guard CorelibsField.isInstance(object, of: expected) else {
             throw refusal(which, "cannot be checked: the probe's \(type(of: object)) is not a \(expected)", platform.toolchain)
         }
