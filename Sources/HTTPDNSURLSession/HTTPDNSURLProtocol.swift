@@ -43,13 +43,13 @@ open class HTTPDNSURLProtocol: URLProtocol {
     /// protocol first in `configuration.protocolClasses`, keeping the classes already there.
     ///
     /// Installing again replaces the client for this configuration only. The first installation
-    /// in a process checks the corelibs internals the route uses (``CorelibsLayout/corelibs``); the
+    /// in a process checks the corelibs internals the route uses (`CorelibsLayout.checkCorelibs()`); the
     /// result is kept, so later ones cost nothing.
     ///
     /// - Throws: ``HTTPDNSURLSessionError/Code/unsupportedPlatform`` when one is missing or has
     ///   another type; `configuration` is then left as it was.
     package static func install(_ client: HTTPDNSClient, into configuration: URLSessionConfiguration) throws(HTTPDNSURLSessionError) {
-        _ = try CorelibsLayout.corelibs.get()
+        _ = try CorelibsLayout.checkCorelibs().get()
         attach(client, to: configuration)
     }
 
@@ -89,9 +89,10 @@ open class HTTPDNSURLProtocol: URLProtocol {
 
     open override func startLoading() {
         let layout: CorelibsLayout
-        switch CorelibsLayout.corelibs {
-        case .success(let checked): layout = checked
-        case .failure(let refusal): return fail(refusal)
+        switch CorelibsLayout.checked {
+        case .success(let checked)?: layout = checked
+        case .failure(let refusal)?: return fail(refusal)
+        case nil: return fail(Self.notInstalled)
         }
         guard let task else {
             return fail(URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "HTTPDNSURLProtocol serves URLSession tasks only."]))
@@ -100,9 +101,7 @@ open class HTTPDNSURLProtocol: URLProtocol {
             return fail(layout.unexpected(.session, "is empty (the task has already finished)"))
         }
         guard let installation = Installation.of(session.configuration) else {
-            return fail(URLError(.unsupportedURL, userInfo: [
-                NSLocalizedDescriptionKey: "HTTPDNSURLProtocol is not installed in this session's configuration (use httpdnsInstall).",
-            ]))
+            return fail(Self.notInstalled)
         }
         let reporting: (CorelibsReporting, URLSessionTaskDelegate?)
         let taskBody: CorelibsLayout.TaskBody?
@@ -117,6 +116,12 @@ open class HTTPDNSURLProtocol: URLProtocol {
             owner: self, task: task, session: session, layout: layout, reporting: reporting.0, taskDelegate: reporting.1)
         running.withLock { $0 = forwarder }
         forwarder.start(request, body: taskBody, client: installation.client)
+    }
+
+    private static var notInstalled: URLError {
+        URLError(.unsupportedURL, userInfo: [
+            NSLocalizedDescriptionKey: "HTTPDNSURLProtocol is not installed in this session's configuration (use httpdnsInstall).",
+        ])
     }
 
     /// Fails the load before it started (on the task's work queue, where `startLoading` runs).
@@ -150,7 +155,7 @@ extension URLSessionConfiguration {
 
     /// A default configuration with ``HTTPDNSURLProtocol`` installed.
     ///
-    /// - Throws: ``HTTPDNSURLSessionError``, as ``httpdnsInstall(_:)``.
+    /// - Throws: ``HTTPDNSURLSessionError``, as `httpdnsInstall(_:)`.
     public static func httpdnsProtected(client: HTTPDNSClient) throws(HTTPDNSURLSessionError) -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.default
         try configuration.httpdnsInstall(client)

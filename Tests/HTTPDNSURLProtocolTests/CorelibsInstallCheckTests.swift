@@ -31,7 +31,8 @@ final class CorelibsInstallCheckTests: XCTestCase {
                 task: StandInGoodTask.self, session: Session.self, request: RequestWithRenamedFlag.self,
                 makeRequest: { RequestWithRenamedFlag(timeoutIntervalWasSet: $0) })),
             ("URLSession.taskRegistry", standInPlatform(task: StandInGoodTask.self, session: SessionWithRenamedRegistry.self)),
-            ("URLSession._TaskRegistry.behaviours", standInPlatform(task: StandInGoodTask.self, session: StandInSession<RegistryWithRenamedBehaviours>.self)),
+            ("URLSession._TaskRegistry.behaviours", standInPlatform(
+                task: StandInGoodTask.self, session: StandInSession<RegistryWithRenamedBehaviours>.self)),
         ]
         for (name, platform) in cases {
             try await assertRefused(platform, naming: name, because: "was not found")
@@ -49,7 +50,8 @@ final class CorelibsInstallCheckTests: XCTestCase {
             ("URLRequest.isTimeoutIntervalSet", "has the type", standInPlatform(
                 task: StandInGoodTask.self, session: Session.self, request: RequestWithCountedFlag.self,
                 makeRequest: { RequestWithCountedFlag(isTimeoutIntervalSet: $0 ? 1 : 0) })),
-            ("URLSession._TaskRegistry.behaviours", "has the type", standInPlatform(task: StandInGoodTask.self, session: StandInSession<RegistryKeyedByName>.self)),
+            ("URLSession._TaskRegistry.behaviours", "has the type", standInPlatform(
+                task: StandInGoodTask.self, session: StandInSession<RegistryKeyedByName>.self)),
         ]
         for (name, detail, platform) in cases {
             try await assertRefused(platform, naming: name, because: detail)

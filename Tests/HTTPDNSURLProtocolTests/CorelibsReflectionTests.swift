@@ -13,11 +13,12 @@ final class CorelibsReflectionTests: XCTestCase {
     private let url = URL(string: "http://reflection.invalid/")!
 
     private func layout() throws -> CorelibsLayout {
-        try CorelibsLayout.corelibs.get()
+        try CorelibsLayout.checkCorelibs().get()
     }
 
     func testThisToolchainPassesTheInstallCheck() throws {
-        XCTAssertNoThrow(try CorelibsLayout.corelibs.get())
+        XCTAssertNoThrow(try CorelibsLayout.checkCorelibs().get())
+        XCTAssertNotNil(CorelibsLayout.checked, "kept for requests")
         // Run again, uncached: the probe session is made, read and invalidated each time.
         XCTAssertNoThrow(try CorelibsLayout(checking: .corelibs))
         XCTAssertTrue(CorelibsPlatform.toolchain.hasPrefix("Swift 6."), CorelibsPlatform.toolchain)
@@ -82,6 +83,26 @@ final class CorelibsReflectionTests: XCTestCase {
             XCTAssertEqual(error?.internalName, "URLSession._TaskRegistry.behaviours")
         }
         task.cancel()
+    }
+
+    func testEnumWitnessesReadTheCaseAndItsPayloadInPlace() throws {
+        enum Shape {
+            case named(String, Int)
+            case anonymous
+            case pair(AnyObject, URLSessionTaskDelegate?)
+        }
+        let witnesses = try XCTUnwrap(CorelibsEnumWitnesses(of: Shape.self))
+        XCTAssertNil(CorelibsEnumWitnesses(of: Int.self))
+        XCTAssertNil(CorelibsEnumWitnesses(of: String?.self), "an optional is not read as an enum")
+        let delegate = DataRecorder()
+        var values: [Shape] = [.named("x", 7), .anonymous, .pair(NSObject(), delegate)]
+        let tags = values.indices.map { index in withUnsafePointer(to: &values[index]) { witnesses.tag(of: $0) } }
+        XCTAssertEqual(Set(tags).count, 3, "\(tags)")
+        let found = withUnsafeMutablePointer(to: &values[2]) { value in
+            witnesses.withPayload(of: value, tag: tags[2]) { $0.load(fromByteOffset: 8, as: URLSessionTaskDelegate?.self) }
+        }
+        XCTAssertTrue(found === delegate)
+        guard case .pair(_, let after) = values[2], after === delegate else { return XCTFail("the case was not put back") }
     }
 
     func testProtocolPropertiesCanBeWritten() throws {

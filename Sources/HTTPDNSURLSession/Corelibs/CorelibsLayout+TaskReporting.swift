@@ -1,4 +1,6 @@
+@_spi(Reflection) import Swift
 import Foundation
+import HTTPDNSCore
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -20,14 +22,34 @@ package enum CorelibsReporting: Sendable, Equatable {
 /// internal task registry (`URLSession.taskRegistry.behaviours`, `[Int: _Behaviour]` keyed by
 /// `taskIdentifier`), and decides whether the protocol must keep the whole body for the completion.
 /// The registry is found at its offset in the session, the dictionary at its offset in the registry
-/// and opened by its (internal) value type; the one entry is then decoded by its case name, which
-/// the check proves on a probe task of each kind.
+/// and opened by its (internal) value type. The entry's case is read through its type's enum value
+/// witnesses (``CorelibsEnumWitnesses``); what each case means is learned once, from a `Mirror` of
+/// the first value holding it, by its name (the check learns three on probe tasks, a request the
+/// async API's `…WithTaskDelegate` cases), and the per-task delegate is read from the payload at the
+/// offset learned with it.
 extension CorelibsLayout {
-    /// Where the behaviours live, and their dictionary type opened.
-    struct RegistryAccess: @unchecked Sendable {  // offsets and a metatype: immutable
+    /// Where the behaviours live, their dictionary type opened, and what each case means.
+    struct RegistryAccess: @unchecked Sendable {  // offsets, metatypes and a locked table
         let registry: CorelibsField
         let behaviours: CorelibsField
         fileprivate let table: any BehaviourTable.Type
+        let witnesses: CorelibsEnumWitnesses
+        let cases = BehaviourCases()
+    }
+
+    /// What one case of `_Behaviour` means, learned from the first value holding it.
+    struct BehaviourCase: Sendable {
+        var reporting: CorelibsReporting
+        /// Where the `URLSessionTaskDelegate?` sits in the payload (the `…WithTaskDelegate` cases).
+        var delegateOffset: Int?
+    }
+
+    /// The cases learned so far, by tag.
+    final class BehaviourCases: Sendable {
+        private let learned = HTTPDNSLock<[UInt32: BehaviourCase]>([:])
+
+        func known(_ tag: UInt32) -> BehaviourCase? { learned.withLock { $0[tag] } }
+        func remember(_ meaning: BehaviourCase, for tag: UInt32) { learned.withLock { $0[tag] = meaning } }
     }
 
     static func findRegistry(in platform: CorelibsPlatform) throws(HTTPDNSURLSessionError) -> RegistryAccess {
@@ -39,7 +61,10 @@ extension CorelibsLayout {
         guard let table = behaviours.type as? any BehaviourTable.Type else {
             throw refusal(.behaviours, "has the type \(String(reflecting: behaviours.type)), not an [Int: behaviour]", platform.toolchain)
         }
-        return RegistryAccess(registry: registry, behaviours: behaviours, table: table)
+        guard let witnesses = CorelibsEnumWitnesses(of: table.valueType) else {
+            throw refusal(.behaviours, "holds \(String(reflecting: table.valueType)), not an enum", platform.toolchain)
+        }
+        return RegistryAccess(registry: registry, behaviours: behaviours, table: table, witnesses: witnesses)
     }
 
     /// How `task` reports, and the per-task delegate of the async API (`data(for:delegate:)`).
@@ -56,25 +81,73 @@ extension CorelibsLayout {
     private func reporting(ofTask identifier: Int, in session: AnyObject) throws(HTTPDNSURLSessionError) -> (CorelibsReporting, URLSessionTaskDelegate?) {
         let registryObject = registry.registry.value(in: session) as AnyObject
         let found = withExtendedLifetime(registryObject) {
-            registry.table.behaviour(forKey: identifier, at: registry.behaviours.address(in: registryObject))
+            registry.table.withBehaviour(forKey: identifier, at: registry.behaviours.address(in: registryObject)) { value, boxed in
+                Result { () throws(HTTPDNSURLSessionError) in try decodeBehaviour(value, boxed) }
+            }
         }
-        guard let behaviour = found else {
+        guard let found else {
             throw unexpected(.behaviours, "has no entry for task \(identifier) (it already finished)")
         }
+        return try found.get()
+    }
+
+    /// The meaning of the behaviour at `value` (a copy, of the registry's value type).
+    private func decodeBehaviour(
+        _ value: UnsafeMutableRawPointer, _ boxed: () -> Any
+    ) throws(HTTPDNSURLSessionError) -> (CorelibsReporting, URLSessionTaskDelegate?) {
+        let tag = registry.witnesses.tag(of: value)
+        if let known = registry.cases.known(tag) {
+            return (known.reporting, known.delegateOffset.flatMap { delegate(in: value, tag: tag, at: $0) })
+        }
+        let (meaning, mirrored) = try learnBehaviour(boxed())
+        let read = meaning.delegateOffset.flatMap { delegate(in: value, tag: tag, at: $0) }
+        guard read === mirrored else {
+            throw unexpected(.behaviours, "gives another delegate through its value witnesses than through a Mirror")
+        }
+        registry.cases.remember(meaning, for: tag)
+        return (meaning.reporting, read)
+    }
+
+    private func delegate(in value: UnsafeMutableRawPointer, tag: UInt32, at offset: Int) -> URLSessionTaskDelegate? {
+        registry.witnesses.withPayload(of: value, tag: tag) { payload in
+            payload.load(fromByteOffset: offset, as: URLSessionTaskDelegate?.self)
+        }
+    }
+
+    /// What a case means, from a `Mirror` of a value holding it (once per case), and its delegate.
+    private func learnBehaviour(_ behaviour: Any) throws(HTTPDNSURLSessionError) -> (BehaviourCase, URLSessionTaskDelegate?) {
         let cases = Mirror(reflecting: behaviour)
-        let payload = cases.children.first
-        let name = payload?.label ?? String(describing: behaviour)
         guard cases.displayStyle == .enum else {
             throw unexpected(.behaviours, "holds a \(type(of: behaviour)), not an enum")
         }
-        // The `…WithTaskDelegate` cases carry (completion handler, delegate?).
-        let delegate = payload.flatMap { Mirror(reflecting: $0.value).children.first { $0.label == ".1" }?.value } as? URLSessionTaskDelegate
+        let payload = cases.children.first
+        let name = payload?.label ?? String(describing: behaviour)
+        let reporting: CorelibsReporting
         switch name {
-        case "callDelegate": return (.delegate, nil)
-        case "dataCompletionHandler", "dataCompletionHandlerWithTaskDelegate": return (.dataCompletion, delegate)
-        case "downloadCompletionHandler", "downloadCompletionHandlerWithTaskDelegate": return (.downloadCompletion, delegate)
+        case "callDelegate": return (BehaviourCase(reporting: .delegate), nil)
+        case "dataCompletionHandler": return (BehaviourCase(reporting: .dataCompletion), nil)
+        case "downloadCompletionHandler": return (BehaviourCase(reporting: .downloadCompletion), nil)
+        case "dataCompletionHandlerWithTaskDelegate": reporting = .dataCompletion
+        case "downloadCompletionHandlerWithTaskDelegate": reporting = .downloadCompletion
         default: throw unexpected(.behaviours, "has the unknown case \(name)")
         }
+        // The payload is (completion handler, URLSessionTaskDelegate?).
+        guard let payload, let offset = Self.delegateOffset(in: type(of: payload.value)) else {
+            throw unexpected(.behaviours, "has the case \(name) without a (handler, URLSessionTaskDelegate?) payload")
+        }
+        let mirrored = Mirror(reflecting: payload.value).children.dropFirst().first?.value as? URLSessionTaskDelegate
+        return (BehaviourCase(reporting: reporting, delegateOffset: offset), mirrored)
+    }
+
+    /// The offset of the second element of a 2-tuple whose second element is a `URLSessionTaskDelegate?`.
+    private static func delegateOffset(in payload: Any.Type) -> Int? {
+        var elements: [(offset: Int, type: Any.Type)] = []
+        let walked = _forEachField(of: payload, options: []) { _, offset, type, _ in
+            elements.append((offset, type))
+            return true
+        }
+        guard walked, elements.count == 2, elements[1].type == Optional<any URLSessionTaskDelegate>.self else { return nil }
+        return elements[1].offset
     }
 
     func verifyReporting(_ probe: CorelibsProbe, _ platform: CorelibsPlatform) throws(HTTPDNSURLSessionError) {
@@ -84,7 +157,9 @@ extension CorelibsLayout {
         for task in probe.tasks {
             try Self.requireInstance(task.object, of: platform.taskClass, for: .workQueue, platform)
             // Tasks are registered asynchronously on the session's queue; read after that, there.
-            let found = workQueue(of: task.object).sync { Result { () throws(HTTPDNSURLSessionError) in try reporting(ofTask: task.identifier, in: probe.session) } }
+            let found = workQueue(of: task.object).sync {
+                Result { () throws(HTTPDNSURLSessionError) in try reporting(ofTask: task.identifier, in: probe.session) }
+            }
             switch found {
             case .success((let reporting, _)) where reporting == task.reporting:
                 continue
@@ -99,11 +174,22 @@ extension CorelibsLayout {
 
 /// The dictionary type of `_TaskRegistry.behaviours`, opened without naming its internal value type.
 private protocol BehaviourTable {
-    static func behaviour(forKey key: Int, at address: UnsafeMutableRawPointer) -> Any?
+    static var valueType: Any.Type { get }
+    /// Calls `read` with a copy of the entry for `key` (in place, and boxed for a `Mirror`); nil
+    /// without one.
+    static func withBehaviour<Result>(
+        forKey key: Int, at address: UnsafeMutableRawPointer, _ read: (UnsafeMutableRawPointer, () -> Any) -> Result
+    ) -> Result?
 }
 
 extension Dictionary: BehaviourTable where Key == Int {
-    fileprivate static func behaviour(forKey key: Int, at address: UnsafeMutableRawPointer) -> Any? {
-        address.assumingMemoryBound(to: Self.self).pointee[key].map { $0 as Any }
+    fileprivate static var valueType: Any.Type { Value.self }
+
+    fileprivate static func withBehaviour<Result>(
+        forKey key: Int, at address: UnsafeMutableRawPointer, _ read: (UnsafeMutableRawPointer, () -> Any) -> Result
+    ) -> Result? {
+        guard let value = address.assumingMemoryBound(to: Self.self).pointee[key] else { return nil }
+        var scratch = value
+        return withUnsafeMutablePointer(to: &scratch) { read(UnsafeMutableRawPointer($0), { value as Any }) }
     }
 }

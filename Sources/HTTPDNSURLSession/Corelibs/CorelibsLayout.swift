@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSCore
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -8,9 +9,9 @@ import FoundationNetworking
 ///
 /// Each workaround lives in its own `CorelibsLayout+….swift` file, says what it works around and
 /// how it was observed, and has a test in `CorelibsReflectionTests` that fails when the platform
-/// changes under it. The check runs when the first configuration is installed (``corelibs``, once
-/// per process) and in release builds as in debug ones: a name not found, a type that differs, or a
-/// probe object that does not read back as it was made refuses the installation with an
+/// changes under it. The check runs when the first configuration is installed (``checkCorelibs()``,
+/// once per process), in release builds as in debug ones: a name not found, a type that differs,
+/// or a probe object that does not read back as it was made refuses the installation with an
 /// ``HTTPDNSURLSessionError`` naming the internal. Nothing falls back: what a request can still
 /// meet (a task that already finished, a new way to report) fails that request with a named error.
 /// Observed with Swift 6.3 (swift-corelibs-foundation `FoundationNetworking`).
@@ -37,9 +38,26 @@ struct CorelibsLayout: Sendable {
     let registry: RegistryAccess
     let toolchain: String
 
-    /// This process's corelibs, checked when first asked for (by the first installation).
-    static let corelibs = Result<CorelibsLayout, HTTPDNSURLSessionError> { () throws(HTTPDNSURLSessionError) in
-        try CorelibsLayout(checking: .corelibs)
+    /// This process's corelibs, once checked.
+    private static let checkedCorelibs = HTTPDNSLock<Result<CorelibsLayout, HTTPDNSURLSessionError>?>(nil)
+
+    /// This process's corelibs: checked by the first call (the first installation), then kept.
+    ///
+    /// Two first installations at once may both run the check; one result is kept.
+    static func checkCorelibs() -> Result<CorelibsLayout, HTTPDNSURLSessionError> {
+        if let kept = checkedCorelibs.withLock({ $0 }) { return kept }
+        let result = Result { () throws(HTTPDNSURLSessionError) in try CorelibsLayout(checking: .corelibs) }
+        return checkedCorelibs.withLock { kept in
+            if let kept { return kept }
+            kept = result
+            return result
+        }
+    }
+
+    /// The kept check, without running it: a request never starts the check (it runs on corelibs'
+    /// work queue, where the check's probe could not read its registry); nil before any installation.
+    static var checked: Result<CorelibsLayout, HTTPDNSURLSessionError>? {
+        checkedCorelibs.withLock { $0 }
     }
 
     /// Looks up every internal in `platform`'s types, then reads each back from a probe.
@@ -80,7 +98,9 @@ struct CorelibsLayout: Sendable {
     }
 
     /// Refuses when a probe object is not of the class whose offsets are about to be used on it.
-    static func requireInstance(_ object: AnyObject, of expected: AnyClass, for which: Internal, _ platform: CorelibsPlatform) throws(HTTPDNSURLSessionError) {
+    static func requireInstance(
+        _ object: AnyObject, of expected: AnyClass, for which: Internal, _ platform: CorelibsPlatform
+    ) throws(HTTPDNSURLSessionError) {
         guard CorelibsField.isInstance(object, of: expected) else {
             throw refusal(which, "cannot be checked: the probe's \(type(of: object)) is not a \(expected)", platform.toolchain)
         }
