@@ -19,8 +19,12 @@ final class DifferentialOrigin: Sendable {
 
     init() throws {
         let hits = self.hits
+        var configuration = HTTPServer.Configuration(address: HTTPDNSIPAddress("127.0.0.1")!, port: 0)
+        // nginx holds an upload whole and then sends it here: under ASan, hashing 64 MiB can take
+        // longer than the server's 10 s request deadline, and a cut request reads as nginx's 502.
+        configuration.limits.requestTimeout = .seconds(300)
         server = try HTTPServer(
-            configuration: .init(address: HTTPDNSIPAddress("127.0.0.1")!, port: 0),
+            configuration: configuration,
             bodySink: { _ in SHA256BodySink() },
             handler: { request, sink in
                 DifferentialOrigin.route(request, sink: sink as? SHA256BodySink, hits: hits)
