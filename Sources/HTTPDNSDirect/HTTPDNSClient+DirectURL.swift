@@ -11,7 +11,7 @@ extension HTTPDNSClient {
     ///
     /// - Throws: `URLError(.unsupportedURL)` for HTTPS and non-HTTP URLs; resolution errors.
     public func directURL(for url: URL) async throws -> (url: URL, headers: [String: String]) {
-        guard url.scheme?.lowercased() == "http", var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+        guard HTTPDNSASCII.equalsIgnoringCase(url.scheme ?? "", "http"), var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
               let host = components.host, !host.isEmpty
         else {
             throw URLError(.unsupportedURL, userInfo: [

@@ -30,7 +30,7 @@ extension HTTPDNSClient {
             cookieStorage = storage
             HTTPDNSClient.addCookies(to: &request, from: storage)
         }
-        guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+        guard let url = request.url, let scheme = url.scheme.map({ HTTPDNSASCII.lowercased($0.utf8) }), scheme == "http" || scheme == "https",
               let rawHost = url.host, !rawHost.isEmpty
         else {
             throw URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "Only http and https URLs with a host are supported."])

@@ -54,7 +54,7 @@ package struct ProxyEnvironment: Sendable, Hashable {
         allProxy = value("all_proxy", "ALL_PROXY")
         noProxy = (value("no_proxy", "NO_PROXY") ?? "")
             .split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" })
-            .map { String($0).lowercased() }
+            .map { HTTPDNSASCII.lowercased($0.utf8) }
     }
 
     /// Whether any proxy is set at all (the common case is none: then nothing else is looked at).
@@ -62,7 +62,7 @@ package struct ProxyEnvironment: Sendable, Hashable {
 
     /// The proxy for `url`, or nil for a direct connection.
     package func proxy(for url: URL) -> String? {
-        guard !isEmpty, let scheme = url.scheme?.lowercased(), let host = url.host else { return nil }
+        guard !isEmpty, let scheme = url.scheme.map({ HTTPDNSASCII.lowercased($0.utf8) }), let host = url.host else { return nil }
         let proxy = (scheme == "https" ? httpsProxy : httpProxy) ?? allProxy
         guard let proxy, !bypasses(host) else { return nil }
         return proxy
@@ -70,7 +70,7 @@ package struct ProxyEnvironment: Sendable, Hashable {
 
     /// Whether `no_proxy` exempts `host`.
     package func bypasses(_ host: String) -> Bool {
-        var name = host.lowercased()
+        var name = HTTPDNSASCII.lowercased(host.utf8)
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         while name.hasSuffix(".") { name.removeLast() }
         let address = HTTPDNSIPAddress(name)

@@ -14,8 +14,9 @@ extension HTTPDNSClient {
         var fields: [String: String] = [:]
         var canonical: [String: String] = [:]  // lower-cased name → first spelling seen
         for header in head.headers {
-            let key = canonical[header.name.lowercased(), default: header.name]
-            canonical[header.name.lowercased()] = key
+            let folded = HTTPDNSASCII.lowercased(header.name.utf8)
+            let key = canonical[folded, default: header.name]
+            canonical[folded] = key
             if let existing = fields[key] {
                 fields[key] = existing + ", " + header.value
             } else {
@@ -29,7 +30,7 @@ extension HTTPDNSClient {
 
     /// Stores each `Set-Cookie` of `head` under the original URL.
     static func storeCookies(from head: HTTPTransportResponseHead, url: URL, in storage: HTTPCookieStorage) {
-        let lines = head.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value)
+        let lines = head.headers.filter { HTTPDNSASCII.equalsIgnoringCase($0.name, "set-cookie") }.map(\.value)
         guard !lines.isEmpty else { return }
         var cookies: [HTTPCookie] = []
         for line in lines {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSCore
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -21,7 +22,8 @@ package enum HTTPDNSRedirect {
               let location = response.value(forHTTPHeaderField: "Location"),
               let base = request.url,
               let target = URL(string: location, relativeTo: base)?.absoluteURL,
-              let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https", target.host != nil
+              let scheme = target.scheme.map({ HTTPDNSASCII.lowercased($0.utf8) }), scheme == "http" || scheme == "https",
+              target.host != nil
         else { return nil }
         var next = request
         next.url = target
@@ -43,12 +45,12 @@ package enum HTTPDNSRedirect {
 
     /// Same scheme, host and port (default ports filled in), compared case-insensitively.
     package static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+        HTTPDNSASCII.equalsIgnoringCase(a.scheme ?? "", b.scheme ?? "") && HTTPDNSASCII.equalsIgnoringCase(a.host ?? "", b.host ?? "")
             && effectivePort(a) == effectivePort(b)
     }
 
     /// The URL's port, or the scheme's default.
     package static func effectivePort(_ url: URL) -> Int {
-        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        url.port ?? (HTTPDNSASCII.equalsIgnoringCase(url.scheme ?? "", "https") ? 443 : 80)
     }
 }

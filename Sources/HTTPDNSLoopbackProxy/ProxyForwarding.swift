@@ -1,3 +1,5 @@
+import HTTPDNSCore
+
 /// Forwarded plain-HTTP requests: one request per client connection, both heads rewritten to say
 /// `Connection: close` (RFC 9112 §9.6), so that neither side ever reuses a connection the proxy
 /// would have to re-frame. Bodies are passed through as bytes, never parsed; field values keep
@@ -16,7 +18,7 @@ enum ProxyForwarding {
         let dropped = droppedNames(head.fields)
         let hostText = host.contains(":") ? "[\(host)]" : host
         var text = "\(head.method) \(path) HTTP/1.1\r\nHost: \(hostText)\(port == 80 ? "" : ":\(port)")\r\n"
-        for field in head.fields where !dropped.contains(field.name.lowercased()) {
+        for field in head.fields where !dropped.contains(HTTPDNSASCII.lowercased(field.name.utf8)) {
             text += "\(field.name): \(field.value)\r\n"
         }
         text += "Connection: close\r\n\r\n"
@@ -26,9 +28,9 @@ enum ProxyForwarding {
     /// Names to drop: the hop-by-hop list and every name the `Connection` field lists.
     static func droppedNames(_ fields: [ProxyRequestHead.Field]) -> Set<String> {
         var dropped = hopByHop
-        for field in fields where field.name.lowercased() == "connection" {
+        for field in fields where HTTPDNSASCII.equalsIgnoringCase(field.name, "connection") {
             for option in field.value.split(separator: ",") {
-                dropped.insert(option.trimmingBlanks.lowercased())
+                dropped.insert(HTTPDNSASCII.lowercased(option.trimmingBlanks.utf8))
             }
         }
         return dropped
@@ -84,7 +86,7 @@ enum ProxyForwarding {
         dropped.remove("host")
         dropped.remove("proxy-authenticate")
         var text = ProxyLatin1.string(statusLine) + "\r\n"
-        for field in fields where !dropped.contains(field.name.lowercased()) {
+        for field in fields where !dropped.contains(HTTPDNSASCII.lowercased(field.name.utf8)) {
             text += "\(field.name): \(field.value)\r\n"
         }
         text += "Connection: close\r\n\r\n"

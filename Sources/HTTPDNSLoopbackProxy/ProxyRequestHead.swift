@@ -57,21 +57,7 @@ package struct ProxyRequestHead: Sendable, Equatable {
 
     /// The value of the first field named `name` (given in lower case; compared case-insensitively), if any.
     package func value(of name: String) -> String? {
-        fields.first { Self.isName($0.name, lowercased: name) }?.value
-    }
-
-    /// Whether `name` equals `lowercased` but for the case of ASCII letters (no allocation).
-    static func isName(_ name: String, lowercased: String) -> Bool {
-        let (bytes, lower) = (name.utf8, lowercased.utf8)
-        guard bytes.count == lower.count else { return false }
-        var (index, other) = (bytes.startIndex, lower.startIndex)
-        while index != bytes.endIndex {
-            let (byte, expected) = (bytes[index], lower[other])
-            guard byte == expected || (byte >= 0x41 && byte <= 0x5A && byte | 0x20 == expected) else { return false }
-            bytes.formIndex(after: &index)
-            lower.formIndex(after: &other)
-        }
-        return true
+        fields.first { HTTPDNSASCII.equalsIgnoringCase($0.name, name) }?.value
     }
 
     /// Parses the start of `bytes`.
@@ -180,8 +166,8 @@ package struct ProxyRequestHead: Sendable, Equatable {
 
     /// RFC 9112 §6.1 and §6.3: one unambiguous body length, or none.
     private func checkFraming() throws(ProxyHeadError) {
-        let lengths = fields.filter { Self.isName($0.name, lowercased: "content-length") }.map(\.value)
-        let encodings = fields.filter { Self.isName($0.name, lowercased: "transfer-encoding") }
+        let lengths = fields.filter { HTTPDNSASCII.equalsIgnoringCase($0.name, "content-length") }.map(\.value)
+        let encodings = fields.filter { HTTPDNSASCII.equalsIgnoringCase($0.name, "transfer-encoding") }
         if !lengths.isEmpty, !encodings.isEmpty {
             throw ProxyHeadError(.malformed, "both Content-Length and Transfer-Encoding")
         }
@@ -200,11 +186,10 @@ package struct ProxyRequestHead: Sendable, Equatable {
             }
             return .tunnel(host: host, port: port)
         }
-        let lower = text.prefix(8).map { $0 | 0x20 }
-        if lower.starts(with: Array("https://".utf8)) {
+        if HTTPDNSASCII.hasPrefixIgnoringCase(text, "https://") {
             throw ProxyHeadError(.unsupportedTarget, "https:// goes through CONNECT")
         }
-        guard lower.starts(with: Array("http://".utf8)) else {
+        guard HTTPDNSASCII.hasPrefixIgnoringCase(text, "http://") else {
             throw ProxyHeadError(.badTarget, "not a proxy request (absolute http:// URL or CONNECT expected)")
         }
         let rest = text.dropFirst(7)

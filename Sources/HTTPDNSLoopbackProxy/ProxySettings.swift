@@ -51,9 +51,7 @@ final class ProxySettings: Sendable {
     static func matches(_ value: UnsafeRawBufferPointer, token expected: [UInt8]) -> Bool {
         var index = 0
         while index < value.count, value[index] != 0x20 { index += 1 }
-        guard index == 5, value[0] | 0x20 == 0x62, value[1] | 0x20 == 0x61, value[2] | 0x20 == 0x73, value[3] | 0x20 == 0x69,
-              value[4] | 0x20 == 0x63  // "basic", any case
-        else { return false }
+        guard index == 5, HTTPDNSASCII.equalsIgnoringCase(value[0..<5], "basic".utf8) else { return false }
         while index < value.count, value[index] == 0x20 || value[index] == 0x09 { index += 1 }
         let given = value[index...]
         var difference = UInt8(given.count == expected.count ? 0 : 1)

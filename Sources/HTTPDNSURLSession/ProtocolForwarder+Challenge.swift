@@ -40,10 +40,10 @@ extension ProtocolForwarder {
     /// The protection space of a `WWW-Authenticate: Basic realm="…"` answer; nil for other schemes.
     static func protectionSpace(_ response: HTTPURLResponse) -> URLProtectionSpace? {
         guard let field = response.value(forHTTPHeaderField: "WWW-Authenticate"),
-              let url = response.url, let host = url.host, let scheme = url.scheme?.lowercased()
+              let url = response.url, let host = url.host, let scheme = url.scheme.map({ HTTPDNSASCII.lowercased($0.utf8) })
         else { return nil }
         let trimmed = field.trimmingCharacters(in: .whitespaces)
-        guard trimmed.lowercased().hasPrefix("basic") else { return nil }
+        guard HTTPDNSASCII.hasPrefixIgnoringCase(trimmed.utf8, "basic") else { return nil }
         var realm: String?
         if let range = trimmed.range(of: "realm=", options: .caseInsensitive) {
             let rest = trimmed[range.upperBound...]
@@ -125,7 +125,7 @@ extension ProtocolForwarder {
         challenge.held = nil
         var fields: [String: String] = [:]
         for (name, value) in response.allHeaderFields {
-            guard let name = name as? String, let value = value as? String, name.lowercased() != "www-authenticate" else { continue }
+            guard let name = name as? String, let value = value as? String, !HTTPDNSASCII.equalsIgnoringCase(name, "www-authenticate") else { continue }
             fields[name] = value
         }
         let stripped = HTTPURLResponse(url: response.url!, statusCode: 401, httpVersion: "HTTP/1.1", headerFields: fields) ?? response
