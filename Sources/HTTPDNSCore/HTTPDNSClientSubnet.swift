@@ -14,6 +14,9 @@ package struct HTTPDNSClientSubnet: Sendable, Hashable, Codable, CustomStringCon
     package static let defaultIPv4PrefixLength = 24
     /// The IPv6 source prefix length sent by default: 56 (RFC 7871 §11.1).
     package static let defaultIPv6PrefixLength = 56
+    /// The longest IPv6 source prefix: 56 (RFC 7871 §11.1, "SHOULD truncate IPv6 addresses to no
+    /// more than 56 bits"); it also lets a cache key hold a subnet in one word (``packed``).
+    package static let maxIPv6PrefixLength = 56
     /// The EDNS option code of Client Subnet (RFC 7871 §6).
     package static let optionCode: UInt16 = 8
 
@@ -31,7 +34,7 @@ package struct HTTPDNSClientSubnet: Sendable, Hashable, Codable, CustomStringCon
         let client = client.ipv4Mapped ?? client
         guard !client.isBogon else { return nil }
         let length = client.family == .v4 ? ipv4PrefixLength : ipv6PrefixLength
-        guard (0...(client.family == .v4 ? 32 : 128)).contains(length) else { return nil }
+        guard (0...(client.family == .v4 ? 32 : Self.maxIPv6PrefixLength)).contains(length) else { return nil }
         var bytes = client.bytes
         for index in bytes.indices {
             let kept = min(8, max(0, length - 8 * index))
@@ -89,6 +92,30 @@ package struct HTTPDNSClientSubnet: Sendable, Hashable, Codable, CustomStringCon
             index = data + length
         }
         return .absent
+    }
+
+    /// The subnet in one word, never 0: the address's first 56 bits (IPv4 in the first 32; every bit
+    /// past the prefix is clear, so they are all it has), then a byte of 0x80 (present), 0x40 (IPv6)
+    /// and the prefix length.
+    package var packed: UInt64 {
+        address.high | 0x80 | (address.family == .v6 ? 0x40 : 0) | UInt64(sourcePrefixLength)
+    }
+
+    /// Whether ``packed`` holds this subnet whole: a prefix the service sends (IPv4 up to /32, IPv6
+    /// up to /56) and no address bit set past it. Always true of a subnet `init(client:)` made; a
+    /// decoded one (a cache file) may be anything.
+    package var isPackable: Bool {
+        let length = sourcePrefixLength
+        guard (0...(address.family == .v4 ? 32 : Self.maxIPv6PrefixLength)).contains(length) else { return false }
+        let mask: UInt64 = length == 0 ? 0 : ~0 << UInt64(64 - length)
+        return address.high & ~mask == 0 && HTTPDNSClientSubnet(packed: packed) == self
+    }
+
+    /// The subnet ``packed`` holds; nil for 0 (none).
+    package init?(packed: UInt64) {
+        guard packed & 0x80 != 0 else { return nil }
+        address = HTTPDNSIPAddress(high: packed & ~0xff, low: 0, isV6: packed & 0x40 != 0)
+        sourcePrefixLength = Int(packed & 0x3f)
     }
 
     /// `192.0.2.0/24`.

@@ -19,7 +19,7 @@ public struct HTTPDNSIPAddress: Hashable, Sendable, CustomStringConvertible, Cod
 
     // Stored inline (no heap allocation) so that caches of many addresses stay small and copies are
     // cheap: the 16 bytes in network order, IPv4 in the first 4.
-    private let high: UInt64
+    let high: UInt64
     private let low: UInt64
     private let isV6: Bool
 

@@ -1,3 +1,4 @@
+import Foundation
 import DNSWire
 import HTTPDNSCore
 import XCTest
@@ -20,6 +21,41 @@ final class HTTPDNSClientSubnetTests: XCTestCase {
         for text in ["127.0.0.1", "10.1.2.3", "192.168.1.1", "::1", "fe80::1", "fd00::1", "0.0.0.0", "::ffff:10.0.0.1"] {
             XCTAssertNil(subnet(text), text)
         }
+    }
+
+    /// RFC 7871 §11.1: IPv6 is sent with at most 56 bits, which lets a cache key hold a subnet in
+    /// one word; every subnet the service can make survives the packing, and the key's encoding
+    /// (the cache file) still names the subnet and refuses one the service could not have made.
+    func testSubnetsPackIntoOneWordAndCacheKeysKeepThem() throws {
+        XCTAssertNil(subnet("2001:db8::1", v6: 57))
+        XCTAssertNil(subnet("2001:db8::1", v6: 64))
+        var seen = Set<UInt64>()
+        for (text, v4, v6) in [("203.0.113.77", 24, 56), ("203.0.113.77", 0, 56), ("203.0.113.77", 32, 56), ("198.51.100.1", 8, 56),
+                               ("2001:db8:1234:5678::1", 24, 56), ("2001:db8:1234:5678::1", 24, 0), ("2001:db8:ffff:ffff::1", 24, 33)] {
+            let value = try XCTUnwrap(subnet(text, v4: v4, v6: v6), text)
+            XCTAssertNotEqual(value.packed, 0)
+            XCTAssertTrue(value.isPackable, "\(value)")
+            XCTAssertEqual(HTTPDNSClientSubnet(packed: value.packed), value, "\(value)")
+            XCTAssertTrue(seen.insert(value.packed).inserted, "\(value) packs like another subnet")
+            let key = HTTPDNSCacheKey(host: "www.example.test", family: .ipv4, clientSubnet: value)
+            XCTAssertEqual(key.clientSubnet, value)
+            let decoded = try JSONDecoder().decode(HTTPDNSCacheKey.self, from: JSONEncoder().encode(key))
+            XCTAssertEqual(decoded, key)
+            XCTAssertNotEqual(key, HTTPDNSCacheKey(host: "www.example.test", family: .ipv4))
+        }
+        XCTAssertNil(HTTPDNSClientSubnet(packed: 0))
+        XCTAssertNil(HTTPDNSCacheKey(host: "a.test", family: .ipv4).clientSubnet)
+        let written = try XCTUnwrap(String(
+            data: JSONEncoder().encode(HTTPDNSCacheKey(host: "a.test", family: .ipv4, clientSubnet: subnet("203.0.113.77"))), encoding: .utf8))
+        XCTAssertTrue(written.contains("clientSubnet"), written)
+        XCTAssertFalse(written.contains("packed"), written)
+        // A hostile cache file: a subnet with bits past its prefix, or longer than the service sends.
+        let bad = #"{"host":"a.test","family":"ipv4","clientSubnet":{"address":"2001:db8::1","sourcePrefixLength":128}}"#
+        XCTAssertThrowsError(try JSONDecoder().decode(HTTPDNSCacheKey.self, from: Data(bad.utf8)))
+        let unmasked = #"{"host":"a.test","family":"ipv4","clientSubnet":{"address":"203.0.113.77","sourcePrefixLength":24}}"#
+        XCTAssertThrowsError(try JSONDecoder().decode(HTTPDNSCacheKey.self, from: Data(unmasked.utf8)))
+        let fine = #"{"host":"a.test","family":"ipv4","clientSubnet":{"address":"203.0.113.0","sourcePrefixLength":24}}"#
+        XCTAssertEqual(try JSONDecoder().decode(HTTPDNSCacheKey.self, from: Data(fine.utf8)).clientSubnet, subnet("203.0.113.77"))
     }
 
     /// RFC 7871 §6: FAMILY, SOURCE PREFIX-LENGTH, SCOPE PREFIX-LENGTH 0, and only the bytes the prefix covers.
