@@ -126,8 +126,10 @@ final class ProxyCommandTests: XCTestCase {
     // MARK: - URLSession in a child process
 
     /// The probe (plain `URLSession.shared`) in a private mount namespace where the system CA bundle
-    /// also holds the bed's CA: corelibs' libcurl trusts only that file on Linux.
-    func runProbe(_ arguments: [String], environment: [String: String]) throws -> ToolRunner.Result {
+    /// also holds the bed's CA: corelibs' libcurl trusts only that file on Linux. With
+    /// `isolatedNetwork`, also in a network namespace of its own with nothing but loopback, for a run
+    /// that would otherwise ask the machine's resolver (tests never send traffic off the machine).
+    func runProbe(_ arguments: [String], environment: [String: String], isolatedNetwork: Bool = false) throws -> ToolRunner.Result {
         guard geteuid() == 0 else {
             throw ToolRunner.Failure("this test needs root (unshare and mount --bind give URLSession the test CA)")
         }
@@ -138,9 +140,11 @@ final class ProxyCommandTests: XCTestCase {
         let system = (try? String(contentsOfFile: "/etc/ssl/certs/ca-certificates.crt", encoding: .utf8)) ?? ""
         let bundle = bed.certificates.directory.appendingPathComponent("bundle.pem")
         try (system + "\n" + bed.certificates.caCertificatePEM).write(to: bundle, atomically: true, encoding: .utf8)
-        let script = "mount --bind \"$0\" /etc/ssl/certs/ca-certificates.crt && exec \"$@\""
+        let loopback = isolatedNetwork ? "ip link set lo up && " : ""
+        let script = loopback + "mount --bind \"$0\" /etc/ssl/certs/ca-certificates.crt && exec \"$@\""
         return try ToolRunner(executable: URL(fileURLWithPath: "/usr/bin/unshare")).run(
-            ["--mount", "--propagation", "private", "/bin/sh", "-c", script, bundle.path, probe.path] + arguments,
+            (isolatedNetwork ? ["--net"] : []) + ["--mount", "--propagation", "private", "/bin/sh", "-c", script, bundle.path, probe.path]
+                + arguments,
             environment: environment.merging(Self.probeBaseEnvironment) { $1 })
     }
 
@@ -160,9 +164,12 @@ final class ProxyCommandTests: XCTestCase {
         let result = try runProbe([bed.secureURL], environment: ["https_proxy": url, "http_proxy": url])
         XCTAssertEqual(result.status, 0, result.stderrText)
         XCTAssertEqual(result.stdoutText, "STATUS 200\n" + ProxyTestBed.realBody)
-        // The same code without the proxy has no way to the real site (it does not know the truth).
-        let alone = try runProbe([bed.secureURL], environment: [:])
-        XCTAssertNotEqual(alone.stdoutText, "STATUS 200\n" + ProxyTestBed.realBody)
+        // The same code without the proxy has no way to the real site: it asks the machine's resolver,
+        // here in a namespace with only loopback (nothing may leave the machine), and cannot find it.
+        let alone = try runProbe([bed.secureURL], environment: [:], isolatedNetwork: true)
+        XCTAssertEqual(alone.status, 1, alone.stdoutText + alone.stderrText)
+        XCTAssertEqual(alone.stdoutText, "")
+        XCTAssertTrue(alone.stderrText.contains("-1003"), "expected cannot find host (-1003): \(alone.stderrText)")
         try stop(daemon)
     }
 
