@@ -25,12 +25,19 @@ public struct HTTPDNSZone: Sendable, Hashable {
         public var cname: String?
         /// Seconds the answer may be cached.
         public var ttl: Int
+        /// How the addresses are health-checked (the zone file's `"check"`); nil: never, they are
+        /// always answered. Default nil.
+        public var check: HTTPDNSHealthCheck?
 
-        public init(ipv4: [HTTPDNSIPAddress] = [], ipv6: [HTTPDNSIPAddress] = [], cname: String? = nil, ttl: Int = 300) {
+        public init(
+            ipv4: [HTTPDNSIPAddress] = [], ipv6: [HTTPDNSIPAddress] = [], cname: String? = nil, ttl: Int = 300,
+            check: HTTPDNSHealthCheck? = nil
+        ) {
             self.ipv4 = ipv4
             self.ipv6 = ipv6
             self.cname = cname
             self.ttl = ttl
+            self.check = check
         }
     }
 
@@ -207,6 +214,21 @@ public struct HTTPDNSZone: Sendable, Hashable {
             }
             guard normalised != name else { throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME to itself") }
             entry.cname = normalised
+        }
+        if let check = entry.check {
+            do {
+                try check.validate()
+            } catch {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): \(error.detail)")
+            }
+            guard entry.cname == nil else { throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME cannot have a check") }
+            guard !entry.ipv4.isEmpty || !entry.ipv6.isEmpty else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): a check needs addresses to check")
+            }
+            // A tls, http or https probe sends the name (SNI, Host); a wildcard is no name to send.
+            guard !name.hasPrefix("*.") || !check.kind.needsName else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): a wildcard entry can only have a tcp check (no name to verify or send)")
+            }
         }
         return entry
     }
