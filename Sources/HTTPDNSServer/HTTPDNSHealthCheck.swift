@@ -65,9 +65,12 @@ public struct HTTPDNSHealthCheck: Sendable, Hashable {
         kind.usesTLS ? 443 : 80
     }
 
-    /// How metrics and the status endpoint name the check: `tcp:443`, `https:443/health`.
+    /// How metrics and the status endpoint name the check: what the probe does, `tcp:443`,
+    /// `https:443/health`, `http:80/ 3xx` (the class when not 2xx). One address has at most one
+    /// check of each label: the zone refuses names that probe it alike with different timings.
     public var label: String {
-        kind.sendsRequest ? "\(kind.rawValue):\(port)\(path)" : "\(kind.rawValue):\(port)"
+        guard kind.sendsRequest else { return "\(kind.rawValue):\(port)" }
+        return expect == 2 ? "\(kind.rawValue):\(port)\(path)" : "\(kind.rawValue):\(port)\(path) \(expect)xx"
     }
 
     /// Checks every setting against its range.

@@ -212,7 +212,7 @@ package final class HTTPDNSHealthMonitor: Sendable {
         return result
     }
 
-    static func onDemandProbe(address: HTTPDNSIPAddress, port: Int, name: String, _ targets: HTTPDNSHealthTargets) -> HTTPDNSHealthProbe {
+    package static func onDemandProbe(address: HTTPDNSIPAddress, port: Int, name: String, _ targets: HTTPDNSHealthTargets) -> HTTPDNSHealthProbe {
         let candidates = targets.names.filter { $0.key.address == address && $0.key.check.port == port }
             .sorted { ($0.value.contains(name) ? 0 : 1, $0.key) < ($1.value.contains(name) ? 0 : 1, $1.key) }
         guard let (target, names) = candidates.first else {

@@ -143,6 +143,24 @@ public struct HTTPDNSZone: Sendable, Hashable {
         self.entries = normalised
         self.apexes = apexes
         if let (name, detail) = chainFault() { throw file.failure(at: firstOffset[name] ?? nil, detail) }
+        if let (name, detail) = checkFault() { throw file.failure(at: firstOffset[name] ?? nil, detail) }
+    }
+
+    /// Two names that probe one address alike (same kind, port, path and class) with different
+    /// timings: one probe serves every name of an address and check, so they must agree.
+    private func checkFault() -> (name: String, detail: String)? {
+        var seen: [String: (name: String, check: HTTPDNSHealthCheck)] = [:]
+        for (name, entry) in entries.sorted(by: { $0.key < $1.key }) {
+            guard let check = entry.check else { continue }
+            for address in entry.ipv4 + entry.ipv6 {
+                let key = "\(address) \(check.label)"
+                if let earlier = seen[key], earlier.check != check {
+                    return (name, "\(name): checks \(address) (\(check.label)) with other settings than \(earlier.name); names that share an address and check must agree")
+                }
+                seen[key] = (name, check)
+            }
+        }
+        return nil
     }
 
     /// The entry for `host` (normalised), exact name first, then the closest wildcard.
