@@ -10,12 +10,12 @@ final class HTTPDNSHealthStateTests: XCTestCase {
     private let a = HTTPDNSIPAddress("192.0.2.1")!
     private let b = HTTPDNSIPAddress("192.0.2.2")!
 
-    private func zone(_ json: String) throws -> HTTPDNSZone {
+    private func zone(_ json: String) throws(HTTPDNSServiceError) -> HTTPDNSZone {
         try HTTPDNSZone(json: Data(json.utf8))
     }
 
     private func zoneError(_ json: String, file: StaticString = #filePath, line: UInt = #line) -> String {
-        do {
+        do throws(HTTPDNSServiceError) {
             _ = try zone(json)
             XCTFail("accepted \(json)", file: file, line: line)
             return ""

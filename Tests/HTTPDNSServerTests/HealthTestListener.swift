@@ -68,7 +68,8 @@ final class HealthTestListener: @unchecked Sendable {
         wake = (pipeFDs[0], pipeFDs[1])
         running = true
         let wakeRead = pipeFDs[0]
-        let thread = Thread { [self] in serve(listeners, wake: wakeRead) }
+        let bound = listeners
+        let thread = Thread { [self] in serve(bound, wake: wakeRead) }
         self.thread = thread
         thread.start()
     }
@@ -151,8 +152,9 @@ final class HealthTestListener: @unchecked Sendable {
             }
             for index in firstListener..<fds.count where fds[index].revents != 0 {
                 while true {
-                    let fd = accept4(fds[index].fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue))
+                    let fd = accept(fds[index].fd, nil, nil)
                     guard fd >= 0 else { break }
+                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
                     connections[fd] = ContinuousClock.now
                     lock.withLock {
                         open += 1
