@@ -44,7 +44,7 @@ final class HTTPDNSHealthStateTests: XCTestCase {
         XCTAssertEqual(full.rise, 4)
         XCTAssertEqual(full.fall, 5)
         XCTAssertEqual(full.jitter, 0.25)
-        XCTAssertEqual(full.label, "https:8443/health?x=1")
+        XCTAssertEqual(full.label, "https:8443/health?x=1 3xx")
         let tls = try XCTUnwrap(parsed.entries["a.example.test"]?.check)
         XCTAssertEqual(tls, HTTPDNSHealthCheck(.tls))
         XCTAssertEqual(tls.port, 443)
