@@ -65,11 +65,14 @@ package final class HTTPDNSHealthMonitor: Sendable {
         update(targets: targets)
     }
 
-    /// Stops every timer and probe; states are kept for a later start. Safe to call more than once.
+    /// Stops every timer and probe; states are kept for a later start (which probes every target
+    /// soon again). Safe to call more than once.
     package func stop() {
         let (timer, probes) = state.withLock { state in
             state.running = false
             state.run += 1
+            // Probes cut short never complete in the scheduler: start afresh.
+            state.scheduler = HTTPDNSHealthScheduler()
             defer {
                 state.timer = nil
                 state.timerAt = nil

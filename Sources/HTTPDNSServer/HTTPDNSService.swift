@@ -281,6 +281,7 @@ public final class HTTPDNSService: Sendable {
     }
 
     deinit {
+        health.stop()
         server.withLock { $0 }?.stop(drain: .zero)
     }
 

@@ -259,4 +259,52 @@ final class HTTPDNSHealthStateTests: XCTestCase {
         let unchecked = HTTPDNSHealthMonitor.onDemandProbe(address: b, port: 8443, name: "a.example.test", targets)
         XCTAssertEqual(unchecked, HTTPDNSHealthProbe(address: b, check: HTTPDNSHealthCheck(.tcp, port: 8443), name: nil))
     }
+
+    // MARK: Monitor (a prober of the test's own)
+
+    private final class CountingProber: HTTPDNSHealthProbing {
+        let probes = HTTPDNSLock(0)
+        let passes = HTTPDNSLock(true)
+
+        func probe(_ probe: HTTPDNSHealthProbe) async -> HTTPDNSHealthProbeResult {
+            probes.withLock { $0 += 1 }
+            return HTTPDNSHealthProbeResult(passed: passes.withLock { $0 }, error: "scripted")
+        }
+    }
+
+    private func waitFor(_ condition: () -> Bool) async throws {
+        let started = ContinuousClock.now
+        while !condition() {
+            guard ContinuousClock.now - started < .seconds(10) else { return XCTFail("condition not met in 10 s") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    func testTheMonitorPublishesEachChangeAndProbesAgainAfterARestart() async throws {
+        var check = HTTPDNSHealthCheck(.tcp)
+        (check.interval, check.jitter, check.rise, check.fall) = (.milliseconds(100), 0, 1, 1)
+        let target = HTTPDNSHealthTarget(address: a, check: check)
+        let prober = CountingProber()
+        let snapshots = HTTPDNSLock<[HTTPDNSHealthSnapshot]>([])
+        let monitor = HTTPDNSHealthMonitor(maxInFlight: 2, prober: prober, metrics: HTTPDNSServerMetrics()) { snapshot in
+            snapshots.withLock { $0.append(snapshot) }
+        }
+        monitor.start(targets: HTTPDNSHealthTargets(names: [target: ["a.test"]]))
+        try await waitFor { prober.probes.withLock { $0 } >= 1 }
+        prober.passes.withLock { $0 = false }
+        try await waitFor { snapshots.withLock { $0.last?.down } == [target] }
+        prober.passes.withLock { $0 = true }
+        try await waitFor { snapshots.withLock { $0.last?.down } == [] }
+        XCTAssertEqual(snapshots.withLock { $0.map(\.generation) }, [1, 2])
+        // Stopped, nothing runs; started again, probes resume at once.
+        monitor.stop()
+        try await Task.sleep(for: .milliseconds(50))
+        let stopped = prober.probes.withLock { $0 }
+        try await Task.sleep(for: .milliseconds(300))
+        XCTAssertEqual(prober.probes.withLock { $0 }, stopped)
+        monitor.start(targets: HTTPDNSHealthTargets(names: [target: ["a.test"]]))
+        try await waitFor { prober.probes.withLock { $0 } >= stopped + 2 }
+        monitor.stop()
+        XCTAssertLessThanOrEqual(monitor.peakInFlight, 1)
+    }
 }
