@@ -78,7 +78,7 @@ let package = Package(
         .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSDirect", "HTTPDNSLoopbackProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
-        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "DNSWire", "HTTPDNSCore", "HTTPDNS"]),
+        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.

@@ -22,7 +22,11 @@ import HTTPDNSCore
 /// - `httpdns_shed_total{reason}`: requests or connections refused by a limit, by `ShedReason`;
 /// - `httpdns_access_log_dropped_total`: access-log lines dropped because the writer lagged;
 /// - `httpdns_zone_names` (gauge) and `httpdns_zone_loads_total{result}`: the zone in service and
-///   every (re)load, `ok` or `failed` (a failed reload keeps the old zone).
+///   every (re)load, `ok` or `failed` (a failed reload keeps the old zone);
+/// - origin health: `httpdns_origin_up{address,check}` (gauge, 1 or 0, one per checked address and
+///   check of the zone), `httpdns_health_probes_total{kind,result}` (`scheduled` or `on-demand`,
+///   `passed` or `failed`) and `httpdns_health_fail_open_total` (answers that listed every address
+///   of a family although all were down).
 public final class HTTPDNSServerMetrics: Sendable {
     /// The URL the request came in on.
     package enum Endpoint: Int, CaseIterable, Sendable {
@@ -231,6 +235,8 @@ public final class HTTPDNSServerMetrics: Sendable {
     }
 
     let state = HTTPDNSLock(State())
+    /// Origin health (`HTTPDNSServerMetrics+Health.swift`), apart from the per-request counters.
+    let health = HTTPDNSLock(HealthState())
 
     /// A fresh set of counters, all zero.
     public init() {}

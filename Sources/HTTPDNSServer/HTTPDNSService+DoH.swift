@@ -75,7 +75,8 @@ extension HTTPDNSService {
             response.authorities = reply.authorities
             maxAge = reply.rcode == .serverFailure ? 0 : reply.maxAge
             if edns != nil { response.additionals.append(.opt(DNSEDNS())) }
-            fromZoneAlone = reply.authoritative && lookups.missing.isEmpty && lookups.upstreamOutcomes == []
+            // A fail-open answer is made afresh each time, so that each one is counted.
+            fromZoneAlone = reply.authoritative && lookups.missing.isEmpty && lookups.upstreamOutcomes == [] && !lookups.failedOpen
                 && (reply.rcode == .noError || reply.rcode == .nameError)
         }
         guard let encoded = try? response.encode() else {

@@ -83,8 +83,10 @@ extension HTTPDNSService {
                     current = target
                     continue
                 }
-                answer.ipv4 = family.includes(.v4) ? entry.ipv4 : []
-                answer.ipv6 = family.includes(.v6) ? entry.ipv6 : []
+                // The one place where zone addresses become the answer (views are to come: "default").
+                let view = "default"
+                answer.ipv4 = family.includes(.v4) ? answerAddresses(match.key, view: view, entry.ipv4, check: entry.check, lookups) : []
+                answer.ipv6 = family.includes(.v6) ? answerAddresses(match.key, view: view, entry.ipv6, check: entry.check, lookups) : []
                 answer.ttl = chainTTL
                 answer.addressTTL = entry.ttl
                 if answer.ipv4.isEmpty, answer.ipv6.isEmpty { answer.apex = zone.apex(for: current) }
@@ -208,6 +210,10 @@ final class HTTPDNSServiceLookups {
     let zone: HTTPDNSZone
     /// The encoded wire answers of `zone` (nil: none are kept, as in tests of the lookups alone).
     let wireAnswers: HTTPDNSWireAnswerCache?
+    /// The origins down when the request started, read once.
+    let health: HTTPDNSHealthSnapshot
+    /// An answer listed addresses that are down because all of a family were (nothing to keep).
+    var failedOpen = false
     var known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer]
     var missing: [HTTPDNSCacheKey] = []
     // What the answer was made of, for the metrics and the access log.
@@ -266,9 +272,13 @@ final class HTTPDNSServiceLookups {
         if let outcome = answer.upstreamOutcome { upstreamOutcomes.add(outcome) }
     }
 
-    init(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache? = nil, known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]) {
+    init(
+        zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache? = nil, health: HTTPDNSHealthSnapshot = .init(),
+        known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]
+    ) {
         self.zone = zone
         self.wireAnswers = wireAnswers
+        self.health = health
         self.known = known
     }
 }

@@ -151,6 +151,28 @@ public final class HTTPDNSService: Sendable {
         public init() {}
     }
 
+    /// Origin health checks (the zone's `"check"` members, see ``HTTPDNSHealthCheck``).
+    public struct Health: Sendable, Hashable {
+        /// The CAs that verify `tls` and `https` checks (`--health-ca FILE` is `.caFile(FILE)`).
+        /// Verification is always on. Default `.system`.
+        public var trust: HTTPDNSTrust = .system
+        /// Most probes running at once, scheduled and on-demand together; due probes wait for a
+        /// free slot (1...10,000). Default 64.
+        public var maxProbesInFlight: Int = 64
+
+        public init() {}
+    }
+
+    /// The operator's endpoints.
+    public struct Admin: Sendable, Hashable {
+        /// The bearer token `GET /status` requires (`Authorization: Bearer TOKEN`; missing: 401,
+        /// wrong: 403): 16 to 512 printable ASCII characters without spaces. Default nil: `/status`
+        /// answers 404.
+        public var token: String? = nil
+
+        public init() {}
+    }
+
     /// Everything the service needs, with documented defaults.
     public struct Configuration: Sendable {
         /// The names answered here. Default empty.
@@ -180,6 +202,10 @@ public final class HTTPDNSService: Sendable {
         /// One JSON line per answered request, when given (``HTTPDNSAccessLog``; call its
         /// ``HTTPDNSAccessLog/close(timeout:)`` after stopping the service). Default nil.
         public var accessLog: HTTPDNSAccessLog? = nil
+        /// Origin health checks: trusted CAs and the bound on probes in flight.
+        public var health: Health = .init()
+        /// The admin token of `/status`. Default none (`/status` is 404).
+        public var admin: Admin = .init()
 
         public init(zone: HTTPDNSZone = .init()) {
             self.zone = zone
@@ -216,14 +242,30 @@ public final class HTTPDNSService: Sendable {
     /// Names whose upstream lookup failed recently (see ``Upstream/failureTTL``).
     let upstreamFailures = HTTPDNSLock(HTTPDNSUpstreamFailureCache())
     private let server = HTTPDNSLock<HTTPServer?>(nil)
-    /// The zone answered now, with the encoded wire answers made from it.
-    private let currentZone: HTTPDNSLock<(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache)>
+    /// The zone answered now, with the encoded wire answers made from it and the origins down. A
+    /// new zone or a new health state comes with a new, empty wire-answer cache: a kept answer never
+    /// outlives the zone and down set it was made from.
+    private let currentZone: HTTPDNSLock<(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache, health: HTTPDNSHealthSnapshot)>
     private let draining = HTTPDNSLock(false)
+    /// Probes the zone's checked addresses while the service runs.
+    package let health: HTTPDNSHealthMonitor
 
     /// Creates the service; nothing listens until ``start()``.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        self.currentZone = HTTPDNSLock((configuration.zone, HTTPDNSWireAnswerCache()))
+        let currentZone = HTTPDNSLock((zone: configuration.zone, wireAnswers: HTTPDNSWireAnswerCache(), health: HTTPDNSHealthSnapshot()))
+        self.currentZone = currentZone
+        self.health = HTTPDNSHealthMonitor(
+            maxInFlight: configuration.health.maxProbesInFlight, prober: HTTPDNSHealthProber(trust: configuration.health.trust),
+            metrics: configuration.metrics
+        ) { snapshot in
+            // Snapshots may arrive out of order; only a newer one replaces the state (and the kept answers).
+            currentZone.withLock { current in
+                guard snapshot.generation > current.health.generation else { return }
+                current = (current.zone, HTTPDNSWireAnswerCache(), snapshot)
+            }
+        }
+        health.update(targets: HTTPDNSHealthTargets(zone: configuration.zone))
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
@@ -239,6 +281,7 @@ public final class HTTPDNSService: Sendable {
     }
 
     deinit {
+        health.stop()
         server.withLock { $0 }?.stop(drain: .zero)
     }
 
@@ -249,6 +292,7 @@ public final class HTTPDNSService: Sendable {
     ///   material is rejected (e.g. a key that does not match its certificate),
     ///   `.invalidConfiguration` for a certificate without a key.
     public func start() throws(HTTPDNSServiceError) {
+        try validateHealthAndAdmin()
         for listener in configuration.listeners where (listener.tlsCertificatePEM == nil) != (listener.tlsKeyPEM == nil) {
             throw HTTPDNSServiceError(.invalidConfiguration, "TLS needs both a certificate and a key")
         }
@@ -284,12 +328,14 @@ public final class HTTPDNSService: Sendable {
                 throw HTTPDNSServiceError(.cannotListen, error.detail)
             }
         }
+        health.start(targets: HTTPDNSHealthTargets(zone: zone))
     }
 
     /// Stops accepting connections, lets requests in flight finish within
     /// ``Connections/drainTimeout``, then closes every connection. Safe to call more than once.
     public func stop() {
         draining.withLock { $0 = true }
+        health.stop()
         let running = server.withLock { server -> HTTPServer? in
             defer { server = nil }
             return server
@@ -309,16 +355,18 @@ public final class HTTPDNSService: Sendable {
     /// The zone answered from now on.
     public var zone: HTTPDNSZone { currentZone.withLock { $0.zone } }
 
-    /// Replaces the zone at once: requests already started finish with the old one.
+    /// Replaces the zone at once: requests already started finish with the old one. Checked
+    /// addresses that remain (same address, same check) keep their health; new ones start up.
     public func reload(zone: HTTPDNSZone) {
         let wireAnswers = HTTPDNSWireAnswerCache()
-        currentZone.withLock { $0 = (zone, wireAnswers) }
+        currentZone.withLock { $0 = (zone, wireAnswers, $0.health) }
+        health.update(targets: HTTPDNSHealthTargets(zone: zone))
     }
 
-    /// A request's view of the names, starting from the current zone.
+    /// A request's view of the names, starting from the current zone and health state.
     private func startLookups() -> HTTPDNSServiceLookups {
-        let (zone, wireAnswers) = currentZone.withLock { $0 }
-        return HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers)
+        let (zone, wireAnswers, health) = currentZone.withLock { $0 }
+        return HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers, health: health)
     }
 
     /// Wire answers kept for the current zone (for tests).
@@ -359,7 +407,7 @@ public final class HTTPDNSService: Sendable {
         let keys = lookups.missing
         let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 10
         let known = Self.waitFor(seconds: limit, fallback: [:]) { await self.fetchMissing(keys) }
-        return route(request, HTTPDNSServiceLookups(zone: lookups.zone, wireAnswers: lookups.wireAnswers, known: known))
+        return route(request, HTTPDNSServiceLookups(zone: lookups.zone, wireAnswers: lookups.wireAnswers, health: lookups.health, known: known))
     }
 
     /// Answers one request from the loop thread: at once when the zone (or nothing) answers it,
@@ -373,10 +421,10 @@ public final class HTTPDNSService: Sendable {
             return exchange.respond(first)
         }
         let keys = lookups.missing
-        let (zone, wireAnswers) = (lookups.zone, lookups.wireAnswers)
+        let (zone, wireAnswers, health) = (lookups.zone, lookups.wireAnswers, lookups.health)
         Task {
             let known = await self.fetchMissing(keys)
-            let second = HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers, known: known)
+            let second = HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers, health: health, known: known)
             let response = self.route(request, second)
             self.observe(request, response, second, since: started)
             exchange.respond(response)
@@ -401,6 +449,9 @@ public final class HTTPDNSService: Sendable {
         case "/metrics":
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
             return Self.json(configuration.metrics.render(), contentType: HTTPDNSServerMetrics.contentType)
+        case "/status":
+            guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
+            return handleStatus(request)
         case "/health":
             // Ready once listening with its zone loaded; 503 while draining, so balancers move on.
             return draining.withLock { $0 } ? Self.text("draining\n", status: 503) : Self.text("ready\n")

@@ -25,12 +25,19 @@ public struct HTTPDNSZone: Sendable, Hashable {
         public var cname: String?
         /// Seconds the answer may be cached.
         public var ttl: Int
+        /// How the addresses are health-checked (the zone file's `"check"`); nil: never, they are
+        /// always answered. Default nil.
+        public var check: HTTPDNSHealthCheck?
 
-        public init(ipv4: [HTTPDNSIPAddress] = [], ipv6: [HTTPDNSIPAddress] = [], cname: String? = nil, ttl: Int = 300) {
+        public init(
+            ipv4: [HTTPDNSIPAddress] = [], ipv6: [HTTPDNSIPAddress] = [], cname: String? = nil, ttl: Int = 300,
+            check: HTTPDNSHealthCheck? = nil
+        ) {
             self.ipv4 = ipv4
             self.ipv6 = ipv6
             self.cname = cname
             self.ttl = ttl
+            self.check = check
         }
     }
 
@@ -136,6 +143,24 @@ public struct HTTPDNSZone: Sendable, Hashable {
         self.entries = normalised
         self.apexes = apexes
         if let (name, detail) = chainFault() { throw file.failure(at: firstOffset[name] ?? nil, detail) }
+        if let (name, detail) = checkFault() { throw file.failure(at: firstOffset[name] ?? nil, detail) }
+    }
+
+    /// Two names that probe one address alike (same kind, port, path and class) with different
+    /// timings: one probe serves every name of an address and check, so they must agree.
+    private func checkFault() -> (name: String, detail: String)? {
+        var seen: [String: (name: String, check: HTTPDNSHealthCheck)] = [:]
+        for (name, entry) in entries.sorted(by: { $0.key < $1.key }) {
+            guard let check = entry.check else { continue }
+            for address in entry.ipv4 + entry.ipv6 {
+                let key = "\(address) \(check.label)"
+                if let earlier = seen[key], earlier.check != check {
+                    return (name, "\(name): checks \(address) (\(check.label)) with other settings than \(earlier.name); names that share an address and check must agree")
+                }
+                seen[key] = (name, check)
+            }
+        }
+        return nil
     }
 
     /// The entry for `host` (normalised), exact name first, then the closest wildcard.
@@ -207,6 +232,21 @@ public struct HTTPDNSZone: Sendable, Hashable {
             }
             guard normalised != name else { throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME to itself") }
             entry.cname = normalised
+        }
+        if let check = entry.check {
+            do {
+                try check.validate()
+            } catch {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): \(error.detail)")
+            }
+            guard entry.cname == nil else { throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME cannot have a check") }
+            guard !entry.ipv4.isEmpty || !entry.ipv6.isEmpty else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): a check needs addresses to check")
+            }
+            // A tls, http or https probe sends the name (SNI, Host); a wildcard is no name to send.
+            guard !name.hasPrefix("*.") || !check.kind.needsName else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): a wildcard entry can only have a tcp check (no name to verify or send)")
+            }
         }
         return entry
     }

@@ -1,7 +1,8 @@
 import HTTPDNSCore
 
 /// The zone file read strictly, with positions: an object of objects whose members are `A`, `AAAA`
-/// (arrays of address strings), `CNAME` (a string) and `ttl` (an integer), in any case.
+/// (arrays of address strings), `CNAME` (a string), `ttl` (an integer) and `check` (an object, see
+/// ``HTTPDNSHealthCheck``), in any case.
 ///
 /// Read with the project's own JSON reader rather than `JSONSerialization`, which keeps one of two
 /// duplicate keys silently and reports no position: every error here names the file and the
@@ -79,9 +80,11 @@ package struct HTTPDNSZoneFile {
                     throw failure(at: offset, "\(shown): ttl must be an integer 0...\(HTTPDNSFormatLimits.maxTTL)")
                 }
                 entry.ttl = ttl
+            case "check":
+                entry.check = try check(member.value, name: name, offset: offset)
             default:
                 throw failure(
-                    at: offset, "\(shown): unknown member \(HTTPDNSZone.shown(member.key)) (expected A, AAAA, CNAME, ttl)")
+                    at: offset, "\(shown): unknown member \(HTTPDNSZone.shown(member.key)) (expected A, AAAA, CNAME, ttl, check)")
             }
         }
         return entry

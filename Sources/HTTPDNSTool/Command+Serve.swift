@@ -62,7 +62,17 @@ extension Command {
         OptionSpec("allow-private", help: "Pass on loopback and private addresses from upstreams (test beds). Default off."),
         OptionSpec("cacert", value: "file", help: "PEM CA certificates trusted for TLS to upstreams, in addition to the system's. Default none."),
         OptionSpec("timeout", value: "seconds", help: "Time limit of each upstream attempt. Default 5."),
-        OptionSpec("config", value: "file", help: "A JSON config file; its \"serve\" object may hold listen, zone, upstreams, tlsCert, tlsKey. Default none."),
+        OptionSpec("health-ca", value: "file", help: """
+            PEM CA certificates that verify the zone's tls and https checks (only these; verification \
+            is always on). Default the system's.
+            """),
+        OptionSpec("max-probes", value: "n", help: "Health probes running at once (1-10000); due probes wait for a slot. Default 64."),
+        OptionSpec("admin-token", value: "token", help: """
+            Bearer token of GET /status (JSON: every checked address with its state, last probe and names): \
+            16-512 printable characters; it shows in the process list, so prefer a config file's adminToken \
+            on shared machines. Without it /status answers 404. Default none.
+            """),
+        OptionSpec("config", value: "file", help: "A JSON config file; its \"serve\" object may hold listen, zone, upstreams, tlsCert, tlsKey, adminToken. Default none."),
         HelpText.helpOption,
     ]
 
@@ -71,7 +81,9 @@ extension Command {
             Run an HTTPDNS server: answers DNSPod (/d?dn=), Alibaba (/ACCOUNT/d?host=), IP-list (/ips?host=) \
             and DNS-over-HTTPS (/dns-query, wire and JSON) requests from a zone file and upstream resolvers, \
             over HTTP/1.1 and HTTP/2 on --threads event loops. /health answers 200 "ready" (503 "draining" while \
-            stopping), /metrics Prometheus text. SIGHUP reloads the zone and the certificate (a bad new one is refused, the old one kept, \
+            stopping), /metrics Prometheus text, /status (with --admin-token) the health of checked origins. \
+            Zone entries with a "check" have their addresses probed; a down address leaves the answers \
+            (unless all of a name's are down). SIGHUP reloads the zone and the certificate (a bad new one is refused, the old one kept, \
             and the reason printed). SIGTERM or SIGINT stops accepting, lets requests in flight finish within \
             --drain-timeout, then exits 0.
             """,
@@ -152,6 +164,22 @@ extension Command {
                 throw bad("bad --alibaba-secret '\(text)': expected ACCOUNT=SECRET")
             }
             configuration.alibaba.secrets[account] = secret
+        }
+        if let path = parsed.last("health-ca") {
+            guard let pem = FileManager.default.contents(atPath: path), pem.count <= 16 << 20,
+                String(decoding: pem, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
+            else { throw bad("cannot read --health-ca file \(path) (PEM certificates)") }
+            configuration.health.trust = .caFile(path)
+        }
+        if let text = parsed.last("max-probes") {
+            guard let value = Int(text), (1...10_000).contains(value) else { throw bad("bad --max-probes '\(text)'") }
+            configuration.health.maxProbesInFlight = value
+        }
+        if let token = parsed.last("admin-token") ?? section?.adminToken {
+            guard (16...512).contains(token.utf8.count), token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+                throw bad("bad --admin-token: 16 to 512 printable ASCII characters without spaces")
+            }
+            configuration.admin.token = token
         }
         let allowPrivate = parsed.flag("allow-private") || (config.allowPrivate ?? false)
         configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowPrivate: allowPrivate)

@@ -17,7 +17,8 @@ import Foundation
 ///   "resolve": ["api.example.com:443:203.0.113.7"],
 ///   "fallbackIPs": "https://ips.example.com/ips",
 ///   "serve": { "listen": "127.0.0.1:8053", "zone": "zone.txt", "upstreams": ["doh=…"],
-///              "tlsCert": "cert.pem", "tlsKey": "key.pem" }
+///              "tlsCert": "cert.pem", "tlsKey": "key.pem",
+///              "adminToken": "…" }
 /// }
 /// ```
 /// Unknown keys are errors, so a misspelt `"provider"` cannot silently fall back to the defaults.
@@ -29,6 +30,8 @@ struct ConfigFile: Sendable, Equatable {
         var upstreams: [String]?
         var tlsCert: String?
         var tlsKey: String?
+        /// The bearer token of `/status` (kept out of the process list, unlike `--admin-token`).
+        var adminToken: String?
     }
 
     var providers: [String]?
@@ -50,7 +53,7 @@ struct ConfigFile: Sendable, Equatable {
         "providers", "localDNS", "httpdnsOnly", "allowPrivate", "type", "cacert", "timeout", "protect", "resolve",
         "fallbackIPs", "serve",
     ]
-    static let knownServeKeys: Set<String> = ["listen", "zone", "upstreams", "tlsCert", "tlsKey"]
+    static let knownServeKeys: Set<String> = ["listen", "zone", "upstreams", "tlsCert", "tlsKey", "adminToken"]
 
     init() {}
 
@@ -106,7 +109,7 @@ struct ConfigFile: Sendable, Equatable {
             config.serve = Serve(
                 listen: try string(serve, "listen"), zone: try string(serve, "zone"),
                 upstreams: try stringList(serve, "upstreams"), tlsCert: try string(serve, "tlsCert"),
-                tlsKey: try string(serve, "tlsKey"))
+                tlsKey: try string(serve, "tlsKey"), adminToken: try string(serve, "adminToken"))
         }
         return config
     }

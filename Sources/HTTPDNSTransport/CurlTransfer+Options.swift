@@ -38,6 +38,10 @@ extension CurlTransfer {
             // An empty proxy disables http_proxy and friends: a pinned address must be the peer.
             try check(httpdns_easy_setopt_string(easy, CURLOPT_PROXY, ""), "proxy")
         }
+        if request.freshConnection {
+            try check(httpdns_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1), "fresh connect")
+            try check(httpdns_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1), "forbid reuse")
+        }
         if request.connectGate != nil {
             try check(httpdns_easy_setopt_prereq_function(easy, CURLOPT_PREREQFUNCTION, curlPrereqCallback), "prereq callback")
             try check(httpdns_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context), "prereq data")

@@ -58,6 +58,11 @@ package struct HTTPTransportRequest: Sendable {
     /// is full (see ``HTTPTransportReceiveBuffer``). The delegate must append the body to it. Default
     /// nil: the body is delivered as fast as it arrives.
     package var receiveBuffer: HTTPTransportReceiveBuffer? = nil
+    /// Open a new connection for this request and close it afterwards (`CURLOPT_FRESH_CONNECT`,
+    /// `CURLOPT_FORBID_REUSE`): for probes that must see the server as a new client would (a kept
+    /// connection, or an HTTP/2 session shared with other requests, says nothing about whether a
+    /// new one can be made). Default false.
+    package var freshConnection: Bool = false
 
     package init(
         url: URL,

@@ -24,7 +24,7 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
         XCTAssertEqual(parsed.value("httpdns_request_duration_seconds_bucket", ["le": "+Inf"]), 0)
         XCTAssertEqual(parsed.value("httpdns_request_duration_seconds_count"), 0)
         // Every family but the two keyed by status and rcode has its samples from the start.
-        XCTAssertEqual(Set(parsed.samples.map(\.name)).count, 13)
+        XCTAssertEqual(Set(parsed.samples.map(\.name)).count, 15)
         XCTAssertEqual(parsed.types["httpdns_zone_names"], "gauge")
     }
 

@@ -1,0 +1,65 @@
+import HTTPDNSCore
+
+extension HTTPDNSServerMetrics {
+    /// Origin health, kept apart from the per-request counters (it changes at probe pace, not per query).
+    struct HealthState {
+        /// Every checked address and check, in order, with whether it is up.
+        var origins: [(address: HTTPDNSIPAddress, check: String, up: Bool)] = []
+        /// Probes by kind (0 scheduled, 1 on demand) and result (0 passed, 1 failed).
+        var probes: [UInt64] = [0, 0, 0, 0]
+        var failOpen: UInt64 = 0
+    }
+
+    /// One probe ended.
+    package func healthProbed(passed: Bool, onDemand: Bool) {
+        health.withLock { $0.probes[(onDemand ? 2 : 0) + (passed ? 0 : 1)] &+= 1 }
+    }
+
+    /// The states of every checked address and check now (replacing the previous list).
+    package func healthStates(_ origins: [(address: HTTPDNSIPAddress, check: String, up: Bool)]) {
+        health.withLock { $0.origins = origins }
+    }
+
+    /// An answer listed every address of a family although all were down (fail open).
+    package func healthFailedOpen() {
+        health.withLock { $0.failOpen &+= 1 }
+    }
+
+    /// Answers that failed open so far.
+    package var healthFailOpenCount: UInt64 { health.withLock { $0.failOpen } }
+
+    /// The health families, appended to ``render()``'s text.
+    func renderHealth(into text: inout String) {
+        let health = self.health.withLock { $0 }
+        text += "# HELP httpdns_origin_up Whether a checked zone address is answered (1) or down (0), by address and check.\n"
+        text += "# TYPE httpdns_origin_up gauge\n"
+        for origin in health.origins {
+            let labels = "address=\"\(Self.labelValue(origin.address.description))\",check=\"\(Self.labelValue(origin.check))\""
+            text += "httpdns_origin_up{\(labels)} \(origin.up ? 1 : 0)\n"
+        }
+        text += "# HELP httpdns_health_probes_total Health probes run, by kind and result.\n"
+        text += "# TYPE httpdns_health_probes_total counter\n"
+        for (slot, count) in health.probes.enumerated() {
+            let kind = slot < 2 ? "scheduled" : "on-demand"
+            let result = slot % 2 == 0 ? "passed" : "failed"
+            text += "httpdns_health_probes_total{kind=\"\(kind)\",result=\"\(result)\"} \(count)\n"
+        }
+        text += "# HELP httpdns_health_fail_open_total Answers that listed all addresses of a family because all were down.\n"
+        text += "# TYPE httpdns_health_fail_open_total counter\n"
+        text += "httpdns_health_fail_open_total \(health.failOpen)\n"
+    }
+
+    /// A label value escaped as the text format requires (`\`, `"` and newline).
+    static func labelValue(_ value: String) -> String {
+        var escaped = ""
+        for character in value {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+}
