@@ -73,6 +73,7 @@ extension HTTPDNSServerMetrics {
         family("zone_loads_total", "counter", "Zone loads and reloads, by result.")
         sample("zone_loads_total", "result=\"ok\"", state.zoneLoads)
         sample("zone_loads_total", "result=\"failed\"", state.zoneLoadFailures)
+        text += reports.render()
         return text
     }
 

@@ -180,6 +180,9 @@ public final class HTTPDNSService: Sendable {
         /// One JSON line per answered request, when given (``HTTPDNSAccessLog``; call its
         /// ``HTTPDNSAccessLog/close(timeout:)`` after stopping the service). Default nil.
         public var accessLog: HTTPDNSAccessLog? = nil
+        /// Failure reports from apps at `POST /report` (``Reports``). Default: no token; accounts
+        /// with secrets above may sign reports.
+        public var reports: Reports = .init()
 
         public init(zone: HTTPDNSZone = .init()) {
             self.zone = zone
@@ -219,11 +222,18 @@ public final class HTTPDNSService: Sendable {
     /// The zone answered now, with the encoded wire answers made from it.
     private let currentZone: HTTPDNSLock<(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache)>
     private let draining = HTTPDNSLock(false)
+    /// Failure reports and the decisions made from them.
+    let reportState: HTTPDNSReports
 
     /// Creates the service; nothing listens until ``start()``.
     public init(configuration: Configuration) {
         self.configuration = configuration
         self.currentZone = HTTPDNSLock((configuration.zone, HTTPDNSWireAnswerCache()))
+        self.reportState = HTTPDNSReports(
+            settings: configuration.reports,
+            authenticator: HTTPDNSReportAuthenticator(
+                tokens: configuration.reports.tokens, alibaba: configuration.alibaba, dnspod: configuration.dnspod),
+            counters: configuration.metrics.reports, clock: configuration.clock)
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
@@ -252,6 +262,7 @@ public final class HTTPDNSService: Sendable {
         for listener in configuration.listeners where (listener.tlsCertificatePEM == nil) != (listener.tlsKeyPEM == nil) {
             throw HTTPDNSServiceError(.invalidConfiguration, "TLS needs both a certificate and a key")
         }
+        try configuration.reports.validate()
         var serverConfiguration = HTTPServer.Configuration()
         serverConfiguration.listeners = configuration.listeners.map { listener in
             var converted = HTTPServer.Listener(address: listener.address, port: listener.port)
@@ -259,8 +270,9 @@ public final class HTTPDNSService: Sendable {
             converted.tlsKeyPEM = listener.tlsKeyPEM
             return converted
         }
-        // RFC 8484 §6: DNS messages are at most 65,535 bytes; larger bodies get 413 before reading.
-        serverConfiguration.maxRequestBodyBytes = Self.maxMessageBytes
+        // RFC 8484 §6: DNS messages are at most 65,535 bytes, report batches 64 KiB; larger bodies
+        // get 413 before reading (and a DoH body of exactly 64 KiB gets it from the DoH handler).
+        serverConfiguration.maxRequestBodyBytes = max(Self.maxMessageBytes, HTTPDNSReportBatch.maxBodyBytes)
         let connections = configuration.connections
         serverConfiguration.limits.maxConnections = connections.maxConnections
         serverConfiguration.limits.maxConnectionsPerClient = connections.maxConnectionsPerClient
@@ -367,6 +379,7 @@ public final class HTTPDNSService: Sendable {
     package func respond(to request: HTTPServer.Request, exchange: HTTPServer.Exchange) {
         let started = ContinuousClock.now
         let lookups = startLookups()
+        if request.path == "/report" { return respondToReport(request, lookups, exchange: exchange, since: started) }
         let first = route(request, lookups)
         guard !lookups.missing.isEmpty else {
             observe(request, first, lookups, since: started)
@@ -398,6 +411,8 @@ public final class HTTPDNSService: Sendable {
         case "/ips":
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
             return handleIPList(request, lookups)
+        case "/report":
+            return handleReport(request, lookups)
         case "/metrics":
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
             return Self.json(configuration.metrics.render(), contentType: HTTPDNSServerMetrics.contentType)
