@@ -223,7 +223,7 @@ public final class HTTPDNSService: Sendable {
     private let currentZone: HTTPDNSLock<(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache)>
     private let draining = HTTPDNSLock(false)
     /// Failure reports and the decisions made from them.
-    let reportState: HTTPDNSReports
+    package let reportState: HTTPDNSReports
 
     /// Creates the service; nothing listens until ``start()``.
     public init(configuration: Configuration) {

@@ -122,6 +122,11 @@ package struct HTTPDNSReportDecisions: Sendable {
         return all.sorted { ($0.kind == .down ? 0 : 1, $0.address.description, $0.view ?? "") < ($1.kind == .down ? 0 : 1, $1.address.description, $1.view ?? "") }
     }
 
+    /// How many decisions of each kind are in force at `now` (no sorting: this runs per batch).
+    package func counts(now: Double) -> (down: Int, demoted: Int) {
+        (down.values.count { $0.until > now }, demoted.values.count { $0.until > now })
+    }
+
     /// Forgets decisions whose hold has ended.
     package mutating func expire(now: Double) {
         down = down.filter { $0.value.until > now }

@@ -114,7 +114,6 @@ package final class HTTPDNSReports: Sendable {
     func finish(_ job: ProbeJob, reachable: Bool) {
         let now = clock.now()
         let decided = state.withLock { state in
-            state.probesInFlight -= 1
             let views = state.aggregator.views(reporting: job.address, threshold: settings.threshold, now: now).map { view in
                 (view: view, networks: state.aggregator.networks(.init(address: job.address, view: view), now: now))
             }
@@ -125,6 +124,8 @@ package final class HTTPDNSReports: Sendable {
         }
         count(decided)
         refreshGauges()
+        // Last, so that once no probe is in flight its outcome is visible everywhere.
+        state.withLock { $0.probesInFlight -= 1 }
     }
 
     private func count(_ decisions: [HTTPDNSReportDecisions.Decision]) {
@@ -143,7 +144,7 @@ package final class HTTPDNSReports: Sendable {
         let now = clock.now()
         let figures = state.withLock { state in
             (state.aggregator.trackedKeys, state.aggregator.trackedNetworks, state.aggregator.evictedKeys, state.aggregator.evictedNetworks,
-             state.decisions.evicted, state.decisions.inForce(now: now))
+             state.decisions.evicted, state.decisions.counts(now: now))
         }
         counters.update { counters in
             counters.trackedAddresses = figures.0
@@ -151,8 +152,8 @@ package final class HTTPDNSReports: Sendable {
             counters.evictedAddresses = figures.2
             counters.evictedNetworks = figures.3
             counters.evictedDecisions = figures.4
-            counters.downInForce = figures.5.count { $0.kind == .down }
-            counters.demotedInForce = figures.5.count { $0.kind == .demoted }
+            counters.downInForce = figures.5.down
+            counters.demotedInForce = figures.5.demoted
         }
     }
 
