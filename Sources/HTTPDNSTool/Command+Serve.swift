@@ -62,14 +62,17 @@ extension Command {
         OptionSpec("allow-private", help: "Pass on loopback and private addresses from upstreams (test beds). Default off."),
         OptionSpec("cacert", value: "file", help: "PEM CA certificates trusted for TLS to upstreams, in addition to the system's. Default none."),
         OptionSpec("timeout", value: "seconds", help: "Time limit of each upstream attempt. Default 5."),
-        OptionSpec("config", value: "file", help: "A JSON config file; its \"serve\" object may hold listen, zone, upstreams, tlsCert, tlsKey. Default none."),
-        HelpText.helpOption,
-    ]
+        OptionSpec("config", value: "file", help: """
+            A JSON config file; its "serve" object may hold listen, zone, upstreams, tlsCert, tlsKey, \
+            reportTokens, reportWindow, reportThreshold, reportHold. Default none.
+            """),
+    ] + serveReportSpecs + [HelpText.helpOption]
 
     static let serveHelp = HelpText(
         overview: """
             Run an HTTPDNS server: answers DNSPod (/d?dn=), Alibaba (/ACCOUNT/d?host=), IP-list (/ips?host=) \
             and DNS-over-HTTPS (/dns-query, wire and JSON) requests from a zone file and upstream resolvers, \
+            and takes apps' failure reports (POST /report), \
             over HTTP/1.1 and HTTP/2 on --threads event loops. /health answers 200 "ready" (503 "draining" while \
             stopping), /metrics Prometheus text. SIGHUP reloads the zone and the certificate (a bad new one is refused, the old one kept, \
             and the reason printed). SIGTERM or SIGINT stops accepting, lets requests in flight finish within \
@@ -153,6 +156,7 @@ extension Command {
             }
             configuration.alibaba.secrets[account] = secret
         }
+        try readReportOptions(parsed, section: section, into: &configuration.reports, bad: bad)
         let allowPrivate = parsed.flag("allow-private") || (config.allowPrivate ?? false)
         configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowPrivate: allowPrivate)
 

@@ -17,7 +17,8 @@ import Foundation
 ///   "resolve": ["api.example.com:443:203.0.113.7"],
 ///   "fallbackIPs": "https://ips.example.com/ips",
 ///   "serve": { "listen": "127.0.0.1:8053", "zone": "zone.txt", "upstreams": ["doh=…"],
-///              "tlsCert": "cert.pem", "tlsKey": "key.pem" }
+///              "tlsCert": "cert.pem", "tlsKey": "key.pem", "reportTokens": ["…"], "reportWindow": 300,
+///              "reportThreshold": 3, "reportHold": 600 }
 /// }
 /// ```
 /// Unknown keys are errors, so a misspelt `"provider"` cannot silently fall back to the defaults.
@@ -29,6 +30,11 @@ struct ConfigFile: Sendable, Equatable {
         var upstreams: [String]?
         var tlsCert: String?
         var tlsKey: String?
+        /// Bearer tokens for `POST /report` (kept here rather than on the command line).
+        var reportTokens: [String]? = nil
+        var reportWindow: Double? = nil
+        var reportThreshold: Double? = nil
+        var reportHold: Double? = nil
     }
 
     var providers: [String]?
@@ -50,7 +56,9 @@ struct ConfigFile: Sendable, Equatable {
         "providers", "localDNS", "httpdnsOnly", "allowPrivate", "type", "cacert", "timeout", "protect", "resolve",
         "fallbackIPs", "serve",
     ]
-    static let knownServeKeys: Set<String> = ["listen", "zone", "upstreams", "tlsCert", "tlsKey"]
+    static let knownServeKeys: Set<String> = [
+        "listen", "zone", "upstreams", "tlsCert", "tlsKey", "reportTokens", "reportWindow", "reportThreshold", "reportHold",
+    ]
 
     init() {}
 
@@ -106,7 +114,9 @@ struct ConfigFile: Sendable, Equatable {
             config.serve = Serve(
                 listen: try string(serve, "listen"), zone: try string(serve, "zone"),
                 upstreams: try stringList(serve, "upstreams"), tlsCert: try string(serve, "tlsCert"),
-                tlsKey: try string(serve, "tlsKey"))
+                tlsKey: try string(serve, "tlsKey"), reportTokens: try stringList(serve, "reportTokens"),
+                reportWindow: try number(serve, "reportWindow"), reportThreshold: try number(serve, "reportThreshold"),
+                reportHold: try number(serve, "reportHold"))
         }
         return config
     }

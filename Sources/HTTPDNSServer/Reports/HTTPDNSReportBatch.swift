@@ -134,6 +134,16 @@ package struct HTTPDNSReportBatch: Sendable, Hashable {
         return Item(host: host, address: parsed.ipv4Mapped ?? parsed, port: port, failure: failure, time: Int64(time))
     }
 
+    /// The batch as the wire contract writes it (what a client sends; tests and the fuzz target
+    /// read it back).
+    package var json: String {
+        let items = self.items.map { item in
+            "{\"host\":\(HTTPDNSJSONText.quote(item.host)),\"address\":\"\(item.address)\",\"port\":\(item.port),"
+                + "\"error\":\"\(item.failure.rawValue)\",\"time\":\(item.time)}"
+        }
+        return "{\"reports\":[" + items.joined(separator: ",") + "]}"
+    }
+
     /// A key as a reason may show it: quoted, at most 32 printable ASCII characters.
     static func shown(_ key: String) -> String {
         let printable = key.unicodeScalars.prefix(32).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f && $0 != "\"" ? Character($0) : "?" }
