@@ -224,6 +224,36 @@ final class HTTPDNSServiceReportTests: HTTPDNSServiceTestCase {
         XCTAssertEqual(text(query), "192.0.2.1;192.0.2.2")
     }
 
+    func testAProbeThatNeverAnswersCountsAsUnreachableAtItsTimeout() async throws {
+        let service = try startService { configuration in
+            configuration.clock = clock
+            configuration.reports.tokens = [Self.token]
+            configuration.reports.threshold = 1
+            configuration.reports.probeTimeout = .milliseconds(200)
+            configuration.reports.probe = HTTPDNSReportClosureProbe { _, _, _ in
+                try? await Task.sleep(for: .seconds(60))
+                return true
+            }
+        }
+        let reply = try await post(service, Self.body())
+        XCTAssertEqual(reply.status, 202)
+        let made = try await decisions(service, count: 1)
+        XCTAssertEqual(made.map(\.kind), [.down])
+        XCTAssertTrue(service.metrics.render().contains("httpdns_report_probes_total{result=\"unreachable\"} 1\n"))
+    }
+
+    func testABodyOfExactly64KiBIsReadWhileDoHStillStopsAt65535Bytes() async throws {
+        let service = try reportingService(probe: nil)
+        var body = Self.body()
+        body.append(Data(repeating: 0x20, count: 65_536 - body.count))
+        let reply = try await post(service, body)
+        XCTAssertEqual(reply.status, 202, reply.text)
+        let doh = try await fetch(
+            base(service) + "/dns-query", method: "POST", headers: ["Content-Type": "application/dns-message"],
+            body: Data(repeating: 0, count: 65_536))
+        XCTAssertEqual(doh.statusCode, 413)
+    }
+
     func testWithoutAProbeReportsOnlyEverDemote() async throws {
         let service = try reportingService(probe: nil)
         for network in 0..<3 {

@@ -199,10 +199,16 @@ package final class HTTPDNSReports: Sendable {
                 }
             }
             let work = Task { deliver(await body()) }
-            Task {
+            let timer = Task {
                 try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
                 work.cancel()
                 deliver(fallback)
+            }
+            // A probe that answers in time stops the timer instead of leaving it asleep.
+            Task {
+                await work.value
+                timer.cancel()
             }
         }
     }
