@@ -11,7 +11,9 @@ import HTTPDNSCore
 ///   JSON (legacy API);
 /// - `/ips?host=…` the self-hosted IP list (`{"ips":[…],"ttl":N}`);
 /// - `/dns-query` DNS over HTTPS: RFC 8484 wire format (GET `?dns=`, POST) and Google-style JSON
-///   (`?name=&type=`, also at `/resolve`).
+///   (`?name=&type=`, also at `/resolve`);
+/// - `POST /report` failure reports from apps (``Reports``), which can take an origin out of the
+///   answers or put it last in one view's.
 ///
 /// Names the zone lacks go to ``Upstream/resolvers`` through an ``HTTPDNSEngine``, so
 /// upstream answers are cached and concurrent questions for one name share one upstream request.
