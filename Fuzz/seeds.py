@@ -182,6 +182,20 @@ def main():
         write("cache-file", name, b"\0" + header + data)
         write("cache-file", name + "-body", b"\0" + data)
 
+    # POST /report bodies (the wire contract's example and its edges) and Authorization headers.
+    item = '{"host":"www.example.test","address":"192.0.2.1","port":443,"error":"connect-timeout","time":1796300000}'
+    write("report-body", "example", '{"reports":[' + item + ']}')
+    write("report-body", "every-class", '{"reports":[' + ",".join(
+        '{"host":"A.Example.Test.","address":"%s","port":%d,"error":"%s","time":0}' % (address, port, error)
+        for address, port, error in [("2001:db8::1", 1, "connect-refused"), ("::ffff:192.0.2.7", 65535, "tls-verification"),
+                                     ("192.0.2.2", 80, "tls-handshake"), ("192.0.2.3", 8443, "unreachable"), ("192.0.2.4", 443, "reset")]) + ']}')
+    write("report-body", "fifty", '{"reports":[' + ",".join([item] * 50) + ']}')
+    write("report-body", "fifty-one", '{"reports":[' + ",".join([item] * 51) + ']}')
+    write("report-body", "unknown-member", '{"reports":[' + item[:-1] + ',"x":1}]}')
+    write("report-body", "escaped-host", '{"reports":[{"host":"www.ex\\u0061mple.test","address":"192.0.2.1","port":443,"error":"reset","time":1}]}')
+    write("report-body", "bearer", "Bearer abc.DEF-_~+/=")
+    write("report-body", "signed", "HTTPDNS-HMAC-SHA256 account=100000, expires=1796300600, signature=" + "0a" * 32)
+
 
 if __name__ == "__main__":
     main()

@@ -27,7 +27,7 @@ package struct HTTPDNSFuzzTarget: Sendable {
     /// Every target, one per parser and hostile boundary.
     package static let all: [HTTPDNSFuzzTarget] = [
         dnsCodec, dnsName, dnspod, alibaba, dohWire, dohJSON, ipList, json, urlQuery, ipAddress, hostPattern,
-        cacheControl, zoneFile, cacheFile, proxyProtocol, forwardedFor, serverQuery, serverDoH, proxyRequestHead,
+        cacheControl, zoneFile, cacheFile, proxyProtocol, forwardedFor, serverQuery, serverDoH, proxyRequestHead, reportBody,
     ]
 
     /// The target called `name`, if any.

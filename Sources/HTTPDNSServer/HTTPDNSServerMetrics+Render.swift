@@ -74,6 +74,7 @@ extension HTTPDNSServerMetrics {
         sample("zone_loads_total", "result=\"ok\"", state.zoneLoads)
         sample("zone_loads_total", "result=\"failed\"", state.zoneLoadFailures)
         renderHealth(into: &text)
+        text += reports.render()
         return text
     }
 

@@ -30,7 +30,7 @@ import HTTPDNSCore
 public final class HTTPDNSServerMetrics: Sendable {
     /// The URL the request came in on.
     package enum Endpoint: Int, CaseIterable, Sendable {
-        case dnspod, alibaba, ips, dohGet, dohPost, dohJSON, health, other
+        case dnspod, alibaba, ips, dohGet, dohPost, dohJSON, health, report, other
 
         /// The label value.
         package var label: String {
@@ -42,6 +42,7 @@ public final class HTTPDNSServerMetrics: Sendable {
             case .dohPost: "doh-post"
             case .dohJSON: "doh-json"
             case .health: "health"
+            case .report: "report"
             case .other: "other"
             }
         }
@@ -54,6 +55,7 @@ public final class HTTPDNSServerMetrics: Sendable {
             case "/d": self = .dnspod
             case "/ips": self = .ips
             case "/health": self = .health
+            case "/report": self = .report
             case "/resolve": self = .dohJSON
             case "/dns-query":
                 switch method {
@@ -237,6 +239,8 @@ public final class HTTPDNSServerMetrics: Sendable {
     let state = HTTPDNSLock(State())
     /// Origin health (`HTTPDNSServerMetrics+Health.swift`), apart from the per-request counters.
     let health = HTTPDNSLock(HealthState())
+    /// The `POST /report` series, rendered after these.
+    package let reports = HTTPDNSReportCounters()
 
     /// A fresh set of counters, all zero.
     public init() {}

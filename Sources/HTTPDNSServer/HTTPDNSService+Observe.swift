@@ -15,7 +15,7 @@ extension HTTPDNSService {
         switch endpoint {
         case .dnspod: format = lookups.encrypted ? .encrypted : .text
         case .dohGet, .dohPost: format = .wire
-        case .alibaba, .ips, .dohJSON: format = .json
+        case .alibaba, .ips, .dohJSON, .report: format = .json
         case .health, .other: format = .text
         }
         configuration.metrics.record(HTTPDNSServerMetrics.Query(

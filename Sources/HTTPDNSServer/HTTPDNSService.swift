@@ -11,7 +11,9 @@ import HTTPDNSCore
 ///   JSON (legacy API);
 /// - `/ips?host=…` the self-hosted IP list (`{"ips":[…],"ttl":N}`);
 /// - `/dns-query` DNS over HTTPS: RFC 8484 wire format (GET `?dns=`, POST) and Google-style JSON
-///   (`?name=&type=`, also at `/resolve`).
+///   (`?name=&type=`, also at `/resolve`);
+/// - `POST /report` failure reports from apps (``Reports``), which can take an origin out of the
+///   answers or put it last in one view's.
 ///
 /// Names the zone lacks go to ``Upstream/resolvers`` through an ``HTTPDNSEngine``, so
 /// upstream answers are cached and concurrent questions for one name share one upstream request.
@@ -206,6 +208,9 @@ public final class HTTPDNSService: Sendable {
         public var health: Health = .init()
         /// The admin token of `/status`. Default none (`/status` is 404).
         public var admin: Admin = .init()
+        /// Failure reports from apps at `POST /report` (``Reports``). Default: no token; accounts
+        /// with secrets above may sign reports.
+        public var reports: Reports = .init()
 
         public init(zone: HTTPDNSZone = .init()) {
             self.zone = zone
@@ -249,6 +254,8 @@ public final class HTTPDNSService: Sendable {
     private let draining = HTTPDNSLock(false)
     /// Probes the zone's checked addresses while the service runs.
     package let health: HTTPDNSHealthMonitor
+    /// Failure reports and the decisions made from them.
+    package let reportState: HTTPDNSReports
 
     /// Creates the service; nothing listens until ``start()``.
     public init(configuration: Configuration) {
@@ -266,6 +273,11 @@ public final class HTTPDNSService: Sendable {
             }
         }
         health.update(targets: HTTPDNSHealthTargets(zone: configuration.zone))
+        self.reportState = HTTPDNSReports(
+            settings: configuration.reports,
+            authenticator: HTTPDNSReportAuthenticator(
+                tokens: configuration.reports.tokens, alibaba: configuration.alibaba, dnspod: configuration.dnspod),
+            counters: configuration.metrics.reports, clock: configuration.clock)
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
@@ -296,6 +308,7 @@ public final class HTTPDNSService: Sendable {
         for listener in configuration.listeners where (listener.tlsCertificatePEM == nil) != (listener.tlsKeyPEM == nil) {
             throw HTTPDNSServiceError(.invalidConfiguration, "TLS needs both a certificate and a key")
         }
+        try configuration.reports.validate()
         var serverConfiguration = HTTPServer.Configuration()
         serverConfiguration.listeners = configuration.listeners.map { listener in
             var converted = HTTPServer.Listener(address: listener.address, port: listener.port)
@@ -303,8 +316,9 @@ public final class HTTPDNSService: Sendable {
             converted.tlsKeyPEM = listener.tlsKeyPEM
             return converted
         }
-        // RFC 8484 §6: DNS messages are at most 65,535 bytes; larger bodies get 413 before reading.
-        serverConfiguration.maxRequestBodyBytes = Self.maxMessageBytes
+        // RFC 8484 §6: DNS messages are at most 65,535 bytes, report batches 64 KiB; larger bodies
+        // get 413 before reading (and a DoH body of exactly 64 KiB gets it from the DoH handler).
+        serverConfiguration.maxRequestBodyBytes = max(Self.maxMessageBytes, HTTPDNSReportBatch.maxBodyBytes)
         let connections = configuration.connections
         serverConfiguration.limits.maxConnections = connections.maxConnections
         serverConfiguration.limits.maxConnectionsPerClient = connections.maxConnectionsPerClient
@@ -415,6 +429,7 @@ public final class HTTPDNSService: Sendable {
     package func respond(to request: HTTPServer.Request, exchange: HTTPServer.Exchange) {
         let started = ContinuousClock.now
         let lookups = startLookups()
+        if request.path == "/report" { return respondToReport(request, lookups, exchange: exchange, since: started) }
         let first = route(request, lookups)
         guard !lookups.missing.isEmpty else {
             observe(request, first, lookups, since: started)
@@ -446,6 +461,8 @@ public final class HTTPDNSService: Sendable {
         case "/ips":
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
             return handleIPList(request, lookups)
+        case "/report":
+            return handleReport(request, lookups)
         case "/metrics":
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
             return Self.json(configuration.metrics.render(), contentType: HTTPDNSServerMetrics.contentType)

@@ -72,14 +72,17 @@ extension Command {
             16-512 printable characters; it shows in the process list, so prefer a config file's adminToken \
             on shared machines. Without it /status answers 404. Default none.
             """),
-        OptionSpec("config", value: "file", help: "A JSON config file; its \"serve\" object may hold listen, zone, upstreams, tlsCert, tlsKey, adminToken. Default none."),
-        HelpText.helpOption,
-    ]
+        OptionSpec("config", value: "file", help: """
+            A JSON config file; its "serve" object may hold listen, zone, upstreams, tlsCert, tlsKey, adminToken, \
+            reportTokens, reportWindow, reportThreshold, reportHold. Default none.
+            """),
+    ] + serveReportSpecs + [HelpText.helpOption]
 
     static let serveHelp = HelpText(
         overview: """
             Run an HTTPDNS server: answers DNSPod (/d?dn=), Alibaba (/ACCOUNT/d?host=), IP-list (/ips?host=) \
             and DNS-over-HTTPS (/dns-query, wire and JSON) requests from a zone file and upstream resolvers, \
+            and takes apps' failure reports (POST /report), \
             over HTTP/1.1 and HTTP/2 on --threads event loops. /health answers 200 "ready" (503 "draining" while \
             stopping), /metrics Prometheus text, /status (with --admin-token) the health of checked origins. \
             Zone entries with a "check" have their addresses probed; a down address leaves the answers \
@@ -181,6 +184,7 @@ extension Command {
             }
             configuration.admin.token = token
         }
+        try readReportOptions(parsed, section: section, into: &configuration.reports, bad: bad)
         let allowPrivate = parsed.flag("allow-private") || (config.allowPrivate ?? false)
         configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowPrivate: allowPrivate)
 

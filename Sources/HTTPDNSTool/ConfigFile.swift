@@ -17,8 +17,8 @@ import Foundation
 ///   "resolve": ["api.example.com:443:203.0.113.7"],
 ///   "fallbackIPs": "https://ips.example.com/ips",
 ///   "serve": { "listen": "127.0.0.1:8053", "zone": "zone.txt", "upstreams": ["doh=…"],
-///              "tlsCert": "cert.pem", "tlsKey": "key.pem",
-///              "adminToken": "…" }
+///              "tlsCert": "cert.pem", "tlsKey": "key.pem", "adminToken": "…",
+///              "reportTokens": ["…"], "reportWindow": 300, "reportThreshold": 3, "reportHold": 600 }
 /// }
 /// ```
 /// Unknown keys are errors, so a misspelt `"provider"` cannot silently fall back to the defaults.
@@ -32,6 +32,11 @@ struct ConfigFile: Sendable, Equatable {
         var tlsKey: String?
         /// The bearer token of `/status` (kept out of the process list, unlike `--admin-token`).
         var adminToken: String?
+        /// Bearer tokens for `POST /report` (kept here rather than on the command line).
+        var reportTokens: [String]? = nil
+        var reportWindow: Double? = nil
+        var reportThreshold: Double? = nil
+        var reportHold: Double? = nil
     }
 
     var providers: [String]?
@@ -53,7 +58,10 @@ struct ConfigFile: Sendable, Equatable {
         "providers", "localDNS", "httpdnsOnly", "allowPrivate", "type", "cacert", "timeout", "protect", "resolve",
         "fallbackIPs", "serve",
     ]
-    static let knownServeKeys: Set<String> = ["listen", "zone", "upstreams", "tlsCert", "tlsKey", "adminToken"]
+    static let knownServeKeys: Set<String> = [
+        "listen", "zone", "upstreams", "tlsCert", "tlsKey", "adminToken", "reportTokens", "reportWindow", "reportThreshold",
+        "reportHold",
+    ]
 
     init() {}
 
@@ -109,7 +117,9 @@ struct ConfigFile: Sendable, Equatable {
             config.serve = Serve(
                 listen: try string(serve, "listen"), zone: try string(serve, "zone"),
                 upstreams: try stringList(serve, "upstreams"), tlsCert: try string(serve, "tlsCert"),
-                tlsKey: try string(serve, "tlsKey"), adminToken: try string(serve, "adminToken"))
+                tlsKey: try string(serve, "tlsKey"), adminToken: try string(serve, "adminToken"),
+                reportTokens: try stringList(serve, "reportTokens"), reportWindow: try number(serve, "reportWindow"),
+                reportThreshold: try number(serve, "reportThreshold"), reportHold: try number(serve, "reportHold"))
         }
         return config
     }

@@ -23,8 +23,12 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
         XCTAssertEqual(parsed.value("httpdns_upstream_total", ["outcome": "negative-cached"]), 0)
         XCTAssertEqual(parsed.value("httpdns_request_duration_seconds_bucket", ["le": "+Inf"]), 0)
         XCTAssertEqual(parsed.value("httpdns_request_duration_seconds_count"), 0)
-        // Every family but the two keyed by status and rcode has its samples from the start.
-        XCTAssertEqual(Set(parsed.samples.map(\.name)).count, 15)
+        // Every family but the two keyed by status and rcode has its samples from the start (13 of
+        // the server's, 2 of origin health, 8 of failure reports).
+        XCTAssertEqual(Set(parsed.samples.map(\.name)).count, 23)
+        XCTAssertEqual(parsed.value("httpdns_reports_total", ["result": "shed"]), 0)
+        XCTAssertEqual(parsed.value("httpdns_report_decisions_total", ["decision": "demoted"]), 0)
+        XCTAssertEqual(parsed.types["httpdns_report_tracked_networks"], "gauge")
         XCTAssertEqual(parsed.types["httpdns_zone_names"], "gauge")
     }
 

@@ -1,0 +1,150 @@
+import HTTPDNSCore
+
+/// Counts, per reported address and client view, the distinct client networks that reported it
+/// within a sliding window: a plain value with an explicit `now`, held by ``HTTPDNSReports`` behind
+/// its lock.
+///
+/// What it counts is networks, not reports: one network sending a thousand reports counts once,
+/// so a single client cannot push an address past the threshold on its own.
+///
+/// Memory is bounded by ``Bounds``: at most ``Bounds/maxKeys`` (address, view) pairs, each with at
+/// most ``Bounds/maxNetworksPerKey`` networks (16 bytes each). At the defaults (10,000 × 32) that is
+/// 320,000 sightings, about 5 MiB, plus per pair the key, the last host name (≤ 253 bytes) and array
+/// headers, about 0.5 KiB: some 10 MiB in the worst case, whatever is sent. Past a bound the oldest
+/// goes first and is counted (``evictedKeys``, ``evictedNetworks``): a full pair forgets its
+/// least recently seen network; a full table first drops pairs with nothing in the window, then the
+/// least recently reported eighth (so eviction costs one sort per eighth of the table, not a scan
+/// per report).
+package struct HTTPDNSReportAggregator: Sendable {
+    /// An address as reported by clients of one view.
+    package struct Key: Sendable, Hashable {
+        package var address: HTTPDNSIPAddress
+        package var view: String
+
+        package init(address: HTTPDNSIPAddress, view: String) {
+            self.address = address
+            self.view = view
+        }
+    }
+
+    /// Memory bounds.
+    package struct Bounds: Sendable, Hashable {
+        /// (address, view) pairs tracked at once. Default 10,000.
+        package var maxKeys: Int = 10_000
+        /// Distinct networks remembered per pair. Default 32 (a threshold above it could never be met).
+        package var maxNetworksPerKey: Int = 32
+
+        package init() {}
+    }
+
+    /// One network's latest report of a pair.
+    struct Sighting: Sendable {
+        var network: UInt64
+        var time: Double
+    }
+
+    struct Entry: Sendable {
+        var sightings: [Sighting] = []
+        var lastReport: Double
+        /// The latest report's name and port: what a probe of the address connects to.
+        var host: String
+        var port: Int
+    }
+
+    /// Seconds a report counts for.
+    package let window: Double
+    package let bounds: Bounds
+    private(set) var entries: [Key: Entry] = [:]
+    /// Pairs forgotten to make room, in all.
+    package private(set) var evictedKeys = 0
+    /// Networks forgotten because their pair was full, in all.
+    package private(set) var evictedNetworks = 0
+    /// Network sightings held now, over all pairs (the figure the memory bound is stated in).
+    package private(set) var trackedNetworks = 0
+
+    package init(window: Double, bounds: Bounds = .init()) {
+        self.window = max(0, window)
+        var bounds = bounds
+        bounds.maxKeys = max(1, bounds.maxKeys)
+        bounds.maxNetworksPerKey = max(1, bounds.maxNetworksPerKey)
+        self.bounds = bounds
+    }
+
+    /// Counts a report of `key` from `network` at `now` and returns how many distinct networks
+    /// reported the pair within the window, this one included.
+    @discardableResult
+    package mutating func record(_ key: Key, network: HTTPDNSReportNetwork, host: String, port: Int, now: Double) -> Int {
+        if entries[key] == nil, entries.count >= bounds.maxKeys { makeRoom(now: now) }
+        let horizon = now - window
+        var entry = entries.removeValue(forKey: key) ?? Entry(lastReport: now, host: host, port: port)
+        entry.lastReport = now
+        entry.host = host
+        entry.port = port
+        if let index = entry.sightings.firstIndex(where: { $0.network == network.packed }) {
+            entry.sightings[index].time = now
+        } else {
+            if entry.sightings.count >= bounds.maxNetworksPerKey {
+                let before = entry.sightings.count
+                entry.sightings.removeAll { $0.time < horizon }
+                trackedNetworks -= before - entry.sightings.count
+            }
+            if entry.sightings.count >= bounds.maxNetworksPerKey, let oldest = entry.sightings.indices.min(by: { entry.sightings[$0].time < entry.sightings[$1].time }) {
+                entry.sightings.remove(at: oldest)
+                trackedNetworks -= 1
+                evictedNetworks += 1
+            }
+            entry.sightings.append(Sighting(network: network.packed, time: now))
+            trackedNetworks += 1
+        }
+        let count = entry.sightings.count { $0.time >= horizon }
+        entries[key] = entry
+        return count
+    }
+
+    /// Distinct networks that reported `key` within the window at `now`.
+    package func networks(_ key: Key, now: Double) -> Int {
+        entries[key]?.sightings.count { $0.time >= now - window } ?? 0
+    }
+
+    /// The views whose clients reported `address` from at least `threshold` networks in the window.
+    package func views(reporting address: HTTPDNSIPAddress, threshold: Int, now: Double) -> [String] {
+        entries.filter { $0.key.address == address && $0.value.sightings.count { $0.time >= now - window } >= threshold }
+            .map(\.key.view).sorted()
+    }
+
+    /// The name and port of the latest report of `key`.
+    package func target(_ key: Key) -> (host: String, port: Int)? {
+        entries[key].map { ($0.host, $0.port) }
+    }
+
+    /// Pairs tracked now.
+    package var trackedKeys: Int { entries.count }
+
+    /// ``trackedNetworks`` counted afresh from the pairs (tests check the running count with it).
+    package var recountedNetworks: Int { entries.values.reduce(0) { $0 + $1.sightings.count } }
+
+    /// Forgets pairs with nothing left in the window.
+    package mutating func expire(now: Double) {
+        let horizon = now - window
+        entries = entries.filter { $0.value.lastReport >= horizon }
+        trackedNetworks = entries.values.reduce(0) { $0 + $1.sightings.count }
+    }
+
+    /// The pairs with the most networks in the window, at most `limit`, for the status page.
+    package func busiest(limit: Int, now: Double) -> [(key: Key, networks: Int)] {
+        let horizon = now - window
+        return entries.map { (key: $0.key, networks: $0.value.sightings.count { $0.time >= horizon }) }
+            .filter { $0.networks > 0 }
+            .sorted { $0.networks != $1.networks ? $0.networks > $1.networks : ($0.key.address.description, $0.key.view) < ($1.key.address.description, $1.key.view) }
+            .prefix(max(0, limit)).map { $0 }
+    }
+
+    private mutating func makeRoom(now: Double) {
+        // Pairs with nothing in the window go first, without counting: they were done anyway.
+        expire(now: now)
+        guard entries.count >= bounds.maxKeys else { return }
+        let oldest = entries.sorted { $0.value.lastReport < $1.value.lastReport }.prefix(max(1, bounds.maxKeys / 8)).map(\.key)
+        for key in oldest { trackedNetworks -= entries.removeValue(forKey: key)?.sightings.count ?? 0 }
+        evictedKeys += oldest.count
+    }
+}

@@ -1,0 +1,215 @@
+import HTTPDNSCore
+import Synchronization
+
+/// The service's report state: the aggregator and the decisions behind one lock, the probes they
+/// start, and the bound on batches in hand. The logic is in the two values; this class only holds
+/// them and does the I/O (the probes, on the cooperative pool).
+package final class HTTPDNSReports: Sendable {
+    struct State: Sendable {
+        var aggregator: HTTPDNSReportAggregator
+        var decisions: HTTPDNSReportDecisions
+        var probesInFlight = 0
+    }
+
+    /// One probe to run, decided under the lock and started after it.
+    struct ProbeJob: Sendable {
+        var address: HTTPDNSIPAddress
+        var host: String
+        var port: Int
+    }
+
+    let settings: HTTPDNSService.Reports
+    let authenticator: HTTPDNSReportAuthenticator
+    let counters: HTTPDNSReportCounters
+    let clock: any HTTPDNSClock
+    private let state: HTTPDNSLock<State>
+    private let batchesInFlight = Atomic<Int>(0)
+
+    package init(settings: HTTPDNSService.Reports, authenticator: HTTPDNSReportAuthenticator, counters: HTTPDNSReportCounters, clock: any HTTPDNSClock) {
+        self.settings = settings
+        self.authenticator = authenticator
+        self.counters = counters
+        self.clock = clock
+        var bounds = HTTPDNSReportAggregator.Bounds()
+        bounds.maxKeys = settings.maxTrackedAddresses
+        bounds.maxNetworksPerKey = settings.maxNetworksPerAddress
+        state = HTTPDNSLock(State(
+            aggregator: HTTPDNSReportAggregator(window: settings.window.inSeconds, bounds: bounds),
+            decisions: HTTPDNSReportDecisions(hold: settings.holdTime.inSeconds, maxDecisions: settings.maxTrackedAddresses)))
+    }
+
+    /// Takes one of ``HTTPDNSService/Reports/maxBatchesInFlight`` places; false when all are taken
+    /// (the request is then answered 503). Every true must be followed by ``release()``.
+    package func admit() -> Bool {
+        let limit = settings.maxBatchesInFlight
+        var current = batchesInFlight.load(ordering: .relaxed)
+        while current < limit {
+            let (exchanged, original) = batchesInFlight.compareExchange(
+                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    /// Gives back a place taken by ``admit()``.
+    package func release() {
+        batchesInFlight.subtract(1, ordering: .acquiringAndReleasing)
+    }
+
+    /// Records an authenticated batch from `client`; items for which `served(host, address)` is
+    /// false are ignored. Starts the probes that crossing the threshold calls for. Returns the
+    /// number of items recorded.
+    package func record(_ batch: HTTPDNSReportBatch, client: HTTPDNSIPAddress, served: (String, HTTPDNSIPAddress) -> Bool) -> Int {
+        let now = clock.now()
+        let network = HTTPDNSReportNetwork(client: client)
+        let view = settings.view(client)
+        let relevant = batch.items.filter { served($0.host, $0.address) }
+        var jobs: [ProbeJob] = []
+        var skipped = 0
+        var decided: [HTTPDNSReportDecisions.Decision] = []
+        state.withLock { state in
+            for item in relevant {
+                let key = HTTPDNSReportAggregator.Key(address: item.address, view: view)
+                let networks = state.aggregator.record(key, network: network, host: item.host, port: item.port, now: now)
+                guard state.decisions.needsProbe(key, networks: networks, threshold: settings.threshold, now: now) else { continue }
+                guard settings.probe != nil else {
+                    // No probe: the clients' word alone may only reorder their own view.
+                    decided += state.decisions.probeFinished(
+                        item.address, reachable: true, views: [(view, networks)], host: item.host, port: item.port, now: now)
+                    continue
+                }
+                guard state.probesInFlight < settings.maxProbesInFlight else {
+                    skipped += 1
+                    continue
+                }
+                state.probesInFlight += 1
+                state.decisions.probeStarted(item.address)
+                jobs.append(ProbeJob(address: item.address, host: item.host, port: item.port))
+            }
+        }
+        counters.update { counters in
+            counters.recorded &+= UInt64(relevant.count)
+            counters.ignored &+= UInt64(batch.items.count - relevant.count)
+            counters.skipped &+= UInt64(skipped)
+        }
+        count(decided)
+        refreshGauges()
+        for job in jobs { start(job) }
+        return relevant.count
+    }
+
+    private func start(_ job: ProbeJob) {
+        guard let probe = settings.probe else { return }
+        let timeout = settings.probeTimeout
+        Task {
+            let reachable = await Self.firstOf(timeout: timeout, fallback: false) {
+                await probe.probe(address: job.address, port: job.port, host: job.host)
+            }
+            self.finish(job, reachable: reachable)
+        }
+    }
+
+    /// A probe ended: decide.
+    func finish(_ job: ProbeJob, reachable: Bool) {
+        let now = clock.now()
+        let decided = state.withLock { state in
+            let views = state.aggregator.views(reporting: job.address, threshold: settings.threshold, now: now).map { view in
+                (view: view, networks: state.aggregator.networks(.init(address: job.address, view: view), now: now))
+            }
+            return state.decisions.probeFinished(job.address, reachable: reachable, views: views, host: job.host, port: job.port, now: now)
+        }
+        counters.update { counters in
+            if reachable { counters.reachable &+= 1 } else { counters.unreachable &+= 1 }
+        }
+        count(decided)
+        refreshGauges()
+        // Last, so that once no probe is in flight its outcome is visible everywhere.
+        state.withLock { $0.probesInFlight -= 1 }
+    }
+
+    private func count(_ decisions: [HTTPDNSReportDecisions.Decision]) {
+        guard !decisions.isEmpty else { return }
+        counters.update { counters in
+            for decision in decisions {
+                switch decision.kind {
+                case .down: counters.down &+= 1
+                case .demoted: counters.demoted &+= 1
+                }
+            }
+        }
+    }
+
+    private func refreshGauges() {
+        let now = clock.now()
+        let figures = state.withLock { state in
+            (state.aggregator.trackedKeys, state.aggregator.trackedNetworks, state.aggregator.evictedKeys, state.aggregator.evictedNetworks,
+             state.decisions.evicted, state.decisions.counts(now: now))
+        }
+        counters.update { counters in
+            counters.trackedAddresses = figures.0
+            counters.trackedNetworks = figures.1
+            counters.evictedAddresses = figures.2
+            counters.evictedNetworks = figures.3
+            counters.evictedDecisions = figures.4
+            counters.downInForce = figures.5.down
+            counters.demotedInForce = figures.5.demoted
+        }
+    }
+
+    /// `addresses` as clients of `view` are to get them now (``HTTPDNSReportDecisions/order(_:view:now:)``).
+    package func order(_ addresses: [HTTPDNSIPAddress], view: String) -> [HTTPDNSIPAddress] {
+        let now = clock.now()
+        return state.withLock { $0.decisions.order(addresses, view: view, now: now) }
+    }
+
+    /// Whether `address` is down for all now.
+    package func isDown(_ address: HTTPDNSIPAddress) -> Bool {
+        let now = clock.now()
+        return state.withLock { $0.decisions.isDown(address, now: now) }
+    }
+
+    /// The decisions in force now.
+    package func decisions() -> [HTTPDNSReportDecisions.Decision] {
+        let now = clock.now()
+        return state.withLock { $0.decisions.inForce(now: now) }
+    }
+
+    /// The aggregator, the decisions in force at `now` and the probes in flight, read together.
+    func stateSnapshot(now: Double) -> (HTTPDNSReportAggregator, [HTTPDNSReportDecisions.Decision], Int) {
+        state.withLock { ($0.aggregator, $0.decisions.inForce(now: now), $0.probesInFlight) }
+    }
+
+    /// A copy of the aggregator, for tests and the status page.
+    package var aggregator: HTTPDNSReportAggregator { state.withLock { $0.aggregator } }
+
+    /// Probes in flight now.
+    package var probesInFlight: Int { state.withLock { $0.probesInFlight } }
+
+    /// `body`'s result, or `fallback` once `timeout` has passed (the body is then left to finish
+    /// on its own, and its result dropped).
+    static func firstOf<T: Sendable>(timeout: Duration, fallback: T, _ body: @escaping @Sendable () async -> T) async -> T {
+        let once = HTTPDNSLock<CheckedContinuation<T, Never>?>(nil)
+        return await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            once.withLock { $0 = continuation }
+            @Sendable func deliver(_ value: T) {
+                once.withLock { pending in
+                    pending?.resume(returning: value)
+                    pending = nil
+                }
+            }
+            let work = Task { deliver(await body()) }
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
+                work.cancel()
+                deliver(fallback)
+            }
+            // A probe that answers in time stops the timer instead of leaving it asleep.
+            Task {
+                await work.value
+                timer.cancel()
+            }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import HTTPDNSServer
+
+extension Command {
+    /// `httpdns serve`'s options for failure reports (`POST /report`).
+    static let serveReportSpecs: [OptionSpec] = [
+        OptionSpec("report-token", value: "token", help: """
+            A bearer token apps may send failure reports with (repeatable): POST /report with \
+            Authorization: Bearer TOKEN. Accounts of --alibaba-secret and --dnspod-key may sign reports \
+            instead (HTTPDNS-HMAC-SHA256). Prefer the config file's serve.reportTokens: ps shows command \
+            lines. Default none.
+            """),
+        OptionSpec("report-window", value: "seconds", help: "How long a failure report counts. Default 300."),
+        OptionSpec("report-threshold", value: "n", help: """
+            Distinct client networks (/24, /56) of one view reporting an address within the window that \
+            make the server probe it: a failed probe takes it out of every answer, a passing one puts it \
+            last in that view's answers (1-32). Default 3.
+            """),
+        OptionSpec("report-hold", value: "seconds", help: "How long a decision from reports holds. Default 600."),
+    ]
+
+    /// The report settings from their options, then the config file's `serve` section.
+    static func readReportOptions(
+        _ parsed: ParsedArguments, section: ConfigFile.Serve?, into reports: inout HTTPDNSService.Reports, bad: (String) -> UsageError
+    ) throws {
+        func seconds(_ name: String, _ fromFile: Double?) throws -> Duration? {
+            guard let text = parsed.last(name) ?? fromFile.map({ String($0) }) else { return nil }
+            guard let value = Double(text), value >= 1, value <= 86_400 else { throw bad("bad --\(name) '\(text)': 1-86400 seconds") }
+            return .milliseconds(Int64(value * 1000))
+        }
+        reports.tokens = parsed.has("report-token") ? parsed.all("report-token") : (section?.reportTokens ?? [])
+        for token in reports.tokens where token.isEmpty || token.utf8.count > 256 || !token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._~+/=".contains($0)) }) {
+            throw bad("bad --report-token: 1-256 characters of A-Z a-z 0-9 - . _ ~ + / =")
+        }
+        if let value = try seconds("report-window", section?.reportWindow) { reports.window = value }
+        if let value = try seconds("report-hold", section?.reportHold) { reports.holdTime = value }
+        if let text = parsed.last("report-threshold") ?? section?.reportThreshold.map({ String(Int($0)) }) {
+            guard let value = Int(text), (1...reports.maxNetworksPerAddress).contains(value) else {
+                throw bad("bad --report-threshold '\(text)': 1-\(reports.maxNetworksPerAddress)")
+            }
+            reports.threshold = value
+        }
+    }
+}
