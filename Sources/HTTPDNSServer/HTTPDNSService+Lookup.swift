@@ -76,7 +76,7 @@ extension HTTPDNSService {
         var chainTTL = Int.max
         for _ in 0...max(0, configuration.limits.maxCNAMEChain) {
             if let match = zone.match(current) {
-                let entry = match.entry
+                let entry = lookups.entry(match.entry)
                 chainTTL = min(chainTTL, entry.ttl)
                 if let target = entry.cname {
                     answer.aliases.append(.init(owner: current, target: target, ttl: entry.ttl))
@@ -206,6 +206,16 @@ extension HTTPDNSService {
 /// time: the loop thread for the first pass, then the task that fetched what was missing.
 final class HTTPDNSServiceLookups {
     let zone: HTTPDNSZone
+    /// The views `zone` was checked against.
+    let views: HTTPDNSViewMatcher
+    /// The view this request is answered for (``HTTPDNSService/selectView(_:_:)``); the default
+    /// view until a handler picks one.
+    var view: HTTPDNSViewMatcher.Match
+    /// Whether an entry with records per view was consulted: the answer then depends on the view,
+    /// and a Client Subnet answer carries the view's scope (else scope 0, RFC 7871 §7.2.1).
+    var usedViews = false
+    /// Whether a handler picked the view (the access log and metrics name it then).
+    var viewSelected = false
     /// The encoded wire answers of `zone` (nil: none are kept, as in tests of the lookups alone).
     let wireAnswers: HTTPDNSWireAnswerCache?
     var known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer]
@@ -266,9 +276,24 @@ final class HTTPDNSServiceLookups {
         if let outcome = answer.upstreamOutcome { upstreamOutcomes.add(outcome) }
     }
 
-    init(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache? = nil, known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]) {
+    init(
+        zone: HTTPDNSZone, views: HTTPDNSViewMatcher = .init(), wireAnswers: HTTPDNSWireAnswerCache? = nil,
+        known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]
+    ) {
         self.zone = zone
+        self.views = views
+        self.view = views.match(nil)
         self.wireAnswers = wireAnswers
         self.known = known
+    }
+
+    /// The name of the view this request is answered for.
+    var viewName: String { views.names[view.index] }
+
+    /// `entry` as this request's view sees it.
+    func entry(_ entry: HTTPDNSZone.Entry) -> HTTPDNSZone.Entry {
+        guard !entry.views.isEmpty else { return entry }
+        usedViews = true
+        return entry.forView(viewName)
     }
 }

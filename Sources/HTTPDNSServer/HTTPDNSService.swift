@@ -180,6 +180,9 @@ public final class HTTPDNSService: Sendable {
         /// One JSON line per answered request, when given (``HTTPDNSAccessLog``; call its
         /// ``HTTPDNSAccessLog/close(timeout:)`` after stopping the service). Default nil.
         public var accessLog: HTTPDNSAccessLog? = nil
+        /// Answers by client network: the views zone entries may give records for. Default none:
+        /// every client gets the default view (the entries' own records).
+        public var views: HTTPDNSViews = .init()
 
         public init(zone: HTTPDNSZone = .init()) {
             self.zone = zone
@@ -216,14 +219,15 @@ public final class HTTPDNSService: Sendable {
     /// Names whose upstream lookup failed recently (see ``Upstream/failureTTL``).
     let upstreamFailures = HTTPDNSLock(HTTPDNSUpstreamFailureCache())
     private let server = HTTPDNSLock<HTTPServer?>(nil)
-    /// The zone answered now, with the encoded wire answers made from it.
-    private let currentZone: HTTPDNSLock<(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache)>
+    /// The zone and views answered now, with the encoded wire answers made from them.
+    private let currentZone: HTTPDNSLock<(zone: HTTPDNSZone, views: HTTPDNSViews, wireAnswers: HTTPDNSWireAnswerCache)>
     private let draining = HTTPDNSLock(false)
 
     /// Creates the service; nothing listens until ``start()``.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        self.currentZone = HTTPDNSLock((configuration.zone, HTTPDNSWireAnswerCache()))
+        self.currentZone = HTTPDNSLock((configuration.zone, configuration.views, HTTPDNSWireAnswerCache()))
+        configuration.metrics.viewsLoaded(configuration.views.names)
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
@@ -247,8 +251,11 @@ public final class HTTPDNSService: Sendable {
     /// - Throws: ``HTTPDNSServiceError`` `.cannotListen` when an address cannot be bound (the
     ///   detail names it and the errno, e.g. `Address already in use (EADDRINUSE)`) or the TLS
     ///   material is rejected (e.g. a key that does not match its certificate),
-    ///   `.invalidConfiguration` for a certificate without a key.
+    ///   `.invalidConfiguration` for a certificate without a key, `.invalidZone` for a zone entry
+    ///   naming a view ``Configuration/views`` lacks.
     public func start() throws(HTTPDNSServiceError) {
+        let (zone, views, _) = currentZone.withLock { $0 }
+        try views.check(zone)
         for listener in configuration.listeners where (listener.tlsCertificatePEM == nil) != (listener.tlsKeyPEM == nil) {
             throw HTTPDNSServiceError(.invalidConfiguration, "TLS needs both a certificate and a key")
         }
@@ -309,16 +316,31 @@ public final class HTTPDNSService: Sendable {
     /// The zone answered from now on.
     public var zone: HTTPDNSZone { currentZone.withLock { $0.zone } }
 
-    /// Replaces the zone at once: requests already started finish with the old one.
-    public func reload(zone: HTTPDNSZone) {
+    /// The views answered from now on.
+    public var views: HTTPDNSViews { currentZone.withLock { $0.views } }
+
+    /// Replaces the zone, and the views when given, at once and together: requests already started
+    /// finish with the old ones, and no request sees the new zone with the old views.
+    ///
+    /// - Parameters:
+    ///   - zone: the new zone.
+    ///   - views: the new views (read and checked whole when made); nil keeps the current ones.
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone` when an entry of `zone` names a view the
+    ///   views lack; nothing is replaced then.
+    public func reload(zone: HTTPDNSZone, views: HTTPDNSViews? = nil) throws(HTTPDNSServiceError) {
         let wireAnswers = HTTPDNSWireAnswerCache()
-        currentZone.withLock { $0 = (zone, wireAnswers) }
+        try currentZone.withLock { (current) throws(HTTPDNSServiceError) in
+            let views = views ?? current.views
+            try views.check(zone)
+            current = (zone, views, wireAnswers)
+        }
+        if let views { metrics.viewsLoaded(views.names) }
     }
 
     /// A request's view of the names, starting from the current zone.
     private func startLookups() -> HTTPDNSServiceLookups {
-        let (zone, wireAnswers) = currentZone.withLock { $0 }
-        return HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers)
+        let (zone, views, wireAnswers) = currentZone.withLock { $0 }
+        return HTTPDNSServiceLookups(zone: zone, views: views.matcher, wireAnswers: wireAnswers)
     }
 
     /// Wire answers kept for the current zone (for tests).
@@ -359,7 +381,7 @@ public final class HTTPDNSService: Sendable {
         let keys = lookups.missing
         let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 10
         let known = Self.waitFor(seconds: limit, fallback: [:]) { await self.fetchMissing(keys) }
-        return route(request, HTTPDNSServiceLookups(zone: lookups.zone, wireAnswers: lookups.wireAnswers, known: known))
+        return route(request, HTTPDNSServiceLookups(zone: lookups.zone, views: lookups.views, wireAnswers: lookups.wireAnswers, known: known))
     }
 
     /// Answers one request from the loop thread: at once when the zone (or nothing) answers it,
@@ -373,10 +395,10 @@ public final class HTTPDNSService: Sendable {
             return exchange.respond(first)
         }
         let keys = lookups.missing
-        let (zone, wireAnswers) = (lookups.zone, lookups.wireAnswers)
+        let (zone, views, wireAnswers) = (lookups.zone, lookups.views, lookups.wireAnswers)
         Task {
             let known = await self.fetchMissing(keys)
-            let second = HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers, known: known)
+            let second = HTTPDNSServiceLookups(zone: zone, views: views, wireAnswers: wireAnswers, known: known)
             let response = self.route(request, second)
             self.observe(request, response, second, since: started)
             exchange.respond(response)

@@ -25,12 +25,21 @@ public struct HTTPDNSZone: Sendable, Hashable {
         public var cname: String?
         /// Seconds the answer may be cached.
         public var ttl: Int
+        /// Other records for clients of a view (``HTTPDNSViews``), by view name: a view's entry
+        /// replaces the A and AAAA sets and the TTL for that view's clients (the zone file's `ttl`
+        /// is inherited when the view gives none). Default none: every client gets this entry.
+        public var views: [String: Entry] = [:]
 
         public init(ipv4: [HTTPDNSIPAddress] = [], ipv6: [HTTPDNSIPAddress] = [], cname: String? = nil, ttl: Int = 300) {
             self.ipv4 = ipv4
             self.ipv6 = ipv6
             self.cname = cname
             self.ttl = ttl
+        }
+
+        /// The entry the clients of view `name` get (this one when the view has none of its own).
+        package func forView(_ name: String) -> Entry {
+            views.isEmpty ? self : views[name] ?? self
         }
     }
 
@@ -206,7 +215,19 @@ public struct HTTPDNSZone: Sendable, Hashable {
                 throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME cannot have addresses too")
             }
             guard normalised != name else { throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME to itself") }
+            guard entry.views.isEmpty else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): a CNAME is the same for every view (views give A, AAAA and ttl)")
+            }
             entry.cname = normalised
+        }
+        for (view, viewEntry) in entry.views {
+            guard HTTPDNSViews.isValidName(view), view != HTTPDNSViews.defaultName else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): \(shown(view)) is not a view name")
+            }
+            guard viewEntry.cname == nil, viewEntry.views.isEmpty else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): view \(view) may give A, AAAA and ttl only")
+            }
+            entry.views[view] = try checkedEntry(viewEntry, name: "\(name) (view \(view))")
         }
         return entry
     }
