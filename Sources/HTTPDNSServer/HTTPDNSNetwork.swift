@@ -16,7 +16,7 @@ package struct HTTPDNSNetwork: Sendable, Hashable, CustomStringConvertible {
     package let prefixLength: Int
 
     /// Why a text is not a network.
-    package enum Fault: Sendable, Hashable {
+    package enum Fault: Error, Sendable, Hashable {
         case notAnAddress
         case badPrefixLength(maximum: Int)
         case bitsPastPrefix(Int)

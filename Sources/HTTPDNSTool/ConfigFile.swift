@@ -17,7 +17,7 @@ import Foundation
 ///   "resolve": ["api.example.com:443:203.0.113.7"],
 ///   "fallbackIPs": "https://ips.example.com/ips",
 ///   "serve": { "listen": "127.0.0.1:8053", "zone": "zone.txt", "upstreams": ["doh=…"],
-///              "tlsCert": "cert.pem", "tlsKey": "key.pem" }
+///              "tlsCert": "cert.pem", "tlsKey": "key.pem", "views": "views.json" }
 /// }
 /// ```
 /// Unknown keys are errors, so a misspelt `"provider"` cannot silently fall back to the defaults.
@@ -29,6 +29,7 @@ struct ConfigFile: Sendable, Equatable {
         var upstreams: [String]?
         var tlsCert: String?
         var tlsKey: String?
+        var views: String? = nil
     }
 
     var providers: [String]?
@@ -50,7 +51,7 @@ struct ConfigFile: Sendable, Equatable {
         "providers", "localDNS", "httpdnsOnly", "allowPrivate", "type", "cacert", "timeout", "protect", "resolve",
         "fallbackIPs", "serve",
     ]
-    static let knownServeKeys: Set<String> = ["listen", "zone", "upstreams", "tlsCert", "tlsKey"]
+    static let knownServeKeys: Set<String> = ["listen", "zone", "upstreams", "tlsCert", "tlsKey", "views"]
 
     init() {}
 
@@ -106,7 +107,7 @@ struct ConfigFile: Sendable, Equatable {
             config.serve = Serve(
                 listen: try string(serve, "listen"), zone: try string(serve, "zone"),
                 upstreams: try stringList(serve, "upstreams"), tlsCert: try string(serve, "tlsCert"),
-                tlsKey: try string(serve, "tlsKey"))
+                tlsKey: try string(serve, "tlsKey"), views: try string(serve, "views"))
         }
         return config
     }
@@ -122,6 +123,7 @@ struct ConfigFile: Sendable, Equatable {
             section.zone = absolute(section.zone)
             section.tlsCert = absolute(section.tlsCert)
             section.tlsKey = absolute(section.tlsKey)
+            section.views = absolute(section.views)
             serve = section
         }
     }
