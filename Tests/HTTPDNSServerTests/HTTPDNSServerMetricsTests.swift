@@ -14,7 +14,7 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
         XCTAssertEqual(parsed.types["httpdns_open_connections"], "gauge")
         for family in ["httpdns_queries_by_format_total", "httpdns_responses_total", "httpdns_dns_responses_total",
                        "httpdns_cache_total", "httpdns_upstream_total", "httpdns_connections_total", "httpdns_shed_total",
-                       "httpdns_access_log_dropped_total", "httpdns_zone_loads_total"] {
+                       "httpdns_access_log_dropped_total", "httpdns_zone_loads_total", "httpdns_view_queries_total"] {
             XCTAssertEqual(parsed.types[family], "counter", family)
             XCTAssertNotNil(parsed.help[family], family)
         }
@@ -24,7 +24,8 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
         XCTAssertEqual(parsed.value("httpdns_request_duration_seconds_bucket", ["le": "+Inf"]), 0)
         XCTAssertEqual(parsed.value("httpdns_request_duration_seconds_count"), 0)
         // Every family but the two keyed by status and rcode has its samples from the start.
-        XCTAssertEqual(Set(parsed.samples.map(\.name)).count, 13)
+        XCTAssertEqual(parsed.value("httpdns_view_queries_total", ["view": "default"]), 0)
+        XCTAssertEqual(Set(parsed.samples.map(\.name)).count, 14)
         XCTAssertEqual(parsed.types["httpdns_zone_names"], "gauge")
     }
 
