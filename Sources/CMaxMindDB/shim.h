@@ -10,6 +10,13 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/// An anonymous in-memory file (memfd_create(2), close-on-exec) to copy a database into before
+/// libmaxminddb maps it: the mapping then never changes under the server, even when the operator
+/// overwrites the file in place (a shrunk mapped file is SIGBUS on the next lookup).
+static inline int cmaxminddb_memfd(void) { return (int)syscall(SYS_memfd_create, "httpdns-mmdb", 1u /* MFD_CLOEXEC */); }
 
 /// What one lookup found. `found` is 0 when no record covers the address (then only `netmask`,
 /// the depth at which the search tree ended, means anything).

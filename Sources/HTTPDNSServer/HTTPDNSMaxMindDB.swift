@@ -1,4 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CMaxMindDB
+import Foundation
 import HTTPDNSCore
 
 /// A MaxMind DB file (GeoLite2/GeoIP2 Country or ASN, or any database in the MaxMind DB format),
@@ -6,8 +10,10 @@ import HTTPDNSCore
 /// autonomous system number (`autonomous_system_number`) and the prefix length of the record's
 /// network (the netmask: every address in that network has the same record).
 ///
-/// The file is mapped once at ``init(path:)`` and unmapped when the last reference goes, so a
-/// reload can open the new file, check it, and swap while requests in flight finish on the old one.
+/// The file is read once at ``init(path:)`` into an anonymous memory file that libmaxminddb maps
+/// (an operator who overwrites the file in place would otherwise change, or truncate into SIGBUS,
+/// the mapping a running server reads), and unmapped when the last reference goes, so a reload can
+/// open the new file, check it, and swap while requests in flight finish on the old one.
 /// Lookups only read the mapping: libmaxminddb documents `MMDB_s` as safe for concurrent lookups once
 /// opened, which is why the class is `@unchecked Sendable` with no lock.
 package final class HTTPDNSMaxMindDB: @unchecked Sendable {
@@ -24,6 +30,9 @@ package final class HTTPDNSMaxMindDB: @unchecked Sendable {
         package var asn: UInt32?
     }
 
+    /// Largest database read: 512 MiB (GeoLite2-City, the largest MaxMind ships, is under 100 MiB).
+    package static let maxFileBytes = 512 << 20
+
     /// The file's path, for errors and logs.
     package let path: String
     private let database: UnsafeMutablePointer<MMDB_s>
@@ -33,8 +42,32 @@ package final class HTTPDNSMaxMindDB: @unchecked Sendable {
     /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` naming the file and libmaxminddb's
     ///   reason (missing, unreadable, not a MaxMind DB, corrupt metadata or search tree).
     package init(path: String) throws(HTTPDNSServiceError) {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        if let size = attributes?[.size] as? Int, size > Self.maxFileBytes {
+            throw HTTPDNSServiceError(.invalidConfiguration, "\(path): MaxMind DB larger than \(Self.maxFileBytes) bytes")
+        }
+        guard let contents = FileManager.default.contents(atPath: path) else {
+            throw HTTPDNSServiceError(.invalidConfiguration, "\(path): cannot read the MaxMind DB")
+        }
+        let memory = cmaxminddb_memfd()
+        guard memory >= 0 else {
+            throw HTTPDNSServiceError(.invalidConfiguration, "\(path): cannot make an in-memory copy (memfd_create: errno \(errno))")
+        }
+        defer { close(memory) }
+        let written = contents.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let count = Glibc.write(memory, raw.baseAddress! + offset, raw.count - offset)
+                guard count > 0 else { return false }
+                offset += count
+            }
+            return true
+        }
+        guard written else {
+            throw HTTPDNSServiceError(.invalidConfiguration, "\(path): cannot make an in-memory copy (errno \(errno))")
+        }
         let database = UnsafeMutablePointer<MMDB_s>.allocate(capacity: 1)
-        let status = MMDB_open(path, UInt32(MMDB_MODE_MMAP), database)
+        let status = contents.isEmpty ? MMDB_INVALID_METADATA_ERROR : MMDB_open("/proc/self/fd/\(memory)", UInt32(MMDB_MODE_MMAP), database)
         guard status == MMDB_SUCCESS else {
             database.deallocate()
             throw HTTPDNSServiceError(.invalidConfiguration, "\(path): not a readable MaxMind DB: \(Self.reason(status))")
