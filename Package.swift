@@ -41,6 +41,13 @@ let package = Package(
             linkerSettings: [.linkedLibrary("h2o-evloop"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
 
+        // libmaxminddb (MaxMind DB files: the server's views by country and ASN).
+        .systemLibrary(
+            name: "CMaxMindDB",
+            pkgConfig: "libmaxminddb",
+            providers: [.apt(["libmaxminddb-dev"])]
+        ),
+
         // Linux rtnetlink headers, for the network-change watcher.
         .systemLibrary(name: "CNetlink"),
 
@@ -78,7 +85,7 @@ let package = Package(
         .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSDirect", "HTTPDNSLoopbackProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
-        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CMaxMindDB", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.

@@ -166,6 +166,9 @@ def main():
 
     write("forwarded-for", "v4", "10.0.0.0/8,192.168.0.0/16\n10.0.0.1\n203.0.113.7, 192.168.1.1")
     write("forwarded-for", "v6-port", "::1/128,2001:db8::/32\n::1\n198.51.100.1:5000,[2001:db8::7]:443")
+    write("cidr-list", "carrier", "# carrier A\r\n1.0.1.0/24\r\n\r\n240e::/20  # v6\n192.0.2.7\n::ffff:10.0.0.0/104\n")
+    write("cidr-list", "nested", "10.0.0.0/8\n10.1.0.0/16\n10.1.2.3/32\n2001:db8::/32\n2001:db8:0:1::1/128\n0.0.0.0/0\n::/0\n")
+    write("cidr-list", "bad-bits", "10.0.0.0/8\n10.0.0.1/8\n")
     write("forwarded-for", "unknown", "10.0.0.0/8\n10.0.0.1\nunknown, 10.1.2.3\n203.0.113.9")
 
     entry = ('{"addresses":["198.51.100.1","2001:db8::5"],"family":"both","host":"p1.example","origin":"httpdns",'

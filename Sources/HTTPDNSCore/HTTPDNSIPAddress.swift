@@ -210,6 +210,15 @@ extension HTTPDNSIPAddress {
         return HTTPDNSIPAddress(high: (low & 0xffff_ffff) << 32, low: 0, isV6: false)
     }
 
+    /// The address as two big-endian words (IPv4 in the top 32 bits of `high`), read without
+    /// allocating: the server's longest-prefix match walks these bits for every request.
+    package var words: (high: UInt64, low: UInt64) { (high, low) }
+
+    /// An address from ``words`` (bits past an IPv4 address's 32 are ignored).
+    package init(words high: UInt64, _ low: UInt64, family: Family) {
+        self.init(high: family == .v4 ? high & 0xffff_ffff_0000_0000 : high, low: family == .v4 ? 0 : low, isV6: family == .v6)
+    }
+
     /// The first byte in network order.
     private var firstByte: UInt8 { UInt8(truncatingIfNeeded: high >> 56) }
 

@@ -96,3 +96,29 @@ extension HTTPDNSFuzzTarget {
         HTTPDNSHostPolicy.isValidHostName(name) && HTTPDNSHostPolicy.normalize(name) == name
     }
 }
+
+/// The server's CIDR list files (views) and the longest-prefix table built from them.
+extension HTTPDNSFuzzTarget {
+    static let cidrList = HTTPDNSFuzzTarget(
+        "cidr-list", "a CIDR list loads whole or not at all; its networks print and load back, and the table finds each one"
+    ) { bytes throws(HTTPDNSFuzzFailure) in
+        guard let networks = try? HTTPDNSNetworkList.parse(bytes, source: "fuzz") else { return }
+        try require(networks.count <= HTTPDNSNetworkList.maxNetworks, "\(networks.count) networks")
+        var table = HTTPDNSPrefixTable<Int>()
+        for (index, network) in networks.enumerated() {
+            let bits = network.family == .v4 ? 32 : 128
+            try require((0...bits).contains(network.prefixLength), "prefix length \(network.prefixLength)")
+            try require(HTTPDNSNetwork(address: network.address, prefixLength: network.prefixLength) == network, "\(network) has bits past its prefix")
+            table.insert(network, index)
+        }
+        let written = networks.map(\.description).joined(separator: "\n")
+        let reread = try? HTTPDNSNetworkList.parse(Array(written.utf8), source: "fuzz")
+        try require(reread == networks, "the networks do not print and load back: \(written)")
+        for network in networks.prefix(1_000) {
+            let match = table.lookup(network.address)
+            let bits = network.family == .v4 ? 32 : 128
+            try require(match.value != nil && match.prefixLength >= network.prefixLength, "\(network) not found")
+            try require(match.scope >= match.prefixLength && match.scope <= bits, "scope \(match.scope) for \(network)")
+        }
+    }
+}

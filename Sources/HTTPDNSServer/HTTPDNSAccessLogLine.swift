@@ -11,7 +11,8 @@ import HTTPDNSCore
 /// One query as the access log records it: a single-line JSON object.
 ///
 /// `{"time":"2026-12-01T05:49:20.123456Z","client":"192.0.2.7","protocol":"h2","endpoint":"doh-post",
-/// "name":"www.example.test","type":"A","status":200,"rcode":"NOERROR","answers":2,"cache":"hit","latency_us":412}`
+/// "name":"www.example.test","type":"A","status":200,"rcode":"NOERROR","answers":2,"cache":"hit","latency_us":412,
+/// "view":"default"}`
 ///
 /// Members are always present and in this order (`null` when unknown), so that `jq` and log
 /// shippers see one schema. The output is ASCII only: every byte the client chose (the name, the
@@ -47,12 +48,15 @@ package struct HTTPDNSAccessLogLine: Sendable, Hashable {
     package var cache: HTTPDNSServerMetrics.CacheOutcome?
     /// From request head to response, in microseconds.
     package var latencyMicroseconds: Int
+    /// The view of the client (``HTTPDNSViews``), when a handler picked one.
+    package var view: String? = nil
 
     package init(
         timeMicroseconds: Int64, client: HTTPDNSIPAddress?, httpProtocol: HTTPProtocol, endpoint: HTTPDNSServerMetrics.Endpoint,
         name: String?, type: String?, status: Int, rcode: DNSResponseCode? = nil, answers: Int = 0,
-        cache: HTTPDNSServerMetrics.CacheOutcome? = nil, latencyMicroseconds: Int
+        cache: HTTPDNSServerMetrics.CacheOutcome? = nil, latencyMicroseconds: Int, view: String? = nil
     ) {
+        self.view = view
         self.timeMicroseconds = timeMicroseconds
         self.client = client
         self.httpProtocol = httpProtocol
@@ -110,6 +114,8 @@ package struct HTTPDNSAccessLogLine: Sendable, Hashable {
         if let cache { Self.appendString(cache.label, to: &out) } else { raw("null") }
         raw(",\"latency_us\":")
         number(latencyMicroseconds)
+        raw(",\"view\":")
+        if let view { Self.appendString(view, to: &out, maxScalars: 64) } else { raw("null") }
         raw("}\n")
     }
 

@@ -26,12 +26,15 @@ package struct HTTPDNSHealthTargets: Sendable, Hashable {
         self.names = names
     }
 
-    /// Every address of every checked entry of `zone`.
+    /// Every address of every checked entry of `zone`, its views' addresses included.
     package init(zone: HTTPDNSZone) {
         var names: [HTTPDNSHealthTarget: [String]] = [:]
         for (name, entry) in zone.entries {
             guard let check = entry.check else { continue }
-            for address in entry.ipv4 + entry.ipv6 {
+            // A view's addresses are checked as the entry's own (views give records, not checks).
+            var addresses = Set(entry.ipv4 + entry.ipv6)
+            for viewEntry in entry.views.values { addresses.formUnion(viewEntry.ipv4 + viewEntry.ipv6) }
+            for address in addresses {
                 names[HTTPDNSHealthTarget(address: address, check: check), default: []].append(name)
             }
         }

@@ -73,6 +73,10 @@ extension HTTPDNSServerMetrics {
         family("zone_loads_total", "counter", "Zone loads and reloads, by result.")
         sample("zone_loads_total", "result=\"ok\"", state.zoneLoads)
         sample("zone_loads_total", "result=\"failed\"", state.zoneLoadFailures)
+        family("view_queries_total", "counter", "Requests answered, by the view of their client.")
+        for (slot, name) in state.viewNames.enumerated() {
+            sample("view_queries_total", "view=\"\(name)\"", state.viewCounts[slot])
+        }
         renderHealth(into: &text)
         text += reports.render()
         return text

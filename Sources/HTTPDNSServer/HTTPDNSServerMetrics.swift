@@ -27,6 +27,9 @@ import HTTPDNSCore
 ///   check of the zone), `httpdns_health_probes_total{kind,result}` (`scheduled` or `on-demand`,
 ///   `passed` or `failed`) and `httpdns_health_fail_open_total` (answers that listed every address
 ///   of a family although all were down).
+/// - `httpdns_view_queries_total{view}`: requests answered, by the view of their client
+///   (``HTTPDNSViews``); one series per view in service and `default`, so at most
+///   ``HTTPDNSViews/maxViews`` + 1 (a reload that drops a view drops its series).
 public final class HTTPDNSServerMetrics: Sendable {
     /// The URL the request came in on.
     package enum Endpoint: Int, CaseIterable, Sendable {
@@ -167,11 +170,14 @@ public final class HTTPDNSServerMetrics: Sendable {
         package var upstream: Outcomes<UpstreamOutcome>
         /// From the request head's arrival to the response handed to the connection.
         package var latency: Duration
+        /// The view of the request's client, when a handler picked one.
+        package var view: String? = nil
 
         package init(
             endpoint: Endpoint, format: Format, status: Int, rcode: DNSResponseCode? = nil,
-            cache: Outcomes<CacheOutcome> = [], upstream: Outcomes<UpstreamOutcome> = [], latency: Duration
+            cache: Outcomes<CacheOutcome> = [], upstream: Outcomes<UpstreamOutcome> = [], latency: Duration, view: String? = nil
         ) {
+            self.view = view
             self.endpoint = endpoint
             self.format = format
             self.status = status
@@ -234,6 +240,10 @@ public final class HTTPDNSServerMetrics: Sendable {
         var zoneNames = 0
         var zoneLoads: UInt64 = 0
         var zoneLoadFailures: UInt64 = 0
+        /// The views in service, in order, and each one's slot in `viewCounts`.
+        var viewNames: [String] = [HTTPDNSViews.defaultName]
+        var viewSlots: [String: Int] = [HTTPDNSViews.defaultName: 0]
+        var viewCounts: [UInt64] = [0]
     }
 
     let state = HTTPDNSLock(State())
@@ -260,6 +270,24 @@ public final class HTTPDNSServerMetrics: Sendable {
             state.latencyBuckets[bucket] &+= 1
             state.latencySumMicroseconds &+= UInt64(micros)
             state.latencyCount &+= 1
+            // A request answered with views since replaced is not counted under a view.
+            if let view = query.view, let slot = state.viewSlots[view] { state.viewCounts[slot] &+= 1 }
+        }
+    }
+
+    /// The views in service are now `names` (at start and on reload): their series are kept, those
+    /// of views no longer in service dropped, so the label set stays the configured one.
+    package func viewsLoaded(_ names: [String]) {
+        state.withLock { state in
+            var counts: [UInt64] = []
+            var slots: [String: Int] = [:]
+            for name in names where slots[name] == nil {
+                slots[name] = counts.count
+                counts.append(state.viewSlots[name].map { state.viewCounts[$0] } ?? 0)
+            }
+            state.viewNames = Array(slots.keys.sorted { slots[$0]! < slots[$1]! })
+            state.viewSlots = slots
+            state.viewCounts = counts
         }
     }
 

@@ -5,7 +5,8 @@ extension HTTPDNSService {
     /// `sign_` forms (see provider-apis.md and ``AlibabaFormat``).
     ///
     /// `host=` one name (`d`) or up to ``Limits/maxAlibabaBatch`` (`resolve`; more is
-    /// `400 LimitExceeded`); `query=4|6|4,6` picks the families (default 4). Signed endpoints need
+    /// `400 LimitExceeded`); `query=4|6|4,6` picks the families (default 4); `ip=` answers for that
+    /// client's view (`client_ip` stays the requester's address; not an address: `400 InvalidArgument`). Signed endpoints need
     /// `t` (Unix expiry) and `s` = md5hex("HOST-SECRET-t") with the account's secret: a wrong or
     /// missing signature is `403 InvalidSignature`, a past `t` is `403 SignatureExpired`.
     func handleAlibaba(_ request: HTTPServer.Request, account: String, endpoint: String, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
@@ -42,6 +43,12 @@ extension HTTPDNSService {
             return failure
         }
 
+        do {
+            guard !Self.isRepeated(request, "ip") else { throw ViewClientFault.badParameter }
+            selectView(try viewClient(of: request, ipParameter: request.queryValue("ip")), lookups)
+        } catch {
+            return Self.alibabaError("InvalidArgument", status: 400)
+        }
         let clientIP = clientAddress(of: request).map { HTTPDNSServiceJSON.string($0.description) } ?? "\"\""
         let subnet = clientSubnet(of: request)
         let answers = names.map { lookup($0, family: family, clientSubnet: subnet, lookups) }

@@ -15,7 +15,7 @@ extension HTTPDNSService {
     ///
     /// - Parameters:
     ///   - host: the zone key that matched (the name, or the wildcard that answered it).
-    ///   - view: the client's view (`"default"` until views exist).
+    ///   - view: the name of the client's view.
     ///   - addresses: the entry's addresses of one family, in zone order.
     ///   - check: the entry's check, nil when it has none.
     ///   - lookups: the request, with its health snapshot.
@@ -24,11 +24,24 @@ extension HTTPDNSService {
         _ host: String, view: String, _ addresses: [HTTPDNSIPAddress], check: HTTPDNSHealthCheck?,
         _ lookups: HTTPDNSServiceLookups
     ) -> [HTTPDNSIPAddress] {
-        guard let check, !addresses.isEmpty, !lookups.health.down.isEmpty else { return addresses }
-        let up = addresses.filter { !lookups.health.isDown($0, check) }
-        guard up.isEmpty else { return up }
-        lookups.failedOpen = true
-        configuration.metrics.healthFailedOpen()
-        return addresses
+        guard !addresses.isEmpty else { return addresses }
+        var answer = addresses
+        if let check, !lookups.health.down.isEmpty {
+            let up = addresses.filter { !lookups.health.isDown($0, check) }
+            if up.isEmpty {
+                lookups.failedOpen = true
+                configuration.metrics.healthFailedOpen()
+            } else {
+                answer = up
+            }
+        }
+        // Apps' failure reports (``Reports``): down for all, or last in the reporting view. An answer
+        // they changed is not kept as a wire answer: decisions end by time, kept answers do not.
+        let ordered = reportState.order(answer, view: view)
+        if ordered != answer {
+            lookups.reordered = true
+            answer = ordered
+        }
+        return answer
     }
 }

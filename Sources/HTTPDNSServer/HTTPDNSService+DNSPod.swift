@@ -6,7 +6,8 @@ extension HTTPDNSService {
     /// `dn=a[,b…]`, `ttl=1` appends `,TTL`, `type=aaaa|addrs`, `clientip=1` appends `|CLIENT`; a batch
     /// answers one `name.:answer` line per name joined by `\n`; `0` means no address. With
     /// `id=…&alg=des|aes` the `dn` value and the answer are encrypted with the account's key (an
-    /// appended `;<unix time>` expiry anchor is checked). Unknown accounts and undecryptable or expired
+    /// appended `;<unix time>` expiry anchor is checked). `ip=` answers for that client's view
+    /// (encrypted too in enterprise mode; not an address: 400). Unknown accounts and undecryptable or expired
     /// `dn` values get 401, which clients take as "drop the cached entry".
     func handleDNSPod(_ request: HTTPServer.Request, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
         guard let dn = request.queryValue("dn"), !dn.isEmpty, !Self.isRepeated(request, "dn") else {
@@ -53,6 +54,20 @@ extension HTTPDNSService {
             }
             cipher = (format, algorithm)
             lookups.encrypted = true
+        }
+        // `ip=` names the client to answer for (encrypted like `dn` in enterprise mode).
+        var ipParameter = request.queryValue("ip")
+        guard !Self.isRepeated(request, "ip") else { return Self.badRequest("ip given twice") }
+        if let cipher, let ip = ipParameter {
+            guard let bytes = try? cipher.format.decrypt(Array(ip.utf8), algorithm: cipher.algorithm),
+                  let text = String(validating: bytes, as: UTF8.self)
+            else { return Self.text("cannot decrypt ip\n", status: 401) }
+            ipParameter = text
+        }
+        do {
+            selectView(try viewClient(of: request, ipParameter: ipParameter), lookups)
+        } catch {
+            return Self.badRequest("ip is not an IP address")
         }
 
         let names = plain.split(separator: ",", omittingEmptySubsequences: false).map { HTTPDNSHostPolicy.normalize(String($0)) }

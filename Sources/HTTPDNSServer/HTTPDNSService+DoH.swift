@@ -21,7 +21,7 @@ extension HTTPDNSService {
                 guard encoded.count <= 87_384 else { return Self.text("DNS message too large\n", status: 413) }
                 guard let bytes = Self.decodeBase64URL(encoded) else { return Self.badRequest("dns is not base64url") }
                 guard bytes.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
-                return answerWire(bytes, clientSubnet: clientSubnet(of: request), lookups)
+                return answerWire(bytes, clientSubnet: clientSubnet(of: request), client: clientAddress(of: request), lookups)
             }
             if request.queryValue("name") != nil { return handleDoHJSON(request, lookups) }
             return Self.badRequest("missing dns or name parameter")
@@ -30,7 +30,8 @@ extension HTTPDNSService {
                 return Self.text("content type must be \(Self.dnsMessageType)\n", status: 415)
             }
             guard request.body.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
-            return answerWire([UInt8](request.body), clientSubnet: clientSubnet(of: request), lookups)
+            return answerWire(
+                [UInt8](request.body), clientSubnet: clientSubnet(of: request), client: clientAddress(of: request), lookups)
         default:
             return Self.methodNotAllowed("GET, POST")
         }
@@ -38,10 +39,23 @@ extension HTTPDNSService {
 
     /// Decodes and answers one wire-format query.
     ///
-    /// - Parameter clientSubnet: sent upstream as EDNS Client Subnet, unless the query itself
-    ///   carries a Client Subnet option with source prefix 0 (the client opting out, RFC 7871 §7.1.2).
-    func answerWire(_ bytes: [UInt8], clientSubnet: HTTPDNSClientSubnet? = nil, _ lookups: HTTPDNSServiceLookups) -> HTTPServer.Response {
-        if let (response, description) = lookups.wireAnswers?.answer(to: bytes) {
+    /// The view is the one of the query's EDNS Client Subnet (RFC 7871) when it names an address,
+    /// else of `client` (``viewClient(of:subnet:ipParameter:)``). A query with a Client Subnet
+    /// option is answered with one (§7.2.2) echoing its family, source prefix and address, its
+    /// SCOPE PREFIX-LENGTH the view's scope when the answer depends on the view (§7.2.1), else 0;
+    /// a malformed option is answered FORMERR (§6).
+    ///
+    /// - Parameters:
+    ///   - clientSubnet: sent upstream as EDNS Client Subnet, unless the query itself carries a
+    ///     Client Subnet option with source prefix 0 (the client opting out, RFC 7871 §7.1.2).
+    ///   - client: the request's client (``clientAddress(of:)``). Default nil (the default view).
+    func answerWire(
+        _ bytes: [UInt8], clientSubnet: HTTPDNSClientSubnet? = nil, client: HTTPDNSIPAddress? = nil, _ lookups: HTTPDNSServiceLookups
+    ) -> HTTPServer.Response {
+        // Kept answers are per view: the view is read from the query's bytes without decoding them.
+        selectView(lookups.views.isEmpty ? nil : HTTPDNSWireAnswerCache.clientSubnet(in: bytes)?.client ?? client, lookups)
+        let keptView = lookups.view.index
+        if let (response, description) = lookups.wireAnswers?.answer(to: bytes, view: keptView) {
             lookups.description = description
             return response
         }
@@ -65,8 +79,14 @@ extension HTTPDNSService {
             response.additionals.append(.opt(DNSEDNS(extendedRCode: 1)))
         } else if query.opcode != 0 {
             response.rcode = .notImplemented
+        } else if case .malformed = edns.map({ HTTPDNSQuerySubnet.read($0.options) }) ?? .absent {
+            response.rcode = .formatError
+            response.additionals.append(.opt(DNSEDNS()))
         } else {
             let optedOut = edns.map { Self.optsOutOfClientSubnet($0.options) } ?? false
+            var subnet: HTTPDNSQuerySubnet?
+            if let edns, case .subnet(let read) = HTTPDNSQuerySubnet.read(edns.options) { subnet = read }
+            selectView(subnet?.client ?? client, lookups)
             let reply = reply(to: question, clientSubnet: optedOut ? nil : clientSubnet, lookups)
             lookups.described(question, reply)
             response.rcode = reply.rcode
@@ -74,18 +94,36 @@ extension HTTPDNSService {
             response.answers = reply.answers
             response.authorities = reply.authorities
             maxAge = reply.rcode == .serverFailure ? 0 : reply.maxAge
-            if edns != nil { response.additionals.append(.opt(DNSEDNS())) }
-            // A fail-open answer is made afresh each time, so that each one is counted.
+            if edns != nil {
+                var opt = DNSEDNS()
+                if let subnet { opt.options = subnet.answerOption(scope: answerScope(subnet, reply, lookups)) }
+                response.additionals.append(.opt(opt))
+            }
+            // A fail-open answer is made afresh each time, so that each one is counted; one that reports
+            // reordered is too, as their decisions end by time.
             fromZoneAlone = reply.authoritative && lookups.missing.isEmpty && lookups.upstreamOutcomes == [] && !lookups.failedOpen
-                && (reply.rcode == .noError || reply.rcode == .nameError)
+                && !lookups.reordered && (reply.rcode == .noError || reply.rcode == .nameError) && lookups.view.index == keptView
         }
         guard let encoded = try? response.encode() else {
             var failure = DNSMessage.response(to: query, rcode: .serverFailure)
             failure.questions = []
             return Self.dnsMessage((try? failure.encode()) ?? [], maxAge: 0)
         }
-        if fromZoneAlone { lookups.wireAnswers?.store(encoded, maxAge: maxAge, description: lookups.description, for: bytes) }
+        if fromZoneAlone {
+            lookups.wireAnswers?.store(encoded, maxAge: maxAge, description: lookups.description, for: bytes, view: keptView)
+        }
         return Self.dnsMessage(encoded, maxAge: maxAge)
+    }
+
+    /// The SCOPE PREFIX-LENGTH of the answer to a query with Client Subnet `subnet` (RFC 7871
+    /// §7.2.1): the view's scope when the records answered depend on the view (so that a cache
+    /// downstream keeps each view's answer to its own clients), 0 when they do not, for a negative
+    /// answer (§7.4: caches treat those as /0 anyway) and for a source prefix of 0. An IPv4-mapped
+    /// IPv6 subnet matched IPv4 networks; its scope counts the 96 bits before the IPv4 address.
+    func answerScope(_ subnet: HTTPDNSQuerySubnet, _ reply: HTTPDNSServiceReply, _ lookups: HTTPDNSServiceLookups) -> Int {
+        guard lookups.usedViews, subnet.sourcePrefixLength > 0, reply.rcode == .noError, !reply.answers.isEmpty else { return 0 }
+        let scope = lookups.view.scope
+        return subnet.family == 2 && lookups.view.family == .v4 ? 96 + scope : scope
     }
 
     static func dnsMessage(_ bytes: [UInt8], maxAge: UInt32) -> HTTPServer.Response {

@@ -22,6 +22,7 @@ extension HTTPDNSService {
         } else {
             type = .A
         }
+        selectView(clientAddress(of: request), lookups)
         let reply = reply(to: DNSQuestion(name: name, type: type), clientSubnet: clientSubnet(of: request), lookups)
         lookups.described(DNSQuestion(name: name, type: type), reply)
         let members: [(String, String)] = [

@@ -13,6 +13,7 @@ extension HTTPDNSService {
         guard name.utf8.count <= 253, HTTPDNSHostPolicy.isValidHostName(name), !HTTPDNSIPAddress.isLiteral(name) else {
             return Self.badRequest("not a host name")
         }
+        selectView(clientAddress(of: request), lookups)
         let answer = lookup(name, family: .both, clientSubnet: clientSubnet(of: request), lookups)
         switch answer.status {
         case .failed:

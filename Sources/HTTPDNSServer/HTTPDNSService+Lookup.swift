@@ -76,17 +76,19 @@ extension HTTPDNSService {
         var chainTTL = Int.max
         for _ in 0...max(0, configuration.limits.maxCNAMEChain) {
             if let match = zone.match(current) {
-                let entry = match.entry
+                let entry = lookups.entry(match.entry)
                 chainTTL = min(chainTTL, entry.ttl)
                 if let target = entry.cname {
                     answer.aliases.append(.init(owner: current, target: target, ttl: entry.ttl))
                     current = target
                     continue
                 }
-                // The one place where zone addresses become the answer (views are to come: "default").
-                let view = "default"
-                answer.ipv4 = family.includes(.v4) ? answerAddresses(match.key, view: view, entry.ipv4, check: entry.check, lookups) : []
-                answer.ipv6 = family.includes(.v6) ? answerAddresses(match.key, view: view, entry.ipv6, check: entry.check, lookups) : []
+                // The one place where zone addresses become the answer.
+                let view = lookups.viewName
+                // The check is the entry's own: a view gives other records, checked the same way.
+                let check = match.entry.check
+                answer.ipv4 = family.includes(.v4) ? answerAddresses(match.key, view: view, entry.ipv4, check: check, lookups) : []
+                answer.ipv6 = family.includes(.v6) ? answerAddresses(match.key, view: view, entry.ipv6, check: check, lookups) : []
                 answer.ttl = chainTTL
                 answer.addressTTL = entry.ttl
                 if answer.ipv4.isEmpty, answer.ipv6.isEmpty { answer.apex = zone.apex(for: current) }
@@ -208,12 +210,24 @@ extension HTTPDNSService {
 /// time: the loop thread for the first pass, then the task that fetched what was missing.
 final class HTTPDNSServiceLookups {
     let zone: HTTPDNSZone
+    /// The views `zone` was checked against.
+    let views: HTTPDNSViewMatcher
+    /// The view this request is answered for (``HTTPDNSService/selectView(_:_:)``); the default
+    /// view until a handler picks one.
+    var view: HTTPDNSViewMatcher.Match
+    /// Whether an entry with records per view was consulted: the answer then depends on the view,
+    /// and a Client Subnet answer carries the view's scope (else scope 0, RFC 7871 §7.2.1).
+    var usedViews = false
+    /// Whether a handler picked the view (the access log and metrics name it then).
+    var viewSelected = false
     /// The encoded wire answers of `zone` (nil: none are kept, as in tests of the lookups alone).
     let wireAnswers: HTTPDNSWireAnswerCache?
     /// The origins down when the request started, read once.
     let health: HTTPDNSHealthSnapshot
     /// An answer listed addresses that are down because all of a family were (nothing to keep).
     var failedOpen = false
+    /// Whether failure-report decisions changed an answer (then it is not kept as a wire answer).
+    var reordered = false
     var known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer]
     var missing: [HTTPDNSCacheKey] = []
     // What the answer was made of, for the metrics and the access log.
@@ -273,12 +287,25 @@ final class HTTPDNSServiceLookups {
     }
 
     init(
-        zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache? = nil, health: HTTPDNSHealthSnapshot = .init(),
+        zone: HTTPDNSZone, views: HTTPDNSViewMatcher = .init(), wireAnswers: HTTPDNSWireAnswerCache? = nil,
+        health: HTTPDNSHealthSnapshot = .init(),
         known: [HTTPDNSCacheKey: HTTPDNSServiceAnswer] = [:]
     ) {
         self.zone = zone
+        self.views = views
+        self.view = views.match(nil)
         self.wireAnswers = wireAnswers
         self.health = health
         self.known = known
+    }
+
+    /// The name of the view this request is answered for.
+    var viewName: String { views.names[view.index] }
+
+    /// `entry` as this request's view sees it.
+    func entry(_ entry: HTTPDNSZone.Entry) -> HTTPDNSZone.Entry {
+        guard !entry.views.isEmpty else { return entry }
+        usedViews = true
+        return entry.forView(viewName)
     }
 }

@@ -20,14 +20,14 @@ extension HTTPDNSService {
         }
         configuration.metrics.record(HTTPDNSServerMetrics.Query(
             endpoint: endpoint, format: format, status: response.status, rcode: lookups.rcode, cache: lookups.cacheOutcomes,
-            upstream: lookups.upstreamOutcomes, latency: latency))
+            upstream: lookups.upstreamOutcomes, latency: latency, view: lookups.viewSelected ? lookups.viewName : nil))
         guard let accessLog = configuration.accessLog else { return }
         let micro = latency.components.seconds * 1_000_000 + latency.components.attoseconds / 1_000_000_000_000
         accessLog.log(HTTPDNSAccessLogLine(
             timeMicroseconds: HTTPDNSAccessLogLine.now(), client: clientAddress(of: request),
             httpProtocol: request.httpVersion == "HTTP/2" ? .h2 : .h1, endpoint: endpoint, name: lookups.name,
             type: lookups.type, status: response.status, rcode: lookups.rcode, answers: lookups.answers,
-            cache: lookups.firstCacheOutcome, latencyMicroseconds: Int(micro)))
+            cache: lookups.firstCacheOutcome, latencyMicroseconds: Int(micro), view: lookups.viewSelected ? lookups.viewName : nil))
     }
 
     /// Connection events of the HTTP server, counted in `metrics`.

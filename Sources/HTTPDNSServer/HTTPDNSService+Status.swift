@@ -23,7 +23,7 @@ extension HTTPDNSService {
 
     /// The sections of `/status`, in order: each a member name and its JSON value.
     func statusSections() -> [(name: String, json: String)] {
-        [("health", healthStatusJSON())]
+        [("health", healthStatusJSON()), ("reports", reportStatusSection())]
     }
 
     /// The `health` section: every checked address and check with its state, names and last probe.

@@ -204,6 +204,9 @@ public final class HTTPDNSService: Sendable {
         /// One JSON line per answered request, when given (``HTTPDNSAccessLog``; call its
         /// ``HTTPDNSAccessLog/close(timeout:)`` after stopping the service). Default nil.
         public var accessLog: HTTPDNSAccessLog? = nil
+        /// Answers by client network: the views zone entries may give records for. Default none:
+        /// every client gets the default view (the entries' own records).
+        public var views: HTTPDNSViews = .init()
         /// Origin health checks: trusted CAs and the bound on probes in flight.
         public var health: Health = .init()
         /// The admin token of `/status`. Default none (`/status` is 404).
@@ -247,10 +250,12 @@ public final class HTTPDNSService: Sendable {
     /// Names whose upstream lookup failed recently (see ``Upstream/failureTTL``).
     let upstreamFailures = HTTPDNSLock(HTTPDNSUpstreamFailureCache())
     private let server = HTTPDNSLock<HTTPServer?>(nil)
-    /// The zone answered now, with the encoded wire answers made from it and the origins down. A
-    /// new zone or a new health state comes with a new, empty wire-answer cache: a kept answer never
-    /// outlives the zone and down set it was made from.
-    private let currentZone: HTTPDNSLock<(zone: HTTPDNSZone, wireAnswers: HTTPDNSWireAnswerCache, health: HTTPDNSHealthSnapshot)>
+    /// The zone and views answered now, with the encoded wire answers made from them and the origins
+    /// down. A new zone, new views or a new health state come with a new, empty wire-answer cache: a
+    /// kept answer never outlives the zone, views and down set it was made from.
+    private let currentZone: HTTPDNSLock<
+        (zone: HTTPDNSZone, views: HTTPDNSViews, wireAnswers: HTTPDNSWireAnswerCache, health: HTTPDNSHealthSnapshot)
+    >
     private let draining = HTTPDNSLock(false)
     /// Probes the zone's checked addresses while the service runs.
     package let health: HTTPDNSHealthMonitor
@@ -260,7 +265,8 @@ public final class HTTPDNSService: Sendable {
     /// Creates the service; nothing listens until ``start()``.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        let currentZone = HTTPDNSLock((zone: configuration.zone, wireAnswers: HTTPDNSWireAnswerCache(), health: HTTPDNSHealthSnapshot()))
+        let currentZone = HTTPDNSLock((
+            zone: configuration.zone, views: configuration.views, wireAnswers: HTTPDNSWireAnswerCache(), health: HTTPDNSHealthSnapshot()))
         self.currentZone = currentZone
         self.health = HTTPDNSHealthMonitor(
             maxInFlight: configuration.health.maxProbesInFlight, prober: HTTPDNSHealthProber(trust: configuration.health.trust),
@@ -269,15 +275,33 @@ public final class HTTPDNSService: Sendable {
             // Snapshots may arrive out of order; only a newer one replaces the state (and the kept answers).
             currentZone.withLock { current in
                 guard snapshot.generation > current.health.generation else { return }
-                current = (current.zone, HTTPDNSWireAnswerCache(), snapshot)
+                current = (current.zone, current.views, HTTPDNSWireAnswerCache(), snapshot)
             }
         }
         health.update(targets: HTTPDNSHealthTargets(zone: configuration.zone))
+        // Reports meet the rest here: the server's own probe is the health prober (the zone's check
+        // for that address, else a TCP connect), a reporter's view is the views' answer for its
+        // address, and a decision drops the kept wire answers (they may lead with the address).
+        var reportSettings = configuration.reports
+        if reportSettings.probe == nil {
+            let health = self.health
+            reportSettings.probe = HTTPDNSReportClosureProbe { address, port, host in
+                await health.probe(address: address, port: port, host: host).passed
+            }
+        }
+        reportSettings.view = { address in
+            let matcher = currentZone.withLock { $0.views.matcher }
+            return matcher.names[matcher.match(address).index]
+        }
         self.reportState = HTTPDNSReports(
-            settings: configuration.reports,
+            settings: reportSettings,
             authenticator: HTTPDNSReportAuthenticator(
                 tokens: configuration.reports.tokens, alibaba: configuration.alibaba, dnspod: configuration.dnspod),
-            counters: configuration.metrics.reports, clock: configuration.clock)
+            counters: configuration.metrics.reports, clock: configuration.clock
+        ) {
+            currentZone.withLock { $0.wireAnswers = HTTPDNSWireAnswerCache() }
+        }
+        configuration.metrics.viewsLoaded(configuration.views.names)
         if configuration.upstream.resolvers.isEmpty {
             self.engine = nil
         } else {
@@ -302,9 +326,12 @@ public final class HTTPDNSService: Sendable {
     /// - Throws: ``HTTPDNSServiceError`` `.cannotListen` when an address cannot be bound (the
     ///   detail names it and the errno, e.g. `Address already in use (EADDRINUSE)`) or the TLS
     ///   material is rejected (e.g. a key that does not match its certificate),
-    ///   `.invalidConfiguration` for a certificate without a key.
+    ///   `.invalidConfiguration` for a certificate without a key, `.invalidZone` for a zone entry
+    ///   naming a view ``Configuration/views`` lacks.
     public func start() throws(HTTPDNSServiceError) {
         try validateHealthAndAdmin()
+        let (zone, views, _, _) = currentZone.withLock { $0 }
+        try views.check(zone)
         for listener in configuration.listeners where (listener.tlsCertificatePEM == nil) != (listener.tlsKeyPEM == nil) {
             throw HTTPDNSServiceError(.invalidConfiguration, "TLS needs both a certificate and a key")
         }
@@ -369,18 +396,33 @@ public final class HTTPDNSService: Sendable {
     /// The zone answered from now on.
     public var zone: HTTPDNSZone { currentZone.withLock { $0.zone } }
 
-    /// Replaces the zone at once: requests already started finish with the old one. Checked
+    /// The views answered from now on.
+    public var views: HTTPDNSViews { currentZone.withLock { $0.views } }
+
+    /// Replaces the zone, and the views when given, at once and together: requests already started
+    /// finish with the old ones, and no request sees the new zone with the old views. Checked
     /// addresses that remain (same address, same check) keep their health; new ones start up.
-    public func reload(zone: HTTPDNSZone) {
+    ///
+    /// - Parameters:
+    ///   - zone: the new zone.
+    ///   - views: the new views (read and checked whole when made); nil keeps the current ones.
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone` when an entry of `zone` names a view the
+    ///   views lack; nothing is replaced then.
+    public func reload(zone: HTTPDNSZone, views: HTTPDNSViews? = nil) throws(HTTPDNSServiceError) {
         let wireAnswers = HTTPDNSWireAnswerCache()
-        currentZone.withLock { $0 = (zone, wireAnswers, $0.health) }
+        try currentZone.withLock { (current) throws(HTTPDNSServiceError) in
+            let views = views ?? current.views
+            try views.check(zone)
+            current = (zone, views, wireAnswers, current.health)
+        }
+        if let views { metrics.viewsLoaded(views.names) }
         health.update(targets: HTTPDNSHealthTargets(zone: zone))
     }
 
     /// A request's view of the names, starting from the current zone and health state.
     private func startLookups() -> HTTPDNSServiceLookups {
-        let (zone, wireAnswers, health) = currentZone.withLock { $0 }
-        return HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers, health: health)
+        let (zone, views, wireAnswers, health) = currentZone.withLock { $0 }
+        return HTTPDNSServiceLookups(zone: zone, views: views.matcher, wireAnswers: wireAnswers, health: health)
     }
 
     /// Wire answers kept for the current zone (for tests).
@@ -421,7 +463,8 @@ public final class HTTPDNSService: Sendable {
         let keys = lookups.missing
         let limit = configuration.upstream.timeouts.httpdnsBudget.inSeconds + 10
         let known = Self.waitFor(seconds: limit, fallback: [:]) { await self.fetchMissing(keys) }
-        return route(request, HTTPDNSServiceLookups(zone: lookups.zone, wireAnswers: lookups.wireAnswers, health: lookups.health, known: known))
+        return route(request, HTTPDNSServiceLookups(
+            zone: lookups.zone, views: lookups.views, wireAnswers: lookups.wireAnswers, health: lookups.health, known: known))
     }
 
     /// Answers one request from the loop thread: at once when the zone (or nothing) answers it,
@@ -436,10 +479,10 @@ public final class HTTPDNSService: Sendable {
             return exchange.respond(first)
         }
         let keys = lookups.missing
-        let (zone, wireAnswers, health) = (lookups.zone, lookups.wireAnswers, lookups.health)
+        let (zone, views, wireAnswers, health) = (lookups.zone, lookups.views, lookups.wireAnswers, lookups.health)
         Task {
             let known = await self.fetchMissing(keys)
-            let second = HTTPDNSServiceLookups(zone: zone, wireAnswers: wireAnswers, health: health, known: known)
+            let second = HTTPDNSServiceLookups(zone: zone, views: views, wireAnswers: wireAnswers, health: health, known: known)
             let response = self.route(request, second)
             self.observe(request, response, second, since: started)
             exchange.respond(response)

@@ -28,6 +28,10 @@ public struct HTTPDNSZone: Sendable, Hashable {
         /// How the addresses are health-checked (the zone file's `"check"`); nil: never, they are
         /// always answered. Default nil.
         public var check: HTTPDNSHealthCheck?
+        /// Other records for clients of a view (``HTTPDNSViews``), by view name: a view's entry
+        /// replaces the A and AAAA sets and the TTL for that view's clients (the zone file's `ttl`
+        /// is inherited when the view gives none). Default none: every client gets this entry.
+        public var views: [String: Entry] = [:]
 
         public init(
             ipv4: [HTTPDNSIPAddress] = [], ipv6: [HTTPDNSIPAddress] = [], cname: String? = nil, ttl: Int = 300,
@@ -38,6 +42,11 @@ public struct HTTPDNSZone: Sendable, Hashable {
             self.cname = cname
             self.ttl = ttl
             self.check = check
+        }
+
+        /// The entry the clients of view `name` get (this one when the view has none of its own).
+        package func forView(_ name: String) -> Entry {
+            views.isEmpty ? self : views[name] ?? self
         }
     }
 
@@ -231,6 +240,9 @@ public struct HTTPDNSZone: Sendable, Hashable {
                 throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME cannot have addresses too")
             }
             guard normalised != name else { throw HTTPDNSServiceError(.invalidZone, "\(name): CNAME to itself") }
+            guard entry.views.isEmpty else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): a CNAME is the same for every view (views give A, AAAA and ttl)")
+            }
             entry.cname = normalised
         }
         if let check = entry.check {
@@ -247,6 +259,15 @@ public struct HTTPDNSZone: Sendable, Hashable {
             guard !name.hasPrefix("*.") || !check.kind.needsName else {
                 throw HTTPDNSServiceError(.invalidZone, "\(name): a wildcard entry can only have a tcp check (no name to verify or send)")
             }
+        }
+        for (view, viewEntry) in entry.views {
+            guard HTTPDNSViews.isValidName(view), view != HTTPDNSViews.defaultName else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): \(shown(view)) is not a view name")
+            }
+            guard viewEntry.cname == nil, viewEntry.views.isEmpty, viewEntry.check == nil else {
+                throw HTTPDNSServiceError(.invalidZone, "\(name): view \(view) may give A, AAAA and ttl only")
+            }
+            entry.views[view] = try checkedEntry(viewEntry, name: "\(name) (view \(view))")
         }
         return entry
     }

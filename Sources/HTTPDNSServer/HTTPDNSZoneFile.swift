@@ -50,7 +50,9 @@ package struct HTTPDNSZoneFile {
         return items
     }
 
-    private func entry(_ value: HTTPDNSJSON, name: String, offset: Int, defaultTTL: Int) throws(HTTPDNSServiceError) -> HTTPDNSZone.Entry {
+    private func entry(
+        _ value: HTTPDNSJSON, name: String, offset: Int, defaultTTL: Int, inView: Bool = false
+    ) throws(HTTPDNSServiceError) -> HTTPDNSZone.Entry {
         let shown = HTTPDNSZone.shown(name)
         guard case .object(let members) = value else {
             throw failure(at: offset, "\(shown): wrong type (names map to objects)")
@@ -67,7 +69,19 @@ package struct HTTPDNSZoneFile {
                 entry.ipv4 = try addresses(member.value, name: name, offset: offset, family: .v4)
             case "aaaa":
                 entry.ipv6 = try addresses(member.value, name: name, offset: offset, family: .v6)
-            case "cname":
+            case "views" where !inView:
+                guard case .object(let views) = member.value else {
+                    throw failure(at: offset, "\(shown): wrong type (views is an object of view names)")
+                }
+                var seenViews = Set<String>()
+                for view in views.members {
+                    guard seenViews.insert(view.key).inserted else {
+                        throw failure(at: offset, "\(shown): view \(HTTPDNSZone.shown(view.key)) listed twice")
+                    }
+                    entry.views[view.key] = try self.entry(
+                        view.value, name: "\(name) (view \(view.key))", offset: offset, defaultTTL: -1, inView: true)
+                }
+            case "cname" where !inView:
                 guard let target = member.value.stringValue else {
                     throw failure(at: offset, "\(shown): wrong type (CNAME is a string)")
                 }
@@ -83,9 +97,13 @@ package struct HTTPDNSZoneFile {
             case "check":
                 entry.check = try check(member.value, name: name, offset: offset)
             default:
-                throw failure(
-                    at: offset, "\(shown): unknown member \(HTTPDNSZone.shown(member.key)) (expected A, AAAA, CNAME, ttl, check)")
+                let expected = inView ? "A, AAAA, ttl" : "A, AAAA, CNAME, ttl, check, views"
+                throw failure(at: offset, "\(shown): unknown member \(HTTPDNSZone.shown(member.key)) (expected \(expected))")
             }
+        }
+        if !inView {
+            // A view's entry without `ttl` inherits the name's.
+            for (view, viewEntry) in entry.views where viewEntry.ttl < 0 { entry.views[view]?.ttl = entry.ttl }
         }
         return entry
     }

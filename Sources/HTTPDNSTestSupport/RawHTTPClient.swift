@@ -51,7 +51,12 @@ package final class RawHTTPClient {
     /// Sends `text`; false when the server has closed or reset the connection.
     @discardableResult
     package func send(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
+        send(bytes: Array(text.utf8))
+    }
+
+    /// Sends `bytes` (a binary PROXY v2 header, say); false when the server has closed or reset the connection.
+    @discardableResult
+    package func send(bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

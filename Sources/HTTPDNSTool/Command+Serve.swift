@@ -17,6 +17,14 @@ extension Command {
             "ttl": 60}, "*.example.test": {...}, "alias.example.test": {"CNAME": "www.example.test"}}. \
             Reloaded on SIGHUP. Default none.
             """),
+        OptionSpec("views", value: "file", help: """
+            Answers by client network: a JSON file of views, {"geoip": ["country.mmdb", "asn.mmdb"], "views": \
+            [{"name": "carrier-a", "lists": ["carrier-a.txt"], "networks": ["10.1.0.0/16"], "countries": ["CN"], \
+            "asns": [4134]}]} (paths relative to it; lists hold one CIDR a line, # comments). The most specific \
+            match wins; zone entries give records per view ("views": {"carrier-a": {"A": [...]}}); other clients \
+            get the default view. The client is the query's EDNS Client Subnet, else ip=, else the trusted \
+            proxy's word, else the peer. Reloaded with the zone on SIGHUP, all or nothing. Default none.
+            """),
         OptionSpec("upstream", value: "kind=url", help: """
             A resolver for names the zone lacks, tried in order (repeatable; the kinds of --provider). \
             Without one, such names get NXDOMAIN. The server never asks the machine's own resolver. Default none.
@@ -73,8 +81,8 @@ extension Command {
             on shared machines. Without it /status answers 404. Default none.
             """),
         OptionSpec("config", value: "file", help: """
-            A JSON config file; its "serve" object may hold listen, zone, upstreams, tlsCert, tlsKey, adminToken, \
-            reportTokens, reportWindow, reportThreshold, reportHold. Default none.
+            A JSON config file; its "serve" object may hold listen, zone, upstreams, tlsCert, tlsKey, views, \
+            adminToken, reportTokens, reportWindow, reportThreshold, reportHold. Default none.
             """),
     ] + serveReportSpecs + [HelpText.helpOption]
 
@@ -86,7 +94,7 @@ extension Command {
             over HTTP/1.1 and HTTP/2 on --threads event loops. /health answers 200 "ready" (503 "draining" while \
             stopping), /metrics Prometheus text, /status (with --admin-token) the health of checked origins. \
             Zone entries with a "check" have their addresses probed; a down address leaves the answers \
-            (unless all of a name's are down). SIGHUP reloads the zone and the certificate (a bad new one is refused, the old one kept, \
+            (unless all of a name's are down). SIGHUP reloads the zone, the views and the certificate (a bad new one is refused, the old one kept, \
             and the reason printed). SIGTERM or SIGINT stops accepting, lets requests in flight finish within \
             --drain-timeout, then exits 0.
             """,
@@ -197,9 +205,18 @@ extension Command {
             }
         }
         let zonePath = parsed.last("zone") ?? section?.zone
+        let viewsPath = parsed.last("views") ?? section?.views
+        if let viewsPath {
+            do {
+                configuration.views = try HTTPDNSViews(contentsOfFile: viewsPath)
+            } catch {
+                throw ToolFailure("cannot load views: \(error.detail)")
+            }
+        }
         if let zonePath {
             do {
                 configuration.zone = try HTTPDNSZone(contentsOfFile: zonePath)
+                try configuration.views.check(configuration.zone)
             } catch {
                 throw ToolFailure("cannot load zone \(zonePath): \(error.detail)")
             }
@@ -230,7 +247,7 @@ extension Command {
             let scheme = listener.tlsCertificatePEM == nil ? "http" : "https"
             try Output.line("listening on \(scheme)://\(listener.address.uriText):\(service.ports[index])")
         }
-        await runUntilStopped(service, zonePath: zonePath, tlsFiles: tlsFiles, tlsListeners: tlsListeners)
+        await runUntilStopped(service, files: ReloadFiles(zone: zonePath, views: viewsPath, tls: tlsFiles), tlsListeners: tlsListeners)
         return ExitStatus.success
     }
 
@@ -270,17 +287,22 @@ extension Command {
         return (pem, keyPEM)
     }
 
-    /// Serves until SIGINT or SIGTERM (then drains and stops); SIGHUP reloads the zone and the
-    /// certificate, each only when the new one is valid.
-    static func runUntilStopped(
-        _ service: HTTPDNSService, zonePath: String?, tlsFiles: (certificate: String, key: String)?, tlsListeners: [Int]
-    ) async {
+    /// The files SIGHUP reads again.
+    struct ReloadFiles {
+        var zone: String?
+        var views: String?
+        var tls: (certificate: String, key: String)?
+    }
+
+    /// Serves until SIGINT or SIGTERM (then drains and stops); SIGHUP reloads the zone with the
+    /// views, and the certificate, each only when the new one is valid.
+    static func runUntilStopped(_ service: HTTPDNSService, files: ReloadFiles, tlsListeners: [Int]) async {
         let resumed = HTTPDNSLock(false)
         var watcher: SignalWatcher?
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             watcher = SignalWatcher([SIGINT, SIGTERM, SIGHUP]) { signal in
                 if signal == SIGHUP {
-                    reload(service, zonePath: zonePath, tlsFiles: tlsFiles, tlsListeners: tlsListeners)
+                    reload(service, files: files, tlsListeners: tlsListeners)
                     return
                 }
                 let first = resumed.withLock { done -> Bool in
@@ -295,19 +317,28 @@ extension Command {
         watcher?.stop()
     }
 
-    /// SIGHUP: the zone and the certificate are read and checked whole before either replaces the old.
-    static func reload(
-        _ service: HTTPDNSService, zonePath: String?, tlsFiles: (certificate: String, key: String)?, tlsListeners: [Int]
-    ) {
-        if let zonePath {
+    /// SIGHUP: the zone, the views (their lists and MaxMind DB files) and the certificate are read
+    /// and checked whole before any replaces the old; the zone and the views go in together or not
+    /// at all, so that no request sees a zone naming views the service lacks.
+    static func reload(_ service: HTTPDNSService, files: ReloadFiles, tlsListeners: [Int]) {
+        let tlsFiles = files.tls
+        if files.zone != nil || files.views != nil {
+            let what = [files.zone.map { "zone \($0)" }, files.views.map { "views \($0)" }].compactMap { $0 }.joined(separator: " and ")
             do {
-                let zone = try HTTPDNSZone(contentsOfFile: zonePath)
-                service.reload(zone: zone)
-                service.metrics.zoneLoaded(names: zone.entries.count)
-                Output.diagnostic("httpdns: reloaded zone \(zonePath)")
+                let views = try files.views.map { path throws(HTTPDNSServiceError) in try HTTPDNSViews(contentsOfFile: path) }
+                let zone = try files.zone.map { path throws(HTTPDNSServiceError) in
+                    do throws(HTTPDNSServiceError) {
+                        return try HTTPDNSZone(contentsOfFile: path)
+                    } catch {
+                        throw HTTPDNSServiceError(error.code, "\(path): \(error.detail)")
+                    }
+                }
+                try service.reload(zone: zone ?? service.zone, views: views)
+                if let zone { service.metrics.zoneLoaded(names: zone.entries.count) }
+                Output.diagnostic("httpdns: reloaded \(what)")
             } catch {
                 service.metrics.zoneLoadFailed()
-                Output.diagnostic("httpdns: reload: keeping the old zone: \(zonePath): \(error.detail)")
+                Output.diagnostic("httpdns: reload: keeping the old \(files.zone == nil ? "views" : files.views == nil ? "zone" : "zone and views"): \(error.detail)")
             }
         }
         if let accessLog = service.configuration.accessLog {

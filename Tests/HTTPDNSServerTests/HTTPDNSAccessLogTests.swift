@@ -21,7 +21,7 @@ final class HTTPDNSAccessLogTests: XCTestCase {
     func testALineIsOneJSONObjectWithEveryMemberInOrder() throws {
         let text = line().text
         XCTAssertEqual(text, #"""
-            {"time":"2025-12-01T05:49:20.123456Z","client":"2001:db8::7","protocol":"h2","endpoint":"doh-post","name":"www.example.test","type":"AAAA","status":200,"rcode":"NOERROR","answers":2,"cache":"hit","latency_us":412}
+            {"time":"2025-12-01T05:49:20.123456Z","client":"2001:db8::7","protocol":"h2","endpoint":"doh-post","name":"www.example.test","type":"AAAA","status":200,"rcode":"NOERROR","answers":2,"cache":"hit","latency_us":412,"view":null}
 
             """#)
         let empty = HTTPDNSAccessLogLine(timeMicroseconds: 0, client: nil, httpProtocol: .h1, endpoint: .other, name: nil, type: nil,

@@ -115,7 +115,7 @@ final class HTTPDNSHealthServiceTests: HTTPDNSServiceTestCase {
         let service = try start(zone: #"{"www.example.test": {"A": ["127.0.0.2", "127.0.0.3"], "check": \#(tcp)}}"#)
         try await waitForAnswers(service, "www.example.test", ["127.0.0.2"], within: .seconds(1) + slack)
         // The same address and check in a new zone is down at once, under a new name too.
-        service.reload(zone: try HTTPDNSZone(json: Data("""
+        try service.reload(zone: try HTTPDNSZone(json: Data("""
             {"www.example.test": {"A": ["127.0.0.2", "127.0.0.3"], "check": \(tcp)},
              "new.example.test": {"A": ["127.0.0.2", "127.0.0.3"], "check": \(tcp)}}
             """.utf8)))
@@ -123,7 +123,7 @@ final class HTTPDNSHealthServiceTests: HTTPDNSServiceTestCase {
         XCTAssertEqual(reloaded["dnspod"], ["127.0.0.2"])
         XCTAssertEqual(reloaded["wire"], ["127.0.0.2"])
         // Without a check the address is answered again, and its state is gone from the metrics.
-        service.reload(zone: try HTTPDNSZone(json: Data(#"{"www.example.test": {"A": ["127.0.0.2", "127.0.0.3"]}}"#.utf8)))
+        try service.reload(zone: try HTTPDNSZone(json: Data(#"{"www.example.test": {"A": ["127.0.0.2", "127.0.0.3"]}}"#.utf8)))
         let unchecked = try await answers(service, "www.example.test")
         XCTAssertEqual(unchecked["ips"], ["127.0.0.2", "127.0.0.3"])
         XCTAssertFalse(service.metrics.render().contains("httpdns_origin_up{"))

@@ -14,7 +14,7 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
         XCTAssertEqual(parsed.types["httpdns_open_connections"], "gauge")
         for family in ["httpdns_queries_by_format_total", "httpdns_responses_total", "httpdns_dns_responses_total",
                        "httpdns_cache_total", "httpdns_upstream_total", "httpdns_connections_total", "httpdns_shed_total",
-                       "httpdns_access_log_dropped_total", "httpdns_zone_loads_total"] {
+                       "httpdns_access_log_dropped_total", "httpdns_zone_loads_total", "httpdns_view_queries_total"] {
             XCTAssertEqual(parsed.types[family], "counter", family)
             XCTAssertNotNil(parsed.help[family], family)
         }
@@ -23,9 +23,10 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
         XCTAssertEqual(parsed.value("httpdns_upstream_total", ["outcome": "negative-cached"]), 0)
         XCTAssertEqual(parsed.value("httpdns_request_duration_seconds_bucket", ["le": "+Inf"]), 0)
         XCTAssertEqual(parsed.value("httpdns_request_duration_seconds_count"), 0)
-        // Every family but the two keyed by status and rcode has its samples from the start (13 of
+        // Every family but the two keyed by status and rcode has its samples from the start (14 of
         // the server's, 2 of origin health, 8 of failure reports).
-        XCTAssertEqual(Set(parsed.samples.map(\.name)).count, 23)
+        XCTAssertEqual(Set(parsed.samples.map(\.name)).count, 24)
+        XCTAssertEqual(parsed.value("httpdns_view_queries_total", ["view": "default"]), 0)
         XCTAssertEqual(parsed.value("httpdns_reports_total", ["result": "shed"]), 0)
         XCTAssertEqual(parsed.value("httpdns_report_decisions_total", ["decision": "demoted"]), 0)
         XCTAssertEqual(parsed.types["httpdns_report_tracked_networks"], "gauge")

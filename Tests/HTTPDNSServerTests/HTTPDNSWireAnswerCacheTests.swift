@@ -58,7 +58,7 @@ final class HTTPDNSWireAnswerCacheTests: HTTPDNSServiceTestCase {
         let service = try startService()
         let before = try DNSMessage(decoding: try await get(service, try query("www.example.test", id: 7)))
         XCTAssertEqual(before.answers.first?.data, .a([192, 0, 2, 1]))
-        service.reload(zone: try HTTPDNSZone(json: Data(#"{"www.example.test": {"A": ["198.51.100.8"], "ttl": 30}}"#.utf8)))
+        try service.reload(zone: try HTTPDNSZone(json: Data(#"{"www.example.test": {"A": ["198.51.100.8"], "ttl": 30}}"#.utf8)))
         XCTAssertEqual(service.keptWireAnswers, 0)
         let after = try DNSMessage(decoding: try await get(service, try query("www.example.test", id: 7)))
         XCTAssertEqual(after.answers.map(\.data), [.a([198, 51, 100, 8])])

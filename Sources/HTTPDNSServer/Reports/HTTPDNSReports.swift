@@ -24,9 +24,18 @@ package final class HTTPDNSReports: Sendable {
     let clock: any HTTPDNSClock
     private let state: HTTPDNSLock<State>
     private let batchesInFlight = Atomic<Int>(0)
+    /// Decisions made so far (never lowered): while 0, answers need no look at the decisions, so the
+    /// hot path takes no lock when apps have reported nothing that counted.
+    private let decisionsMade = Atomic<Int>(0)
+    /// Called after decisions are made (the service drops its kept wire answers then).
+    private let onDecision: @Sendable () -> Void
 
-    package init(settings: HTTPDNSService.Reports, authenticator: HTTPDNSReportAuthenticator, counters: HTTPDNSReportCounters, clock: any HTTPDNSClock) {
+    package init(
+        settings: HTTPDNSService.Reports, authenticator: HTTPDNSReportAuthenticator, counters: HTTPDNSReportCounters,
+        clock: any HTTPDNSClock, onDecision: @escaping @Sendable () -> Void = {}
+    ) {
         self.settings = settings
+        self.onDecision = onDecision
         self.authenticator = authenticator
         self.counters = counters
         self.clock = clock
@@ -130,6 +139,8 @@ package final class HTTPDNSReports: Sendable {
 
     private func count(_ decisions: [HTTPDNSReportDecisions.Decision]) {
         guard !decisions.isEmpty else { return }
+        decisionsMade.add(decisions.count, ordering: .releasing)
+        onDecision()
         counters.update { counters in
             for decision in decisions {
                 switch decision.kind {
@@ -159,6 +170,7 @@ package final class HTTPDNSReports: Sendable {
 
     /// `addresses` as clients of `view` are to get them now (``HTTPDNSReportDecisions/order(_:view:now:)``).
     package func order(_ addresses: [HTTPDNSIPAddress], view: String) -> [HTTPDNSIPAddress] {
+        guard decisionsMade.load(ordering: .acquiring) > 0 else { return addresses }
         let now = clock.now()
         return state.withLock { $0.decisions.order(addresses, view: view, now: now) }
     }
