@@ -28,6 +28,7 @@ let measurements: [(row: Int, name: String, run: @Sendable (BenchRunner) async t
     (7, "memory per cached host", CacheMemoryBench.run),
     (8, "httpdns serve vs dnsdist", ServerBench.run),
     (9, "loopback proxy", ProxyBench.run),
+    (10, "httpdns serve: views and health checks vs the plain zone", ViewsBench.run),
 ]
 signal(SIGPIPE, SIG_IGN)
 

@@ -289,9 +289,11 @@ public final class HTTPDNSService: Sendable {
                 await health.probe(address: address, port: port, host: host).passed
             }
         }
-        reportSettings.view = { address in
-            let matcher = currentZone.withLock { $0.views.matcher }
-            return matcher.names[matcher.match(address).index]
+        if reportSettings.view == nil {
+            reportSettings.view = { address in
+                let matcher = currentZone.withLock { $0.views.matcher }
+                return matcher.names[matcher.match(address).index]
+            }
         }
         self.reportState = HTTPDNSReports(
             settings: reportSettings,

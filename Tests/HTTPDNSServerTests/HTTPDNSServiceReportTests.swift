@@ -207,7 +207,7 @@ final class HTTPDNSServiceReportTests: HTTPDNSServiceTestCase {
     }
 
     func testPastTheBoundOfBatchesInFlightTheServiceAnswers503WithRetryAfter() async throws {
-        let service = try reportingService(probe: nil) { $0.reports.maxBatchesInFlight = 2 }
+        let service = try reportingService(probe: StandInProbe(reachable: true)) { $0.reports.maxBatchesInFlight = 2 }
         XCTAssertTrue(service.reportState.admit())
         XCTAssertTrue(service.reportState.admit())
         let response = try await fetch(
@@ -243,7 +243,7 @@ final class HTTPDNSServiceReportTests: HTTPDNSServiceTestCase {
     }
 
     func testABodyOfExactly64KiBIsReadWhileDoHStillStopsAt65535Bytes() async throws {
-        let service = try reportingService(probe: nil)
+        let service = try reportingService(probe: StandInProbe(reachable: true))
         var body = Self.body()
         body.append(Data(repeating: 0x20, count: 65_536 - body.count))
         let reply = try await post(service, body)
@@ -254,14 +254,35 @@ final class HTTPDNSServiceReportTests: HTTPDNSServiceTestCase {
         XCTAssertEqual(doh.statusCode, 413)
     }
 
-    func testWithoutAProbeReportsOnlyEverDemote() async throws {
-        let service = try reportingService(probe: nil)
-        for network in 0..<3 {
-            _ = try await post(service, Self.body(), from: "203.0.\(network).1")
+    /// Without a stand-in, the server probes with its origin prober (a TCP connect here, the zone
+    /// having no check): an address that answers is demoted in the reporting view, one where nothing
+    /// listens is taken out for all. Loopback only: the service's own port is the origin that answers.
+    func testTheServersOwnProbeIsItsOriginProber() async throws {
+        let (up, dead) = (HTTPDNSIPAddress("127.0.0.1")!, HTTPDNSIPAddress("127.0.0.2")!)
+        let service = try reportingService(probe: nil) { configuration in
+            configuration.zone = try! HTTPDNSZone(entries: ["www.example.test": .init(ipv4: [up, dead])])
         }
-        let made = service.reportState.decisions()
-        XCTAssertEqual(made.map(\.kind), [.demoted])
-        XCTAssertEqual(made.first?.view, "carrier-b")
+        let port = try XCTUnwrap(service.port)
+        func report(_ address: HTTPDNSIPAddress) -> Data {
+            let item = #"{"host":"www.example.test","address":"\#(address)","port":\#(port),"error":"connect-timeout","time":1796300000}"#
+            return Data(#"{"reports":[\#(item)]}"#.utf8)
+        }
+        for network in 0..<3 {
+            let reply = try await post(service, report(up), from: "203.0.\(network).1")
+            XCTAssertEqual(reply.text, #"{"accepted":1}"#)
+        }
+        let demoted = try await decisions(service, count: 1)
+        XCTAssertEqual(demoted.map(\.kind), [.demoted])
+        XCTAssertEqual(demoted.first?.view, "carrier-b")
+        XCTAssertEqual(service.reportOrder([up, dead], view: "carrier-b"), [dead, up])
+        XCTAssertEqual(service.reportOrder([up, dead], view: "carrier-a"), [up, dead])
+        for network in 0..<3 {
+            _ = try await post(service, report(dead), from: "203.0.\(network).1")
+        }
+        let made = try await decisions(service, count: 2)
+        XCTAssertEqual(Set(made.map(\.kind)), [.down, .demoted])
+        XCTAssertEqual(service.reportOrder([up, dead], view: "carrier-a"), [up])
+        XCTAssertTrue(service.metrics.render().contains("httpdns_report_probes_total{result=\"unreachable\"} 1\n"))
     }
 
     func testABadReportConfigurationIsRefusedAtStart() {

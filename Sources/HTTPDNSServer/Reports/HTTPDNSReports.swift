@@ -72,7 +72,7 @@ package final class HTTPDNSReports: Sendable {
     package func record(_ batch: HTTPDNSReportBatch, client: HTTPDNSIPAddress, served: (String, HTTPDNSIPAddress) -> Bool) -> Int {
         let now = clock.now()
         let network = HTTPDNSReportNetwork(client: client)
-        let view = settings.view(client)
+        let view = settings.view?(client) ?? HTTPDNSService.Reports.defaultView
         let relevant = batch.items.filter { served($0.host, $0.address) }
         var jobs: [ProbeJob] = []
         var skipped = 0
@@ -83,7 +83,8 @@ package final class HTTPDNSReports: Sendable {
                 let networks = state.aggregator.record(key, network: network, host: item.host, port: item.port, now: now)
                 guard state.decisions.needsProbe(key, networks: networks, threshold: settings.threshold, now: now) else { continue }
                 guard settings.probe != nil else {
-                    // No probe: the clients' word alone may only reorder their own view.
+                    // No probe (only when made without the service, which always gives one): the
+                    // clients' word alone may only reorder their own view.
                     decided += state.decisions.probeFinished(
                         item.address, reachable: true, views: [(view, networks)], host: item.host, port: item.port, now: now)
                     continue

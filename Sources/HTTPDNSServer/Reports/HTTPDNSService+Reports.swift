@@ -34,12 +34,11 @@ extension HTTPDNSService {
         public var maxProbesInFlight: Int = 16
         /// Longest a probe may take; longer counts as unreachable. Default 10 s.
         public var probeTimeout: Duration = .seconds(10)
-        /// The probe (nil: no probe, so reports can only demote in a view, never take an address
-        /// out for everyone). Default nil; the service's origin checks plug in here.
+        /// The server's own probe of a reported address. Default nil: the service's origin prober
+        /// (the zone's check for that address and port, else a TCP connect; tests put a stand-in here).
         package var probe: (any HTTPDNSReportProbe)? = nil
-        /// The view of a client address (the name of the view its answers come from). Default: one
-        /// view, `default`, for everyone.
-        package var view: @Sendable (HTTPDNSIPAddress) -> String = { _ in HTTPDNSService.Reports.defaultView }
+        /// The view of a reporting client's address. Default nil: the service's views.
+        package var view: (@Sendable (HTTPDNSIPAddress) -> String)? = nil
 
         /// The view every client is in until views are configured.
         package static let defaultView = "default"
