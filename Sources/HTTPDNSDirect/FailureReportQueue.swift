@@ -44,6 +44,8 @@ package struct FailureReportQueue: Sendable {
     package private(set) var accepted = 0
     /// Report requests made so far.
     package private(set) var requests = 0
+    /// Batches handed out by ``next(now:skippingGather:)`` whose send has not finished.
+    package private(set) var inFlight = 0
 
     /// - Parameters: the settings, already within their bounds.
     package init(capacity: Int, maxBatch: Int, interval: Double) {
@@ -63,10 +65,11 @@ package struct FailureReportQueue: Sendable {
         return trim()
     }
 
-    /// What to do at `now`; a returned batch leaves the queue.
-    package mutating func next(now: Double) -> Step {
+    /// What to do at `now`; a returned batch leaves the queue. `skippingGather` sends without the
+    /// gathering wait (a process about to exit), never sooner than the interval allows.
+    package mutating func next(now: Double, skippingGather: Bool = false) -> Step {
         guard !items.isEmpty else { return .idle }
-        let due = max(notBefore, (firstQueuedAt ?? now) + gather)
+        let due = skippingGather ? notBefore : max(notBefore, (firstQueuedAt ?? now) + gather)
         guard now >= due else { return .wait(due - now) }
         let batch = Array(items.prefix(maxBatch))
         items.removeFirst(batch.count)
@@ -74,11 +77,13 @@ package struct FailureReportQueue: Sendable {
         firstQueuedAt = items.isEmpty ? nil : -Double.infinity
         notBefore = now + interval
         requests += 1
+        inFlight += 1
         return .send(batch)
     }
 
     /// Books how the send of `batch` ended at `now`; returns how many reports were dropped by it.
     package mutating func finished(_ batch: [FailureReport], _ outcome: Outcome, now: Double) -> Int {
+        inFlight = max(0, inFlight - 1)
         switch outcome {
         case .accepted:
             accepted += batch.count

@@ -52,14 +52,18 @@ package final class FailureReporter: Sendable {
                 case .send(let batch):
                     let outcome = await send(batch)
                     if Task.isCancelled { return }
-                    let (dropped, total) = queue.withLock { queue in (queue.finished(batch, outcome, now: now), queue.dropped) }
-                    if dropped > 0 { monitor?.failureReportsDropped(count: dropped, total: total) }
+                    finished(batch, outcome)
                 }
             }
         }
 
-        /// One report request; how it ended.
-        func send(_ batch: [FailureReport]) async -> FailureReportQueue.Outcome {
+        func finished(_ batch: [FailureReport], _ outcome: FailureReportQueue.Outcome) {
+            let (dropped, total) = queue.withLock { queue in (queue.finished(batch, outcome, now: now), queue.dropped) }
+            if dropped > 0 { monitor?.failureReportsDropped(count: dropped, total: total) }
+        }
+
+        /// One report request, within `limit`; how it ended.
+        func send(_ batch: [FailureReport], limit: Duration = .seconds(30)) async -> FailureReportQueue.Outcome {
             let body = FailureReport.body(batch)
             let wallNow = clock.now()
             var request = HTTPTransportRequest(url: settings.endpoint, method: "POST", body: .data(Data(body)), trust: trust)
@@ -67,7 +71,7 @@ package final class FailureReporter: Sendable {
                 HTTPTransportHeader(name: "Content-Type", value: "application/json"),
                 HTTPTransportHeader(name: "Authorization", value: FailureReport.authorization(settings.credential, body: body, now: wallNow)),
             ]
-            request.timeouts = .init(connect: .seconds(10), total: .seconds(30), idle: .seconds(30))
+            request.timeouts = .init(connect: min(.seconds(10), limit), total: limit, idle: limit)
             request.maxResponseBytes = 64 << 10
             do {
                 let response = try await transport.send(request)
@@ -124,6 +128,30 @@ package final class FailureReporter: Sendable {
         let (dropped, total) = core.queue.withLock { queue in (queue.append(report, now: now), queue.dropped) }
         core.wake.yield()
         if dropped > 0 { core.monitor?.failureReportsDropped(count: dropped, total: total) }
+    }
+
+    /// Sends what waits without the gathering wait (still at most one request per interval), and
+    /// returns once nothing waits or is in flight, or after `limit`: for a process about to exit
+    /// (`httpdns fetch`, a stopping `httpdns proxy`). What is left then is lost.
+    package func flush(within limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline, !Task.isCancelled {
+            let now = core.now
+            let step = core.queue.withLock { $0.next(now: now, skippingGather: true) }
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            switch step {
+            case .send(let batch):
+                core.finished(batch, await core.send(batch, limit: max(remaining, .milliseconds(100))))
+            case .idle where core.queue.withLock({ $0.inFlight == 0 }):
+                return
+            case .idle:
+                // The sender task's request is under way.
+                try? await Task.sleep(for: .milliseconds(20))
+            case .wait(let seconds):
+                guard Duration.milliseconds(Int64(seconds * 1000)) < remaining else { return }
+                try? await Task.sleep(for: .milliseconds(Int64((seconds * 1000).rounded(.up))))
+            }
+        }
     }
 
     /// Reports dropped so far: pushed out of the full queue, or refused for good by the endpoint.

@@ -98,6 +98,9 @@ public final class HTTPDNSProxy: Sendable {
     /// The failover (the one ``HTTPDNSClient`` uses): cool-down, next address, LocalDNS, block redirect.
     let failover: HTTPDNSConnector
 
+    /// The sender of ``Configuration/failureReports``, nil when they are off.
+    package var failureReporter: FailureReporter? { failover.reporter }
+
     private struct State {
         var loops: [ProxyLoop] = []
         var endpoints: [(address: HTTPDNSIPAddress, port: UInt16)] = []
