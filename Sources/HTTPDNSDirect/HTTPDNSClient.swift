@@ -12,9 +12,11 @@ import FoundationNetworking
 /// The path of one request: the engine resolves the host (cache → HTTPDNS providers → LocalDNS);
 /// the transport connects to the addresses, fastest remembered first, each attempt pinned with
 /// `CURLOPT_CONNECT_TO` and started 250 ms after the previous one unless that one connected (RFC 8305,
-/// IPv6 and IPv4 alternating); an address that refuses or times out is cooled down in the engine,
-/// then LocalDNS's addresses are tried, then — for a blocked domain — a redirect address from the
-/// app's own IP-list endpoint (seed 003), used directly for its TTL afterwards. With a proxy set in
+/// IPv6 and IPv4 alternating); an address that refuses or times out is cooled down in the engine
+/// (and reported, with ``Configuration/failureReports``); when every address of a cached answer
+/// failed, HTTPDNS is asked once more bypassing the cache, then LocalDNS's addresses are tried,
+/// then — for a blocked domain — a redirect address from the app's own IP-list endpoint (seed 003),
+/// used directly for its TTL afterwards. With a proxy set in
 /// the environment the request goes through it unpinned (``Configuration/proxyPolicy``). A
 /// certificate that does not verify is a hard failure and is never retried elsewhere with weaker checks.
 public final class HTTPDNSClient: Sendable {
