@@ -58,7 +58,11 @@ package final class FailureReporter: Sendable {
         }
 
         func finished(_ batch: [FailureReport], _ outcome: FailureReportQueue.Outcome) {
-            let (dropped, total) = queue.withLock { queue in (queue.finished(batch, outcome, now: now), queue.dropped) }
+            let (dropped, total, waiting) = queue.withLock { queue in
+                (queue.finished(batch, outcome, now: now), queue.dropped, queue.count > 0)
+            }
+            // A batch ``flush(within:)`` put back must not wait for the next report to wake the task.
+            if waiting { wake.yield() }
             if dropped > 0 { monitor?.failureReportsDropped(count: dropped, total: total) }
         }
 

@@ -48,6 +48,8 @@ final class ProxyFailureReportTests: XCTestCase {
         XCTAssertEqual(received.header("Authorization"), "Bearer proxy-token")
         let text = String(decoding: received.request.body, as: UTF8.self)
         XCTAssertFalse(text.contains("private") || text.contains("abc123"), text)
+        let accepted = Date().addingTimeInterval(10)
+        while proxy.failureReporter?.acceptedCount != 1, Date() < accepted { usleep(20_000) }
         XCTAssertEqual(proxy.failureReporter?.acceptedCount, 1)
     }
 }

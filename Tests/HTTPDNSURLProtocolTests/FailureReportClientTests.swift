@@ -90,6 +90,8 @@ final class FailureReportClientTests: XCTestCase {
             XCTAssertFalse(text.contains(secret), "the report carries '\(secret)': \(text)")
         }
         XCTAssertNil(received.request.rawQuery)
+        let deadline = Date().addingTimeInterval(10)
+        while client.failureReporter?.acceptedCount != 1, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         XCTAssertEqual(client.failureReporter?.acceptedCount, 1)
         XCTAssertEqual(endpoint.received.count, 1, "the report request itself is never reported")
     }
@@ -194,6 +196,9 @@ final class FailureReportClientTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(later.at - earlier.at, 0.25, "requests \(later.at - earlier.at) s apart")
         }
         XCTAssertEqual(reporter.requestCount, 3)
+        // The endpoint has the last batch; its answer may still be on the way back.
+        let deadline = Date().addingTimeInterval(10)
+        while reporter.acceptedCount < 120, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         XCTAssertEqual(reporter.acceptedCount, 120)
     }
 
@@ -230,6 +235,8 @@ final class FailureReportClientTests: XCTestCase {
         if requests.count == 2 {
             XCTAssertGreaterThanOrEqual(requests[1].at - requests[0].at, 0.95, "Retry-After: 1 waited out")
         }
+        let deadline = Date().addingTimeInterval(10)
+        while reporter.acceptedCount < 3, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         XCTAssertEqual(reporter.acceptedCount, 3)
         XCTAssertEqual(reporter.droppedCount, 0)
     }
