@@ -256,7 +256,8 @@ public final class HTTPDNSEngine: Sendable {
     /// A cache miss (or expired entry): one shared upstream lookup, stale answer if it fails.
     @usableFromInline
     func resolveMiss(
-        _ key: HTTPDNSCacheKey, original host: String, family: HTTPDNSAddressFamily?, staleFallback: Bool
+        _ key: HTTPDNSCacheKey, original host: String, family: HTTPDNSAddressFamily?, staleFallback: Bool,
+        bypassingCache: Bool = false
     ) async throws -> HTTPDNSAnswer {
         if let literal = HTTPDNSIPAddress(key.host) {
             return HTTPDNSAnswer(host: host, addresses: [literal], ttl: 0, source: "literal", origin: .static)
@@ -272,14 +273,18 @@ public final class HTTPDNSEngine: Sendable {
             await discovery.value
             // Without a NAT64 prefix `.auto` now means IPv6 only.
             let decided = concreteFamily(family)
-            if decided != key.family { return try await resolve(host, family: decided) }
+            if decided != key.family {
+                return bypassingCache
+                    ? try await resolveBypassingCache(host, family: decided) : try await resolve(host, family: decided)
+            }
         }
         // The cache is asked again under the same lock that registers the flight: a flight that
         // finished since the first look (it stores its answer and leaves in one locked step) must not
-        // be followed by a second upstream request for the same name.
+        // be followed by a second upstream request for the same name. A lookup that bypasses the
+        // cache skips that look, but still joins a flight already under way: it asks upstream too.
         let now = clock.now()
         let step = state.withLock { state -> MissStep in
-            if state.inFlight[key] == nil, case .fresh(let entry, let remaining, _) = state.cache.lookup(key, now: now) {
+            if !bypassingCache, state.inFlight[key] == nil, case .fresh(let entry, let remaining, _) = state.cache.lookup(key, now: now) {
                 return .answered(cachedAnswer(key, entry, ttl: remaining, stale: false))
             }
             let (flight, isNew) = upstreamFlight(key, state: &state)

@@ -20,6 +20,12 @@ package struct AddressPlan {
     package var unpinnedUsed = false
     package var localTried = false
     package var redirectTried = false
+    /// The answer came from the cache: once its addresses are used up, HTTPDNS is asked again
+    /// bypassing the cache before LocalDNS (seed 002), once.
+    package var reaskable = false
+    package var reasked = false
+    /// The port connected to, for failure reports.
+    package var port = 0
     package var resolutionError: (any Error)?
 
     /// Adds addresses, alternating IPv6 and IPv4 when both are present (RFC 8305's interleaving).

@@ -47,6 +47,7 @@ extension HTTPDNSClient {
             var plan = AddressPlan()
             plan.host = HTTPDNSHostPolicy.normalize(host)
             plan.protected = engine.protects(host)
+            plan.port = url.port ?? (scheme == "https" ? 443 : 80)
             let proxy = proxies.proxy(for: url)
             let sticky = plan.protected ? connector.redirectedAddresses(for: plan.host) : nil
             if let sticky {

@@ -114,7 +114,7 @@ extension HTTPDNSClient {
     private func recordFailure(_ error: HTTPTransportError, at address: HTTPDNSIPAddress?, plan: AddressPlan, context: AttemptContext) throws {
         if error.code == .cancelled, context.task.isCancelled { throw CancellationError() }
         context.report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
-        if let address, error.code != .cancelled { connector.connectFailed(address, error: error) }
+        if let address, error.code != .cancelled { connector.connectFailed(address, error: error, plan: plan) }
         if error.code == .serverCertificateUntrusted || error.code == .secureConnectionFailed {
             // Fail closed: the address (maybe from a stale cache entry) is not the real host's.
             engine.invalidate(plan.host)

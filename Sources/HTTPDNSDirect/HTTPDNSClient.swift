@@ -12,9 +12,11 @@ import FoundationNetworking
 /// The path of one request: the engine resolves the host (cache → HTTPDNS providers → LocalDNS);
 /// the transport connects to the addresses, fastest remembered first, each attempt pinned with
 /// `CURLOPT_CONNECT_TO` and started 250 ms after the previous one unless that one connected (RFC 8305,
-/// IPv6 and IPv4 alternating); an address that refuses or times out is cooled down in the engine,
-/// then LocalDNS's addresses are tried, then — for a blocked domain — a redirect address from the
-/// app's own IP-list endpoint (seed 003), used directly for its TTL afterwards. With a proxy set in
+/// IPv6 and IPv4 alternating); an address that refuses or times out is cooled down in the engine
+/// (and reported, with ``Configuration/failureReports``); when every address of a cached answer
+/// failed, HTTPDNS is asked once more bypassing the cache, then LocalDNS's addresses are tried,
+/// then — for a blocked domain — a redirect address from the app's own IP-list endpoint (seed 003),
+/// used directly for its TTL afterwards. With a proxy set in
 /// the environment the request goes through it unpinned (``Configuration/proxyPolicy``). A
 /// certificate that does not verify is a hard failure and is never retried elsewhere with weaker checks.
 public final class HTTPDNSClient: Sendable {
@@ -47,8 +49,12 @@ public final class HTTPDNSClient: Sendable {
         /// What to do for a protected host when a proxy is configured for it in the environment.
         /// Default ``HTTPDNSProxyPolicy/respect``: through the proxy, unpinned.
         public var proxyPolicy: HTTPDNSProxyPolicy = .respect
-        /// Told of each address that failed to connect. Default nil: nobody.
+        /// Told of each address that failed to connect, and of failure reports dropped. Default nil: nobody.
         public var monitor: (any HTTPDNSConnectionMonitor)? = nil
+        /// Where to report the addresses of protected hosts that failed to connect (host, address,
+        /// port, error class and time, nothing of the request), in batches from a task of the
+        /// client's own; see ``HTTPDNSFailureReports``. Default nil: no reports.
+        public var failureReports: HTTPDNSFailureReports? = nil
         /// The environment the proxy settings are read from; nil reads the process's when the client
         /// is made. For tests.
         package var proxyEnvironment: [String: String]? = nil
@@ -67,6 +73,9 @@ public final class HTTPDNSClient: Sendable {
     /// The failover from a host to an address that connects (shared in kind with the loopback proxy).
     let connector: HTTPDNSConnector
 
+    /// The sender of ``Configuration/failureReports``, nil when they are off; for tests.
+    package var failureReporter: FailureReporter? { connector.reporter }
+
     /// A client sending through `engine`'s answers; origins are verified against the engine's
     /// ``HTTPDNSConfiguration/trust``. The proxy environment variables are read here.
     public convenience init(engine: HTTPDNSEngine, configuration: Configuration = .init()) {
@@ -81,7 +90,8 @@ public final class HTTPDNSClient: Sendable {
         let attemptDelay = configuration.connectionAttemptDelay.map { max($0, .milliseconds(10)) }
         self.connector = HTTPDNSConnector(
             engine: engine, blockRedirect: configuration.blockRedirect, monitor: configuration.monitor,
-            unmeasuredConnectTime: attemptDelay ?? .milliseconds(250))
+            unmeasuredConnectTime: attemptDelay ?? .milliseconds(250), reports: configuration.failureReports,
+            transport: transport)
         self.proxies = ProxyEnvironment(configuration.proxyEnvironment ?? ProcessInfo.processInfo.environment)
     }
 

@@ -13,8 +13,13 @@ public protocol HTTPDNSConnectionMonitor: Sendable {
     /// `NSDebugDescription`. Sent once per failed address; an address that another address's
     /// connection merely beat in a race is not reported.
     func connectionFailed(address: HTTPDNSIPAddress, error: any Error)
+    /// Failure reports (``HTTPDNSFailureReports``) were lost: `count` just now, `total` since the
+    /// start. The oldest waiting report is dropped when the queue is full; a batch the endpoint
+    /// refuses for good (a 4xx other than 429) is dropped whole.
+    func failureReportsDropped(count: Int, total: Int)
 }
 
 extension HTTPDNSConnectionMonitor {
     public func connectionFailed(address: HTTPDNSIPAddress, error: any Error) {}
+    public func failureReportsDropped(count: Int, total: Int) {}
 }

@@ -10,7 +10,10 @@ import HTTPDNSTransport
 /// attempts. The order: the engine's answer (fastest known first, IPv6 and IPv4 interleaved),
 /// LocalDNS's addresses once those are used up, then — for a host that could not be found or
 /// connected — the domain-block redirect endpoint (seed 003), whose addresses are then used
-/// directly for their TTL. A refused or timed-out address is cooled down in the engine.
+/// directly for their TTL. When the engine's answer came from its cache and all of it failed,
+/// HTTPDNS is asked once more bypassing the cache (seed 002: "ask whether the set of addresses
+/// should change") before LocalDNS. A refused or timed-out address is cooled down in the engine, and
+/// every failed address of a protected host is queued as a failure report when reports are on.
 package final class HTTPDNSConnector: Sendable {
     /// The resolution engine.
     package let engine: HTTPDNSEngine
@@ -20,6 +23,8 @@ package final class HTTPDNSConnector: Sendable {
     package let monitor: (any HTTPDNSConnectionMonitor)?
     /// What an address never measured counts as when ordering by connect time.
     package let unmeasuredConnectTime: Duration
+    /// Sends the failure reports; nil when reports are off.
+    package let reporter: FailureReporter?
     /// Hosts sent to the block-redirect addresses for now (seed 003, made sticky).
     private let blockedHosts = HTTPDNSLock(BlockRedirectMemory())
 
@@ -28,14 +33,21 @@ package final class HTTPDNSConnector: Sendable {
     ///   - blockRedirect: the domain-block redirect endpoint; nil for none.
     ///   - monitor: told of failed addresses.
     ///   - unmeasuredConnectTime: an unmeasured address's place in the connect order.
+    ///   - reports: where failed addresses are reported; nil for nowhere.
+    ///   - transport: sends the reports.
     package init(
         engine: HTTPDNSEngine, blockRedirect: (any HTTPDNSResolver)?, monitor: (any HTTPDNSConnectionMonitor)?,
-        unmeasuredConnectTime: Duration
+        unmeasuredConnectTime: Duration, reports: HTTPDNSFailureReports? = nil, transport: HTTPTransport = .shared
     ) {
         self.engine = engine
         self.blockRedirect = blockRedirect.map { HTTPDNSEngine.trusting(engine.configuration.trust, $0) }
         self.monitor = monitor
         self.unmeasuredConnectTime = unmeasuredConnectTime
+        self.reporter = reports.map {
+            FailureReporter(
+                settings: $0, transport: transport, trust: engine.configuration.trust, clock: engine.configuration.clock,
+                monitor: monitor)
+        }
     }
 
     /// The remembered block-redirect addresses of `host` (normalised), if it was found blocked lately.
@@ -65,6 +77,7 @@ package final class HTTPDNSConnector: Sendable {
             let answer = try await engine.resolve(plan.host)
             plan.add(engine.connectOrder(answer.addresses, unknown: unmeasuredConnectTime))
             plan.localTried = answer.origin == .localDNS
+            plan.reaskable = answer.fromCache
             report.withLock { $0.answer = answer }
         } catch {
             plan.resolutionError = error
@@ -96,6 +109,7 @@ package final class HTTPDNSConnector: Sendable {
             if let next = plan.next() { return next }
         }
         guard plan.protected else { return nil }
+        if plan.reaskable, !plan.reasked, !plan.unpinned, let next = await reask(&plan, report: report) { return next }
         if !plan.localTried, !plan.unpinned {
             plan.localTried = true
             if let local = try? await engine.resolveLocally(plan.host) {
@@ -123,11 +137,34 @@ package final class HTTPDNSConnector: Sendable {
         return nil
     }
 
-    /// An attempt at `address` failed to connect: the monitor hears of it, and a refused or
-    /// timed-out address is cooled down so that no other request waits on it.
-    package func connectFailed(_ address: HTTPDNSIPAddress, error: HTTPTransportError) {
+    /// Every address of a cached answer failed: asks HTTPDNS once more, bypassing the cache, and
+    /// returns the first address not tried yet of what it says (nil when nothing new came).
+    private func reask(_ plan: inout AddressPlan, report: HTTPDNSLock<HTTPDNSConnectionReport>) async -> HTTPDNSIPAddress? {
+        plan.reasked = true
+        guard let answer = try? await engine.resolveBypassingCache(plan.host) else { return nil }
+        plan.add(engine.connectOrder(answer.addresses, unknown: unmeasuredConnectTime))
+        // The engine fell back to LocalDNS itself: no need to ask it again.
+        if answer.origin == .localDNS { plan.localTried = true }
+        guard let next = plan.next() else { return nil }
+        report.withLock { $0.answer = answer }
+        return next
+    }
+
+    /// An attempt at `address` failed to connect: the monitor hears of it, a refused or timed-out
+    /// address is cooled down so that no other request waits on it, and the failure is queued as a
+    /// report when the host is a protected one (a literal or unprotected host is nobody's business).
+    package func connectFailed(_ address: HTTPDNSIPAddress, error: HTTPTransportError, plan: AddressPlan) {
+        connectFailed(address, error: error, reportingAs: plan.protected ? (plan.host, plan.port) : nil)
+    }
+
+    /// An attempt at `address` failed to connect; `target` is the protected host (normalised) and
+    /// port to report it under, nil to report nothing.
+    package func connectFailed(_ address: HTTPDNSIPAddress, error: HTTPTransportError, reportingAs target: (host: String, port: Int)?) {
         monitor?.connectionFailed(address: address, error: error.urlError)
         if HTTPDNSConnector.isConnectFailure(error) { engine.reportUnreachable(address) }
+        if let reporter, let target, let errorClass = FailureReport.ErrorClass(error) {
+            reporter.record(host: target.host, address: address, port: target.port, error: errorClass)
+        }
     }
 
     /// Keeps the block-redirect addresses for the host when one of them answered (seed 003, sticky).

@@ -55,9 +55,13 @@ public final class HTTPDNSProxy: Sendable {
         /// Where to ask for an address when a host cannot be found or connected (the domain-block
         /// redirect), as ``HTTPDNSClient/Configuration/blockRedirect``. Default nil: none.
         public var blockRedirect: (any HTTPDNSResolver)? = nil
-        /// Told of tunnels opened, failed and closed, clients refused, and each address that failed
-        /// to connect. Default nil: nobody.
+        /// Told of tunnels opened, failed and closed, clients refused, each address that failed
+        /// to connect, and failure reports dropped. Default nil: nobody.
         public var monitor: (any HTTPDNSProxyMonitor)? = nil
+        /// Where to report the addresses of protected hosts that failed to connect, as
+        /// ``HTTPDNSClient/Configuration/failureReports`` (the proxy sees refusals, timeouts and
+        /// unreachable addresses; TLS is the program's own). Default nil: no reports.
+        public var failureReports: HTTPDNSFailureReports? = nil
 
         public init() {}
     }
@@ -94,6 +98,9 @@ public final class HTTPDNSProxy: Sendable {
     /// The failover (the one ``HTTPDNSClient`` uses): cool-down, next address, LocalDNS, block redirect.
     let failover: HTTPDNSConnector
 
+    /// The sender of ``Configuration/failureReports``, nil when they are off.
+    package var failureReporter: FailureReporter? { failover.reporter }
+
     private struct State {
         var loops: [ProxyLoop] = []
         var endpoints: [(address: HTTPDNSIPAddress, port: UInt16)] = []
@@ -113,7 +120,7 @@ public final class HTTPDNSProxy: Sendable {
         // the client's default attempt delay would place it.
         self.failover = HTTPDNSConnector(
             engine: engine, blockRedirect: configuration.blockRedirect, monitor: configuration.monitor,
-            unmeasuredConnectTime: .milliseconds(250))
+            unmeasuredConnectTime: .milliseconds(250), reports: configuration.failureReports)
     }
 
     deinit {

@@ -96,7 +96,11 @@ final class ProxyConnection {
             connect(plan)
         case .startConnector(let host, let port, let cooling, let closing):
             closeUpstream(closing)
-            if let cooling { loop.settings.connector.failover.connectFailed(cooling.address, error: cooling.error) }
+            if let cooling {
+                // The fast path's address came from a fresh cached answer: the host is a protected one.
+                loop.settings.connector.failover.connectFailed(
+                    cooling.address, error: cooling.error, reportingAs: (HTTPDNSHostPolicy.normalize(host), Int(port)))
+            }
             startConnector(host: host, port: port)
         case .deliver(let deliver, let result, let closing):
             closeUpstream(closing)

@@ -38,6 +38,7 @@ struct ProxyConnector: Sendable {
             viaBlockRedirect: false, httpVersion: "1.1"))
         var plan = AddressPlan()
         plan.host = HTTPDNSHostPolicy.normalize(host)
+        plan.port = Int(port)
         if let literal = HTTPDNSIPAddress(host) {
             plan.add([literal])
         } else if engine.protects(host) {
@@ -71,7 +72,7 @@ struct ProxyConnector: Sendable {
                 return
             case .failed(let error):
                 report.withLock { $0.attempts.append(.init(address: address, failure: error.description)) }
-                failover.connectFailed(address, error: error)
+                failover.connectFailed(address, error: error, plan: plan)
                 lastError = error
             }
         }

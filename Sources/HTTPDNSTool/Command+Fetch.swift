@@ -12,7 +12,7 @@ extension Command {
             """,
         usage: "httpdns fetch [<options>] <url>",
         arguments: [("<url>", "An http:// or https:// URL (http:// is assumed when no scheme is given).")],
-        options: FetchOptions.specs + SharedOptions.specs.filter { $0.key != "json" } + [HelpText.helpOption],
+        options: FetchOptions.specs + ReportOptions.specs + SharedOptions.specs.filter { $0.key != "json" } + [HelpText.helpOption],
         sections: [
             ("EXIT STATUS", ToolHelp.exitStatus + " With --fail, an HTTP status of 400 or above is a failure."),
             ("EXAMPLES", """
@@ -21,6 +21,7 @@ extension Command {
                 httpdns fetch -X POST -H 'Content-Type: application/json' -d '{"a":1}' https://api.example.com/v1
                 httpdns fetch --data-binary @big.bin https://upload.example.com/
                 httpdns fetch -v --resolve example.com:443:203.0.113.7 https://example.com/
+                httpdns fetch --report https://httpdns.example/report --report-token T https://www.example.com/
                 """),
         ])
 
@@ -30,6 +31,7 @@ extension Command {
         guard let parsed = try parse(arguments, command: command, help: fetchHelp) else { return ExitStatus.success }
         let shared = try SharedOptions(parsed, command: command)
         let options = try FetchOptions(parsed, shared: shared, command: command)
+        let reports = try ReportOptions.parse(parsed, command: command)
         let transport = HTTPTransport()
         let trust = try shared.makeTrust(command: command)
         let monitor = FetcherMonitor(verbose: options.verbose)
@@ -49,12 +51,16 @@ extension Command {
                 throw UsageError("bad --fallback-ips '\(url)': \(SharedOptions.detail(error))", command: command)
             }
         }
+        configuration.failureReports = reports
         let client = HTTPDNSClient(engine: engine, transport: transport, configuration: configuration)
         let fetcher = Fetcher(options: options, client: client, monitor: monitor, trustText: trustText(trust))
         let task = Task { try await fetcher.run() }
         let signals = SignalWatcher { _ in task.cancel() }
         defer { signals.stop() }
-        return try await task.value
+        let result = await task.result
+        // The process ends here: the reports of this fetch go now rather than after the usual wait.
+        await client.failureReporter?.flush(within: .seconds(3))
+        return try result.get()
     }
 
     /// The shared options' engine (its static entries are the `--resolve` ones, always pinned); the

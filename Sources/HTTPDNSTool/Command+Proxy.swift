@@ -33,7 +33,7 @@ extension Command {
             private targets are refused unless --allow-private is given. Runs until SIGINT or SIGTERM.
             """,
         usage: "httpdns proxy [<options>]",
-        options: proxySpecs + SharedOptions.specs.filter { $0.key != "json" } + [HelpText.helpOption],
+        options: proxySpecs + ReportOptions.specs + SharedOptions.specs.filter { $0.key != "json" } + [HelpText.helpOption],
         sections: [
             ("OUTPUT", "First line on stdout: the proxy URL to use, credential included (http://USER:TOKEN@127.0.0.1:8118)."),
             ("EXIT STATUS", "0 after a clean stop, 1 when it cannot listen, 64 bad usage."),
@@ -41,6 +41,7 @@ extension Command {
                 httpdns proxy --listen 127.0.0.1:8118 --provider doh=https://dns.example/dns-query
                 https_proxy=$(head -1 proxy.out) curl https://www.example.com/
                 httpdns proxy --no-proxy-auth --listen [::1]:8118
+                httpdns proxy --report https://httpdns.example/report --report-account 1234 --report-secret S
                 """),
         ])
 
@@ -71,6 +72,7 @@ extension Command {
             configuration.credential = .init(user: String(text[..<colon]), password: String(text[text.index(after: colon)...]))
         }
         configuration.allowPrivateTargets = shared.allowPrivate
+        configuration.failureReports = try ReportOptions.parse(parsed, command: command)
         if let seconds = try FetchOptions.seconds(parsed.last("connect-timeout"), "--connect-timeout", bad) ?? shared.timeout {
             configuration.connectTimeout = .milliseconds(Int64(seconds * 1000))
         }
@@ -104,6 +106,7 @@ extension Command {
         try Output.line(proxy.url?.absoluteString ?? "")
         await waitForStopSignal()
         proxy.stop()
+        await proxy.failureReporter?.flush(within: .seconds(2))
         return ExitStatus.success
     }
 
