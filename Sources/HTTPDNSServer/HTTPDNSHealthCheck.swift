@@ -6,7 +6,7 @@ import HTTPDNSCore
 /// "rise": 2, "fall": 3, "jitter": 0.1}`: every member but `type` may be left out (defaults below).
 /// Each address of the entry is probed on its own; an address that fails ``fall`` probes in a row
 /// leaves the answers, and comes back after ``rise`` good probes in a row. Addresses start up: an
-/// origin not yet probed is answered as it would be without a check (see ``HTTPDNSHealthStatus``).
+/// origin not yet probed is answered as it would be without a check.
 ///
 /// One probe per address and check, however many names share them. A `tls` or `https` check verifies
 /// the certificate for a name that uses the address with this check: the first such name in sorted
