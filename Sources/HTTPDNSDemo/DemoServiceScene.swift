@@ -49,7 +49,7 @@ enum DemoServiceScene {
         let zone = """
             {"\(name)": {"A": ["\(a[0])", "\(a[1])", "\(a[2])"], "ttl": 30, \(check),
               "views": {"carrier-a": {"A": ["\(a[0])", "\(a[1])", "\(a[2])"]},
-                        "carrier-b": {"A": ["\(a[3])", "\(a[1])", "\(a[2])"]}}}}
+                        "carrier-b": {"A": ["\(a[0])", "\(a[3])", "\(a[1])", "\(a[2])"]}}}}
             """
         try zone.write(to: directory.appendingPathComponent("zone.json"), atomically: true, encoding: .utf8)
         try "# carrier A's published ranges\n127.10.0.0/16\n".write(
@@ -69,7 +69,7 @@ enum DemoServiceScene {
         DemoOutput.line("""
             The service side: httpdns serve answers by client network, checks its origins, and listens to the apps
               $ httpdns serve --zone zone.json --views views.json --report-token … --admin-token …
-              zone.json: \(name) → carrier-a \(a[0]), \(a[1]), \(a[2]); carrier-b \(a[3]), \(a[1]), \(a[2]); a TCP check every 0.3 s
+              zone.json: \(name) → carrier-a \(a[0]), \(a[1]), \(a[2]); carrier-b \(a[0]), \(a[3]), \(a[1]), \(a[2]); a TCP check every 0.3 s
               views.json: carrier-a = 127.10.0.0/16, carrier-b = 127.20.0.0/16 (carrier-a.txt, carrier-b.txt)
             """)
 
@@ -92,7 +92,7 @@ enum DemoServiceScene {
         DemoOutput.line("""
               3. carrier A blocks \(a[0]); its apps fail to connect and report it (POST /report, three of carrier A's /24s):
             """)
-        let body = #"{"reports":[{"host":"\#(name)","address":"\#(a[0])","port":443,"error":"connect-timeout","time":\#(Int(Date().timeIntervalSince1970))}]}"#
+        let body = #"{"reports":[{"host":"\#(name)","address":"\#(a[0])","port":\#(port),"error":"connect-timeout","time":\#(Int(Date().timeIntervalSince1970))}]}"#
         for source in ["127.10.1.1", "127.10.2.1", "127.10.3.1"] {
             let result = try? curl.run([
                 "-sS", "--max-time", "5", "--interface", source, "-H", "Authorization: Bearer \(reportToken)",
@@ -106,14 +106,14 @@ enum DemoServiceScene {
         if let status = try? curl.run(["-sS", "--max-time", "5", "-H", "Authorization: Bearer \(adminToken)", "\(base)/status"]),
            let decisions = summary(of: status.stdoutText)
         {
-            DemoOutput.line("    GET /status (admin token): \(decisions)")
+            DemoOutput.line("    GET /status (admin token), report decisions: \(decisions)")
         }
         serve.send(SIGTERM)
         _ = try? serve.wait(timeout: .seconds(10))
         running.withLock { $0.forEach { $0.stop() } }
         DemoOutput.line("""
               => one server, answers chosen per client network; a dead origin left the answers by itself; \
-            apps' reports moved carrier A away from the address its network blocks, and carrier B kept it.
+            apps' reports moved carrier A away from the address its network blocks, while carrier B still leads with it.
 
             """)
     }
@@ -124,9 +124,17 @@ enum DemoServiceScene {
         while !condition(), Date() < deadline { usleep(100_000) }
     }
 
-    /// The status endpoint's report decisions, shortly.
+    /// The status endpoint's report decisions, one phrase each.
     private static func summary(of json: String) -> String? {
-        guard let start = json.range(of: "\"demoted") ?? json.range(of: "\"reports") else { return nil }
-        return String(json[start.lowerBound...].prefix(160)).replacingOccurrences(of: "\n", with: " ")
+        guard let document = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+              let reports = document["reports"] as? [String: Any], let decisions = reports["decisions"] as? [[String: Any]]
+        else { return nil }
+        let phrases = decisions.map { decision in
+            let kind = decision["decision"] as? String ?? "?"
+            let address = decision["address"] as? String ?? "?"
+            let view = (decision["view"] as? String).map { " in \($0)" } ?? " for all"
+            return "\(kind) \(address)\(view) (\(decision["networks"] as? Int ?? 0) networks reported it)"
+        }
+        return phrases.isEmpty ? "no decision" : phrases.joined(separator: "; ")
     }
 }
