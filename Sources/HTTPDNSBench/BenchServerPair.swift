@@ -103,22 +103,9 @@ final class BenchServerPair: @unchecked Sendable {
                 let text = (try? String(contentsOf: entry.log, encoding: .utf8)) ?? ""
                 throw BenchFailure("\(owner) exited with \(entry.process.terminationStatus): \(text.suffix(400))")
             }
-            if Self.accepts(port) { return }
+            if BenchTCPSink.accepts(port: port) { return }
             usleep(50_000)
         }
         throw BenchFailure("\(name) did not listen on 127.0.0.1:\(port) within 15 s")
-    }
-
-    private static func accepts(_ port: UInt16) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
     }
 }

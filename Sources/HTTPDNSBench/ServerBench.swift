@@ -63,35 +63,49 @@ enum ServerBench {
         let loadBefore = BenchSystem.loadAverage()
         var rows: [BenchRow] = []
         for setup in setups {
-            var figures: [[Round]] = [[], []]  // dnsdist, httpdns
-            var failures: [String?] = [nil, nil]
             let targets = [servers.dnsdistTarget(tls: setup.tls), servers.httpdnsTarget(tls: setup.tls)]
-            let variants: [() async throws -> Double] = targets.indices.map { index in
-                {
-                    guard failures[index] == nil else { return 0 }
-                    do {
-                        let round = try measure(targets[index], setup: setup, requests: requests, directory: directory)
-                        figures[index].append(round)
-                        return round.qps
-                    } catch {
-                        failures[index] = String(describing: error)
-                        return 0
-                    }
+            let (figures, failures) = try await alternate(runner, setup: setup, targets: targets, requests: requests, directory: directory)
+            rows += self.rows(setup, figures: figures, failures: failures)
+        }
+        noteLoad(&rows, before: loadBefore, row: 8)
+        return rows
+    }
+
+    /// Rounds of `setup` against each of `targets` in turn (the baseline first), as many as the
+    /// runner gives; a target that fails once is not asked again. Returns the recorded rounds and
+    /// each target's failure.
+    static func alternate(
+        _ runner: BenchRunner, setup: Setup, targets: [BenchServerPair.Target], requests: Int, directory: URL
+    ) async throws -> (figures: [[Round]], failures: [String?]) {
+        var figures: [[Round]] = targets.map { _ in [] }
+        var failures: [String?] = targets.map { _ in nil }
+        let variants: [() async throws -> Double] = targets.indices.map { index in
+            {
+                guard failures[index] == nil else { return 0 }
+                do {
+                    let round = try measure(targets[index], setup: setup, requests: requests, directory: directory)
+                    figures[index].append(round)
+                    return round.qps
+                } catch {
+                    failures[index] = String(describing: error)
+                    return 0
                 }
             }
-            _ = try await runner.interleave(rounds: runner.rounds, deadline: runner.deadline(seconds: 60), variants)
-            rows += self.rows(setup, figures: figures.map(BenchRunner.recorded), failures: failures)
         }
+        _ = try await runner.interleave(rounds: runner.rounds, deadline: runner.deadline(seconds: 60), variants)
+        return (figures.map(BenchRunner.recorded), failures)
+    }
+
+    /// Notes on the first missed row (else the first) when the load average says other processes
+    /// competed for the CPU: the servers and h2load share the cores with whatever else runs.
+    static func noteLoad(_ rows: inout [BenchRow], before loadBefore: String, row: Int) {
         let loadAfter = BenchSystem.loadAverage()
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let busiest = [loadBefore, loadAfter].compactMap { $0.split(separator: " ").first.flatMap { Double($0) } }.max() ?? 0
-        if busiest >= Double(cores) / 2, let index = rows.firstIndex(where: { $0.passed == false }) ?? rows.indices.first {
-            // Both servers and h2load share the cores with whatever else runs: say so once, where it shows.
-            let warning = "load average \(loadBefore) before, \(loadAfter) after on \(cores) cores: other processes "
-                + "competed for the CPU, so a miss in row 8 may be the machine's"
-            rows[index].note = [rows[index].note, warning].compactMap { $0 }.joined(separator: "; ")
-        }
-        return rows
+        guard busiest >= Double(cores) / 2, let index = rows.firstIndex(where: { $0.passed == false }) ?? rows.indices.first else { return }
+        let warning = "load average \(loadBefore) before, \(loadAfter) after on \(cores) cores: other processes "
+            + "competed for the CPU, so a miss in row \(row) may be the machine's"
+        rows[index].note = [rows[index].note, warning].compactMap { $0 }.joined(separator: "; ")
     }
 
     /// The table rows of one setup: qps and CPU per query, and p99 at c=256.

@@ -51,33 +51,12 @@ enum ViewsBench {
         let loadBefore = BenchSystem.loadAverage()
         var rows: [BenchRow] = []
         for setup in setups {
-            var figures: [[ServerBench.Round]] = [[], []]  // plain, views
-            var failures: [String?] = [nil, nil]
             let targets = [plain.target(tls: setup.tls), views.target(tls: setup.tls)]
-            let variants: [() async throws -> Double] = targets.indices.map { index in
-                {
-                    guard failures[index] == nil else { return 0 }
-                    do {
-                        let round = try ServerBench.measure(targets[index], setup: setup, requests: requests, directory: directory)
-                        figures[index].append(round)
-                        return round.qps
-                    } catch {
-                        failures[index] = String(describing: error)
-                        return 0
-                    }
-                }
-            }
-            _ = try await runner.interleave(rounds: runner.rounds, deadline: runner.deadline(seconds: 60), variants)
-            rows += self.rows(setup, figures: figures.map(BenchRunner.recorded), failures: failures)
+            let (figures, failures) = try await ServerBench.alternate(
+                runner, setup: setup, targets: targets, requests: requests, directory: directory)
+            rows += self.rows(setup, figures: figures, failures: failures)
         }
-        let loadAfter = BenchSystem.loadAverage()
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        let busiest = [loadBefore, loadAfter].compactMap { $0.split(separator: " ").first.flatMap { Double($0) } }.max() ?? 0
-        if busiest >= Double(cores) / 2, let index = rows.firstIndex(where: { $0.passed == false }) ?? rows.indices.first {
-            let warning = "load average \(loadBefore) before, \(loadAfter) after on \(cores) cores: other processes "
-                + "competed for the CPU, so a miss in row 10 may be the machine's"
-            rows[index].note = [rows[index].note, warning].compactMap { $0 }.joined(separator: "; ")
-        }
+        ServerBench.noteLoad(&rows, before: loadBefore, row: 10)
         return rows
     }
 

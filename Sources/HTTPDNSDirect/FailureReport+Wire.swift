@@ -27,9 +27,7 @@ extension FailureReport {
             return "Bearer \(token)"
         case .account(let id, let secret):
             let expires = Int64(now.rounded(.down)) + signatureLifetime
-            let message = Array("\(id)\n\(expires)\n".utf8) + body
-            let signature = HTTPDNSCrypto.hexEncode(HTTPDNSCrypto.hmacSHA256(key: Array(secret.utf8), message: message))
-            return "HTTPDNS-HMAC-SHA256 account=\(id), expires=\(expires), signature=\(signature)"
+            return HTTPDNSReportWire.signedHeader(account: id, expires: expires, body: body, secret: secret)
         }
     }
 

@@ -12,14 +12,7 @@ import HTTPDNSCore
 /// client bug shows up at once instead of half a batch being counted.
 package struct HTTPDNSReportBatch: Sendable, Hashable {
     /// Why the app could not use the address (the error classes of the wire contract).
-    package enum Failure: String, Sendable, Hashable, CaseIterable {
-        case connectRefused = "connect-refused"
-        case connectTimeout = "connect-timeout"
-        case tlsVerification = "tls-verification"
-        case tlsHandshake = "tls-handshake"
-        case unreachable
-        case reset
-    }
+    package typealias Failure = HTTPDNSReportWire.ErrorClass
 
     /// One failed address.
     package struct Item: Sendable, Hashable {

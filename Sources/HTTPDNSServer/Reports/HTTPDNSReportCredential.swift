@@ -14,7 +14,7 @@ package enum HTTPDNSReportCredential: Sendable, Hashable {
     case signed(account: String, expires: Int64, signature: [UInt8])
 
     /// The HMAC scheme's name.
-    package static let hmacScheme = "HTTPDNS-HMAC-SHA256"
+    package static let hmacScheme = HTTPDNSReportWire.hmacScheme
     /// Longest header read; anything longer is not a credential of either kind.
     package static let maxHeaderBytes = 1_024
     /// Longest account id (the Alibaba and DNSPod ids are a few digits).
@@ -39,19 +39,19 @@ package enum HTTPDNSReportCredential: Sendable, Hashable {
         }
     }
 
-    /// The bytes signed: `"<account>\n<expires>\n"` then the body.
+    /// The bytes signed (``HTTPDNSReportWire/message(account:expires:body:)``).
     package static func message(account: String, expires: Int64, body: [UInt8]) -> [UInt8] {
-        Array("\(account)\n\(expires)\n".utf8) + body
+        HTTPDNSReportWire.message(account: account, expires: expires, body: body)
     }
 
     /// The signature as lowercase hex, as a client computes it.
     package static func signature(account: String, expires: Int64, body: [UInt8], secret: String) -> String {
-        HTTPDNSCrypto.hexEncode(HTTPDNSCrypto.hmacSHA256(key: Array(secret.utf8), message: message(account: account, expires: expires, body: body)))
+        HTTPDNSReportWire.signature(account: account, expires: expires, body: body, secret: secret)
     }
 
     /// The header value a client sends for a signed body.
     package static func signedHeader(account: String, expires: Int64, body: [UInt8], secret: String) -> String {
-        "\(hmacScheme) account=\(account), expires=\(expires), signature=\(signature(account: account, expires: expires, body: body, secret: secret))"
+        HTTPDNSReportWire.signedHeader(account: account, expires: expires, body: body, secret: secret)
     }
 
     /// `account=…, expires=…, signature=…` in any order, each once; optional spaces around commas.
