@@ -10,7 +10,7 @@ struct BenchOptions: Sendable {
     var childRow: Int? = nil
     var childOutput: String? = nil
 
-    static let allRows = 1...9
+    static let allRows = 1...10
 
     static let usage = """
         OVERVIEW: what HTTPDNS protection costs, against baselines measured in the same run
@@ -19,7 +19,7 @@ struct BenchOptions: Sendable {
 
         OPTIONS:
           --quick          fewer rounds and smaller loops (smoke runs; figures are noisier)
-          --only N[,N…]    run only these rows of the table (1-9)
+          --only N[,N…]    run only these rows of the table (1-10)
           --json FILE      also write every figure as JSON to FILE
           -h, --help       show this help
 
@@ -27,7 +27,8 @@ struct BenchOptions: Sendable {
         4 URLSession + protocol, 5 direct client vs curl CLI, 6 64 MiB streamed upload,
         7 memory per cached host, 8 httpdns serve vs dnsdist (DoH, h2load; needs the Debian packages
         dnsdist and nghttp2-client), 9 loopback proxy (httpdns proxy vs plain URLSession, a direct
-        download and tinyproxy; needs the Debian package tinyproxy). Exit status 1 names every missed target; 64 for bad usage.
+        download and tinyproxy; needs the Debian package tinyproxy), 10 httpdns serve with views and health
+        checks vs the plain zone (h2load). Exit status 1 names every missed target; 64 for bad usage.
         """
 
     struct UsageError: Error, CustomStringConvertible {
@@ -55,7 +56,7 @@ struct BenchOptions: Sendable {
                 options.jsonPath = try value(argument)
             case "--row-child":
                 guard let row = Int(try value(argument)), allRows.contains(row) else {
-                    throw UsageError(description: "--row-child takes a row number 1-9")
+                    throw UsageError(description: "--row-child takes a row number 1-10")
                 }
                 options.childRow = row
             case "--child-output":
@@ -63,7 +64,7 @@ struct BenchOptions: Sendable {
             case "--only":
                 for part in try value(argument).split(separator: ",") {
                     guard let row = Int(part), allRows.contains(row) else {
-                        throw UsageError(description: "--only takes row numbers 1-9, got \(part)")
+                        throw UsageError(description: "--only takes row numbers 1-10, got \(part)")
                     }
                     options.only.insert(row)
                 }
