@@ -37,7 +37,9 @@ let package = Package(
         // Swift never imports h2o's headers (see Sources/CH2O/include/httpdns_h2o.h).
         .target(
             name: "CH2O",
-            cSettings: [.define("H2O_USE_EPOLL", to: "1")],
+            // vendor/: klib's khash.h as h2o 2.2.5 bundles it (deps/klib), which h2o/http2_internal.h
+            // includes but Debian's libh2o-dev does not ship (see httpdns_h2o_drain.c).
+            cSettings: [.define("H2O_USE_EPOLL", to: "1"), .headerSearchPath("vendor")],
             linkerSettings: [.linkedLibrary("h2o-evloop"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
 

@@ -31,6 +31,8 @@ void httpdns_h2o__on_connection_close(void *data)
         h2o_timeout_unlink(&c->setup_deadline);
     if (h2o_timeout_is_linked(&c->request_deadline))
         h2o_timeout_unlink(&c->request_deadline);
+    if (h2o_timeout_is_linked(&c->drain_step))
+        h2o_timeout_unlink(&c->drain_step);
     h2o_linklist_unlink(&c->link);
     forget_connection(c->loop->server, c);
 }
@@ -196,9 +198,12 @@ void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int proxy)
         c->setup_deadline.cb = on_setup_timeout;
         h2o_timeout_link(loop->evloop, &loop->context.handshake_timeout, &c->setup_deadline);
         h2o_socket_read_start(sock, on_proxy_read);
-        return;
+    } else {
+        start_connection(c);
     }
-    start_connection(c);
+    /* Accepted by loop 0 just before it stopped, handed to a loop already draining. */
+    if (httpdns_h2o__draining(loop))
+        httpdns_h2o__drain_connection(c);
 }
 
 /* The running loop with the fewest connections, taking turns among equals. */

@@ -19,6 +19,13 @@
 #include <h2o.h>
 #include <h2o/http1.h>
 #include <h2o/http2.h>
+/* For the drain's per-connection GOAWAY (httpdns_h2o_drain.c): h2o's HTTP/2 connection record and
+ * frame encoder. The record's layout is h2o 2.2's; another h2o stops the build here. */
+#include <h2o/http2_internal.h>
+#include <h2o/version.h>
+#if H2O_VERSION_MAJOR != 2 || H2O_VERSION_MINOR != 2
+#error "httpdns_h2o_drain.c reads h2o 2.2's HTTP/2 connection record; check it against this h2o"
+#endif
 #include <openssl/ssl.h>
 
 #define MAX_LISTENERS 32
@@ -37,6 +44,11 @@ enum message_kind {
 
 struct connection;
 struct loop;
+
+/* An HTTP/2 connection's drain: no GOAWAY yet; the first (last stream 2^31-1, "no new streams")
+ * sent; the final one (the last stream taken) sent, after which h2o closes the connection once
+ * those streams are answered. */
+enum { GOAWAY_NONE, GOAWAY_ANNOUNCED, GOAWAY_FINAL };
 
 struct message {
     h2o_multithread_message_t super;
@@ -79,6 +91,13 @@ struct connection {
     int listener;
     /* Requests of this connection handed to Swift and not yet let go (HTTP/2 stream limit). */
     int requests;
+    /* Requests of this connection handed to Swift and not yet disposed of by h2o (answered and
+     * written, or abandoned): the drain's "request in hand". */
+    int active;
+    /* The drain's next step for this connection (see httpdns_h2o_drain.c). */
+    h2o_timeout_entry_t drain_step;
+    /* HTTP/2 on drain: GOAWAY_* below. */
+    int goaway;
     struct sockaddr_storage peer;
     socklen_t peer_length;
 };
@@ -105,6 +124,8 @@ struct loop {
     h2o_accept_ctx_t accept_ctx[MAX_LISTENERS];
     /* Our HTTP/1 request deadline (h2o's own req_timeout is set a second later, as a backstop). */
     h2o_timeout_t request_deadline;
+    /* The drain's quiet period (drain_quiet_ms). */
+    h2o_timeout_t drain_quiet;
     /* The callbacks of h2o's HTTP/1 connections, learnt at the first one: a socket whose connection
      * has others has become HTTP/2 (h2c). */
     const h2o_conn_callbacks_t *http1_callbacks;
@@ -175,6 +196,14 @@ __attribute__((visibility("hidden"))) void httpdns_h2o__on_connection_close(void
 __attribute__((visibility("hidden"))) void httpdns_h2o__arm_request_deadline(struct connection *c);
 __attribute__((visibility("hidden"))) void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int proxy);
 __attribute__((visibility("hidden"))) void httpdns_h2o__on_accept(h2o_socket_t *listener_socket, const char *error);
+
+/* httpdns_h2o_drain.c */
+static inline int httpdns_h2o__draining(struct loop *loop) { return loop->context.shutdown_requested; }
+__attribute__((visibility("hidden"))) void httpdns_h2o__drain_begin(struct loop *loop);
+__attribute__((visibility("hidden"))) void httpdns_h2o__drain_connection(struct connection *c);
+__attribute__((visibility("hidden"))) void httpdns_h2o__drain_on_request(struct connection *c, int http1);
+__attribute__((visibility("hidden"))) void httpdns_h2o__drain_on_request_done(struct connection *c);
+__attribute__((visibility("hidden"))) int httpdns_h2o__drain_unfinished(struct connection *c);
 
 /* httpdns_h2o_request.c */
 __attribute__((visibility("hidden"))) int httpdns_h2o__on_req(h2o_handler_t *self, h2o_req_t *req);

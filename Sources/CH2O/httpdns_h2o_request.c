@@ -43,15 +43,27 @@ static void on_dispose(void *slot)
         r->counted = 0;
         r->conn->requests--;
     }
+    if (r->conn != NULL)
+        r->conn->active--;
     /* HTTP/1: this request is over (answered, or its connection is closing); the next one has
      * the request timeout from now, as h2o's own keep-alive timer has. */
-    if (r->conn != NULL && r->http1)
+    if (r->conn != NULL && r->http1) {
         httpdns_h2o__arm_request_deadline(r->conn);
+        httpdns_h2o__drain_on_request_done(r->conn);
+    }
     r->conn = NULL;
     /* A streaming producer waits for `proceed`: tell it the client is gone. */
     if (r->started && !r->finished && r->swift_holds)
         notify_proceed(r, 1);
     free_request_if_done(r);
+}
+
+/* HTTP/1 during the drain: this response says `Connection: close` and its connection closes after
+ * it, also when h2o parsed the request (persistent) before the drain began. */
+static void keep_alive_unless_draining(httpdns_h2o_request *r)
+{
+    if (r->http1 && httpdns_h2o__draining(r->loop))
+        r->req->http1_is_persistent = 0;
 }
 
 static void send_chunk(httpdns_h2o_request *r, struct message *m)
@@ -130,6 +142,7 @@ int httpdns_h2o__on_req(h2o_handler_t *self, h2o_req_t *req)
         /* The request is whole: the deadline for its head and body is met. */
         if (h2o_timeout_is_linked(&c->request_deadline))
             h2o_timeout_unlink(&c->request_deadline);
+        httpdns_h2o__drain_on_request(c, http1);
         if (!http1 && (size_t)c->requests >= s->settings.max_streams) {
             refuse_stream(s, req);
             return 0;
@@ -145,6 +158,7 @@ int httpdns_h2o__on_req(h2o_handler_t *self, h2o_req_t *req)
     if (c != NULL) {
         r->counted = 1;
         c->requests++;
+        c->active++;
     }
     r->swift_holds = 1;
     r->generator.proceed = on_proceed;
@@ -203,6 +217,7 @@ void httpdns_h2o__handle_head(struct message *m)
         return;
     }
     h2o_req_t *req = r->req;
+    keep_alive_unless_draining(r);
     req->res.status = m->status;
     req->res.reason = reason_for(m->status);
     for (size_t i = 0; i < m->header_count; i++) {
@@ -276,6 +291,7 @@ void httpdns_h2o__handle_release(struct message *m)
             h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
         } else {
             r->started = 1;
+            keep_alive_unless_draining(r);
             h2o_send_error_generic(r->req, 503, "Service Unavailable", "service unavailable\n", 0);
         }
         return;

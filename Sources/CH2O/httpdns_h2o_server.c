@@ -24,8 +24,6 @@
 
 /* ---- control ---- */
 
-static int stopping(struct loop *loop) { return loop->context.shutdown_requested; }
-
 static void stop_accepting(struct loop *loop)
 {
     httpdns_h2o_server *s = loop->server;
@@ -40,9 +38,9 @@ static void stop_accepting(struct loop *loop)
             }
         }
     }
-    /* HTTP/2 connections get GOAWAY, HTTP/1 ones lose keep-alive. */
-    if (!stopping(loop))
-        h2o_context_request_shutdown(&loop->context);
+    /* Each connection answers what is on its way, then closes (httpdns_h2o_drain.c). */
+    if (!httpdns_h2o__draining(loop))
+        httpdns_h2o__drain_begin(loop);
 }
 
 static void dispatch(struct loop *loop, struct message *m)
@@ -78,6 +76,8 @@ static void dispatch(struct loop *loop, struct message *m)
         loop->closing = 1;
         for (h2o_linklist_t *node = loop->connections.next; node != &loop->connections; node = node->next) {
             struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, link, node);
+            if (httpdns_h2o__drain_unfinished(c))
+                loop->server->callbacks.shed(loop->server->callbacks.context, HTTPDNS_H2O_SHED_DRAIN);
             shutdown(c->fd, SHUT_RDWR);
         }
         free(m);
@@ -215,7 +215,8 @@ static void setup(struct loop *loop)
     loop->config.http1.req_timeout = settings->request_timeout_ms + 1000;
     loop->config.http1.upgrade_to_http2 = 1;
     loop->config.http2.idle_timeout = settings->idle_timeout_ms;
-    loop->config.http2.graceful_shutdown_timeout = settings->graceful_shutdown_ms;
+    /* The drain sends each HTTP/2 connection its GOAWAYs itself (httpdns_h2o_drain.c), not all at once. */
+    loop->config.http2.callbacks.request_shutdown = NULL;
     /* h2o runs every stream it accepts (it resets those past its advertised 100 itself); httpdns_h2o__on_req
      * refuses those past max_streams, instead of h2o queueing them. */
     loop->config.http2.max_concurrent_requests_per_connection = H2O_HTTP2_SETTINGS_HOST.max_concurrent_streams;
@@ -227,6 +228,7 @@ static void setup(struct loop *loop)
     loop->evloop = h2o_evloop_create();
     h2o_context_init(&loop->context, loop->evloop, &loop->config);
     h2o_timeout_init(loop->evloop, &loop->request_deadline, settings->request_timeout_ms);
+    h2o_timeout_init(loop->evloop, &loop->drain_quiet, settings->drain_quiet_ms);
     h2o_linklist_init_anchor(&loop->deferred);
     h2o_timeout_init(loop->evloop, &loop->flush_timeout, 0);
     loop->flush_entry.cb = on_flush;

@@ -145,6 +145,8 @@ public final class HTTPDNSServerMetrics: Sendable {
         case deadline
         /// An HTTP/2 connection asked for more concurrent streams than allowed.
         case streams
+        /// A connection was closed at the end of the drain (`--drain-timeout`) with a request unfinished.
+        case drain
 
         package var label: String {
             switch self {
@@ -152,6 +154,7 @@ public final class HTTPDNSServerMetrics: Sendable {
             case .perClient: "per-client"
             case .deadline: "deadline"
             case .streams: "streams"
+            case .drain: "drain"
             }
         }
     }

@@ -40,6 +40,7 @@ extension HTTPDNSService {
             case .refusedPerClient: metrics.shed(.perClient)
             case .refusedStream: metrics.shed(.streams)
             case .requestDeadline: metrics.shed(.deadline)
+            case .drainCut: metrics.shed(.drain)
             }
         }
     }

@@ -128,7 +128,8 @@ public final class HTTPDNSService: Sendable {
         /// HTTP/2: requests of one connection handled at once (at most 100, what h2o advertises);
         /// more are answered `503` with `Retry-After` at once and count as shed (`streams`). Default 100.
         public var maxConcurrentStreams: Int = 100
-        /// On ``HTTPDNSService/stop()``: how long requests in flight may finish. Default 5 s.
+        /// On ``HTTPDNSService/stop()``: how long the drain may answer requests in flight or on their way
+        /// (see `HTTPServer.stop(drain:)`); what remains then is closed. Default 5 s.
         public var drainTimeout: Duration = .seconds(5)
         /// `SO_REUSEPORT`, so that several instances share a port. Default false.
         public var reusePort: Bool = false

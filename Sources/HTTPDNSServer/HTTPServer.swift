@@ -72,6 +72,13 @@ package final class HTTPServer: Sendable {
         /// responder (``ConnectionEvent/refusedStream``). At most ``streamCeiling``. Default 100.
         package var maxConcurrentStreams: Int = 100
 
+        /// The drain (``HTTPServer/stop(drain:)``): how long a connection with no request in hand must
+        /// stay quiet before HTTP/1 closes it or HTTP/2 sends it GOAWAY, and how long HTTP/2 waits
+        /// after that GOAWAY before the final one names the last stream it took. A request already on
+        /// its way arrives within it and is answered. Default 1 s (h2o's bound on a round trip in its
+        /// own graceful shutdown).
+        package var drainQuietPeriod: Duration = .seconds(1)
+
         /// h2o 2.2 advertises `SETTINGS_MAX_CONCURRENT_STREAMS` 100 and resets streams past it itself.
         package static let streamCeiling = 100
 
@@ -147,6 +154,9 @@ package final class HTTPServer: Sendable {
         case refusedStream
         /// An HTTP/1 connection was closed at ``Limits/requestTimeout`` with a request unfinished.
         case requestDeadline
+        /// A connection was closed at the end of the drain (``HTTPServer/stop(drain:)``) with a
+        /// request in hand or part of one received.
+        case drainCut
     }
 
     /// Produces the response for a request on a thread of its own (it may block).
@@ -204,8 +214,16 @@ package final class HTTPServer: Sendable {
         core.stop(drain: .zero)
     }
 
-    /// Stops accepting (closes the listening sockets; HTTP/2 clients get GOAWAY), lets requests in
-    /// flight finish for at most `drain`, then closes every connection. Safe to call more than once.
+    /// Stops accepting (closes the listening sockets first), answers every request already on its
+    /// way for at most `drain`, then closes every connection that remains. Safe to call more than once.
+    ///
+    /// During the drain every HTTP/1 response says `Connection: close` and its connection closes
+    /// after it; an HTTP/1 connection with no request in hand closes once quiet for
+    /// ``Limits/drainQuietPeriod``. An HTTP/2 connection gets GOAWAY ahead of its next response
+    /// (or once quiet), then a final GOAWAY naming the last stream it took, and closes once those
+    /// are answered (RFC 9113 §6.8). Connections closed at the end with a request unfinished are
+    /// counted (``drainCutCount``, ``ConnectionEvent/drainCut``). It returns once every connection
+    /// has closed and every response was handed over, or when `drain` has passed.
     package func stop(drain: Duration = .seconds(5)) {
         core.stop(drain: drain)
     }
@@ -246,6 +264,9 @@ package final class HTTPServer: Sendable {
 
     /// HTTP/1 connections cut at ``Limits/requestTimeout`` with a request unfinished so far.
     package var requestDeadlineCount: Int { core.deadlineCuts.load(ordering: .relaxed) }
+
+    /// Connections closed at the end of a drain with a request unfinished.
+    package var drainCutCount: Int { core.drainCuts.load(ordering: .relaxed) }
 
     /// Requests whose response has not been handed to the loop yet.
     package var inFlightRequestCount: Int { core.inFlight.load(ordering: .relaxed) }

@@ -26,6 +26,8 @@ final class HTTPServerCore: @unchecked Sendable {
     let refusedStreams = Atomic<Int>(0)
     /// HTTP/1 connections cut at ``HTTPServer/Limits/requestTimeout`` with a request unfinished.
     let deadlineCuts = Atomic<Int>(0)
+    /// Connections closed at the end of a drain with a request unfinished.
+    let drainCuts = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
     /// Open connections per client address (taken on accept and close, not per request).
     private let perClient = HTTPDNSLock<[HTTPDNSIPAddress: Int]>([:])
@@ -83,7 +85,7 @@ final class HTTPServerCore: @unchecked Sendable {
         settings.request_timeout_ms = Self.milliseconds(limits.requestTimeout)
         settings.handshake_timeout_ms = Self.milliseconds(limits.handshakeTimeout)
         settings.idle_timeout_ms = Self.milliseconds(limits.idleTimeout)
-        settings.graceful_shutdown_ms = 2_000
+        settings.drain_quiet_ms = Self.milliseconds(limits.drainQuietPeriod)
         settings.max_streams = min(max(1, limits.maxConcurrentStreams), HTTPServer.Limits.streamCeiling)
         settings.threads = max(1, min(configuration.threads, HTTPServer.Configuration.maxThreads))
         settings.max_body_bytes = max(
@@ -143,7 +145,9 @@ final class HTTPServerCore: @unchecked Sendable {
         httpdns_h2o_server_stop_accepting(handle.pointer)
         let clock = ContinuousClock()
         let drainEnd = clock.now + drain
-        while inFlight.load(ordering: .relaxed) > 0, clock.now < drainEnd {
+        // The connections close themselves once what was on its way is answered (see
+        // `httpdns_h2o_server_stop_accepting`); what remains at the end is cut.
+        while open.load(ordering: .relaxed) > 0 || inFlight.load(ordering: .relaxed) > 0, clock.now < drainEnd {
             usleep(2_000)
         }
         httpdns_h2o_server_close_connections(handle.pointer)
@@ -260,6 +264,9 @@ final class HTTPServerCore: @unchecked Sendable {
         case Int32(HTTPDNS_H2O_SHED_DEADLINE):
             deadlineCuts.add(1, ordering: .relaxed)
             events?(.requestDeadline)
+        case Int32(HTTPDNS_H2O_SHED_DRAIN):
+            drainCuts.add(1, ordering: .relaxed)
+            events?(.drainCut)
         default:
             break
         }

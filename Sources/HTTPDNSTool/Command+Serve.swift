@@ -49,7 +49,7 @@ extension Command {
             HTTP/2: requests of one connection handled at once (1-100); more get 503 with Retry-After, \
             counted as shed. Default 100.
             """),
-        OptionSpec("drain-timeout", value: "seconds", help: "On SIGTERM/SIGINT: how long requests in flight may finish. Default 5."),
+        OptionSpec("drain-timeout", value: "seconds", help: "On SIGTERM/SIGINT: how long the drain may answer requests in flight or on their way (keep-alive connections close once quiet). Default 5."),
         OptionSpec("access-log", value: "file", help: """
             One JSON line per answered request (time, client, protocol, endpoint, name, type, status, rcode, \
             answers, cache, latency) appended to FILE, or stdout for -; reopened on SIGHUP (logrotate). Default none.

@@ -26,6 +26,9 @@ enum {
     HTTPDNS_H2O_SHED_STREAMS = 1,
     /* An HTTP/1 request whose head or body did not arrive within request_timeout_ms (plain: 408). */
     HTTPDNS_H2O_SHED_DEADLINE = 2,
+    /* A connection closed at the drain's end (httpdns_h2o_server_close_connections) with a request
+     * in hand or part of one received: work the drain did not finish. */
+    HTTPDNS_H2O_SHED_DRAIN = 3,
 };
 
 typedef struct {
@@ -59,8 +62,10 @@ typedef struct {
     uint64_t handshake_timeout_ms;
     /* HTTP/2: an idle connection. */
     uint64_t idle_timeout_ms;
-    /* HTTP/2: how long GOAWAY waits before closing on shutdown. */
-    uint64_t graceful_shutdown_ms;
+    /* The drain (httpdns_h2o_server_stop_accepting): how long a connection with no request in
+     * hand stays quiet before HTTP/1 closes it or HTTP/2 sends its GOAWAY, and how long HTTP/2 then
+     * waits before its final GOAWAY names the last stream (h2o's round-trip bound is one second). */
+    uint64_t drain_quiet_ms;
     /* HTTP/2: requests of one connection handled at once (handed to the request callback and not
      * yet answered); more are answered 503 at once. At most h2o's advertised 100. */
     size_t max_streams;
@@ -81,9 +86,15 @@ int httpdns_h2o_server_start(httpdns_h2o_server *server);
 /* Swaps the TLS context of listener `index` for new connections on every loop (each takes a
  * reference). Any thread. */
 void httpdns_h2o_server_set_tls(httpdns_h2o_server *server, int index, httpdns_h2o_tls *tls);
-/* Stops accepting: closes the listeners, sends HTTP/2 GOAWAY, ends HTTP/1 keep-alive. Any thread. */
+/* Begins the drain. The listeners close; every HTTP/1 response from now says `Connection: close`
+ * and its connection closes after it; an HTTP/1 connection with no request in hand closes once it
+ * has been quiet for drain_quiet_ms (a request already on its way arrives first and is answered);
+ * an HTTP/2 connection gets GOAWAY (last stream 2^31-1) ahead of its next response (or once quiet),
+ * then a final GOAWAY naming the last stream it took, and closes once those streams are answered.
+ * Any thread. */
 void httpdns_h2o_server_stop_accepting(httpdns_h2o_server *server);
-/* Shuts down every open connection's socket. Any thread. */
+/* Ends the drain: shuts down every open connection's socket; those with a request in hand or
+ * bytes of one buffered are reported to `shed` as HTTPDNS_H2O_SHED_DRAIN. Any thread. */
 void httpdns_h2o_server_close_connections(httpdns_h2o_server *server);
 /* Ends the loop threads and frees what is safe to free. Any thread but a loop's; once. */
 void httpdns_h2o_server_destroy(httpdns_h2o_server *server);
