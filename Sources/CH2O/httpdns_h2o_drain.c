@@ -16,7 +16,8 @@
  *
  * - HTTP/1: every response made from now says `Connection: close` (httpdns_h2o__handle_head), and
  *   its connection closes after it. A connection with no request in hand is closed once it has
- *   been quiet for drain_quiet_ms: a request already on its way arrives first and is answered.
+ *   been quiet for its quiet period (drain_quiet_ms; 50 ms for a loopback client): a request
+ *   already on its way arrives first and is answered.
  * - HTTP/2: the first GOAWAY goes out ahead of the connection's next response: at once when it has
  *   a request in hand, else when its next request arrives (sent after the client read every
  *   earlier response, so nothing unread comes before the GOAWAY), or once quiet for
@@ -28,6 +29,10 @@
  */
 #define _GNU_SOURCE
 #include "httpdns_h2o_internal.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 
 /* The connection's h2o HTTP/2 connection, or NULL (HTTP/1, or still reading its PROXY header or
  * in its TLS handshake, when sock->data is ours or NULL). */
@@ -47,13 +52,35 @@ static h2o_http2_conn_t *http2_of(struct connection *c)
 
 static void on_drain_step(h2o_timeout_entry_t *entry);
 
-/* The connection's next drain step, drain_quiet_ms from now. */
+/* How long a connection must stay quiet: drain_quiet_ms, or HTTPDNS_H2O_DRAIN_QUIET_NEAR_MS for a
+ * client on this machine (a loopback peer). The wait is for a request the client sent before it
+ * could see the drain: one round trip and the client's own scheduling, which on loopback take
+ * microseconds; waiting the full second for each idle connection held every in-process server's stop
+ * (the test suite's, a sidecar's) for one to two seconds. The kernel's round-trip estimate would be
+ * the general measure, but an idle client's delayed ACKs inflate it to tens of milliseconds. */
+static h2o_timeout_t *quiet_for(struct connection *c)
+{
+    const struct sockaddr_storage *peer = &c->peer;
+    int loopback = 0;
+    if (peer->ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)peer;
+        loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    } else if (peer->ss_family == AF_INET6) {
+        const struct in6_addr *v6 = &((const struct sockaddr_in6 *)peer)->sin6_addr;
+        loopback = IN6_IS_ADDR_LOOPBACK(v6) || (IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127);
+    }
+    return loopback ? &c->loop->drain_quiet_near : &c->loop->drain_quiet;
+}
+
+/* The connection's next drain step, one quiet period (quiet_for) from now. */
 static void schedule_step(struct connection *c)
 {
     if (h2o_timeout_is_linked(&c->drain_step))
         h2o_timeout_unlink(&c->drain_step);
     c->drain_step.cb = on_drain_step;
-    h2o_timeout_link(c->loop->evloop, &c->loop->drain_quiet, &c->drain_step);
+    if (c->drain_quiet == NULL)
+        c->drain_quiet = quiet_for(c);
+    h2o_timeout_link(c->loop->evloop, c->drain_quiet, &c->drain_step);
 }
 
 /* GOAWAY with the last stream 2^31-1: no new streams, those in flight are still taken. */
@@ -111,6 +138,7 @@ static void on_drain_step(h2o_timeout_entry_t *entry)
 
 void httpdns_h2o__drain_connection(struct connection *c)
 {
+    c->drain_quiet = quiet_for(c);
     h2o_http2_conn_t *h2 = http2_of(c);
     if (h2 != NULL && c->active > 0 && c->goaway == GOAWAY_NONE) {
         /* The response in hand comes after the GOAWAY. */

@@ -229,6 +229,9 @@ static void setup(struct loop *loop)
     h2o_context_init(&loop->context, loop->evloop, &loop->config);
     h2o_timeout_init(loop->evloop, &loop->request_deadline, settings->request_timeout_ms);
     h2o_timeout_init(loop->evloop, &loop->drain_quiet, settings->drain_quiet_ms);
+    h2o_timeout_init(loop->evloop, &loop->drain_quiet_near,
+                     settings->drain_quiet_ms < HTTPDNS_H2O_DRAIN_QUIET_NEAR_MS ? settings->drain_quiet_ms
+                                                                               : HTTPDNS_H2O_DRAIN_QUIET_NEAR_MS);
     h2o_linklist_init_anchor(&loop->deferred);
     h2o_timeout_init(loop->evloop, &loop->flush_timeout, 0);
     loop->flush_entry.cb = on_flush;
