@@ -10,7 +10,13 @@ extension HTTPDNSClient {
     /// Runs attempts until one delivers a response head (or a redirect), staggering them by the
     /// connection attempt delay (RFC 8305 §5) and starting the next at once when one fails.
     func connect(_ plan: inout AddressPlan, _ context: AttemptContext) async throws -> Outcome {
-        let race = ConnectionRace(engine: engine, report: context.report, task: context.task)
+        // A loser that fails after the race is booked as any failed address (reported under the
+        // protected host), by then without a place in this request's connection report.
+        let connector = self.connector
+        let target = plan.protected ? (host: plan.host, port: plan.port) : nil
+        let race = ConnectionRace(engine: engine, report: context.report, task: context.task, lingering: racedPast) { address, error in
+            connector.connectFailed(address, error: error, reportingAs: target)
+        }
         do {
             let outcome = try await withTaskCancellationHandler {
                 try await runRace(race, &plan, context)

@@ -75,6 +75,8 @@ public final class HTTPDNSClient: Sendable {
 
     /// The sender of ``Configuration/failureReports``, nil when they are off; for tests.
     package var failureReporter: FailureReporter? { connector.reporter }
+    /// Attempts raced past that are still connecting (their failure is booked when it comes).
+    package let racedPast = RacedPastAttempts()
 
     /// A client sending through `engine`'s answers; origins are verified against the engine's
     /// ``HTTPDNSConfiguration/trust``. The proxy environment variables are read here.
