@@ -102,12 +102,14 @@ final class ConnectionRace: Sendable {
             for (other, loser) in state.racers where other != index && !loser.lost && !loser.finished {
                 state.racers[other]?.lost = true
                 losers.append(loser)
+                // Counted under this lock, so that its end (``finished(_:_:)``) cannot come first.
+                if let transfer = loser.transfer { lingering.started(transfer) }
             }
             return (racer, losers)
         }
         guard let (winner, losers) = outcome else { return false }
-        // The losers go on connecting (their own gate refuses them); see the type's comment.
-        for _ in losers { lingering.started() }
+        // The losers go on connecting (their own gate refuses them, ``register(_:_:)`` a late
+        // one); see the type's comment.
         if let transfer = winner.transfer, !task.setTransfer(transfer) { return false }
         let raced = losers.compactMap { loser in loser.address.map { (address: $0, waited: loser.started.duration(to: now)) } }
             .sorted { $0.waited > $1.waited }
@@ -171,12 +173,12 @@ final class ConnectionRace: Sendable {
     func finished(_ index: Int, _ result: AttemptDelegate.Result) {
         // Under the lock with the claim that marks losers: a loser's end is booked here exactly once,
         // and the race's own loop skips it (its role is `loser`).
-        let lost = state.withLock { state -> (address: HTTPDNSIPAddress?, lost: Bool) in
+        let lost = state.withLock { state -> (address: HTTPDNSIPAddress?, transfer: HTTPTransportTask?, lost: Bool) in
             state.racers[index]?.finished = true
-            return (state.racers[index]?.address, state.racers[index]?.lost == true)
+            return (state.racers[index]?.address, state.racers[index]?.transfer, state.racers[index]?.lost == true)
         }
         if lost.lost {
-            lingering.ended()
+            if let transfer = lost.transfer { lingering.ended(transfer) }
             if case .failed(let error) = result, error.code != .cancelled, let address = lost.address {
                 lostAttemptFailed(address, error)
             }

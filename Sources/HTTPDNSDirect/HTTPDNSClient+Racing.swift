@@ -53,11 +53,14 @@ extension HTTPDNSClient {
                 ranking: address.map { (engine, $0) })
             // A redirect address that answers is remembered where its head arrives, before the caller
             // can see the response: the next request to the host must find it (sticky, seed 003).
+            // The connector, not the client: an attempt raced past outlives the request, and must not
+            // keep the client (whose release cancels it) alive.
             let redirectPlan = plan.redirect == nil ? nil : plan
+            let connector = self.connector
             attempt.start(transport: transport, request: transportRequest) { race.register(index, $0) } onResult: { result in
                 if let redirectPlan {
                     switch result {
-                    case .delivered, .redirect: self.connector.connected(redirectPlan, at: address)
+                    case .delivered, .redirect: connector.connected(redirectPlan, at: address)
                     case .failed: break
                     }
                 }

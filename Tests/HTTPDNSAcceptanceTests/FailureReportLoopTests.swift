@@ -32,12 +32,17 @@ final class FailureReportLoopTests: XCTestCase {
     override func setUpWithError() throws {
         tool = try ToolRunner.locate().path
         networks = try CarrierNetworks(networks: Self.carrierA + Self.carrierB)
-        certificates = try TestCertificates()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-loop-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let leaf = try certificates.issue(dnsNames: [Self.host])
-        try startOrigin(leaf)
-        try startServer()
+        do {
+            certificates = try TestCertificates()
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-loop-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let leaf = try certificates.issue(dnsNames: [Self.host])
+            try startOrigin(leaf)
+            try startServer()
+        } catch {
+            tearDown()
+            throw error
+        }
     }
 
     override func tearDown() {
@@ -65,28 +70,28 @@ final class FailureReportLoopTests: XCTestCase {
               }
             }
             """)
-        XCTAssertEqual(try fetch(from: b).served, blocked, "carrier B still reaches it")
+        XCTAssertTrue(try reaches(blocked, from: b), "carrier B still reaches it")
 
-        // Carrier A's apps: the blocked address is raced past, the next one serves, and the
-        // blocked one, timing out a second later, is reported before the process exits.
+        // Carrier A's apps: the blocked address is raced past, another one serves, and the
+        // blocked one, timing out within the connect timeout, is reported before the process exits.
         for (index, client) in a.enumerated() {
             let result = try fetch(from: client)
-            XCTAssertEqual(result.served, o[1], "\(client): \(result.log)")
+            XCTAssertTrue([o[1], o[2]].contains(result.served), "\(client): \(result.log)")
             XCTAssertTrue(result.log.contains("* \(blocked) port 443 failed"), "\(client): \(result.log)")
             if index < a.count - 1 {
                 // Below the threshold: counted, nothing decided.
                 let reports = try reportStatus()
                 XCTAssertEqual((reports["decisions"] as? [Any])?.count, 0, "\(reports)")
-                let busiest = (reports["busiest"] as? [[String: Any]])?.first
-                XCTAssertEqual(busiest?["address"] as? String, blocked, "\(reports)")
-                XCTAssertEqual(busiest?["view"] as? String, "carrier-a", "\(reports)")
-                XCTAssertEqual(busiest?["networks"] as? Int, index + 1, "\(reports)")
+                let pair = (reports["busiest"] as? [[String: Any]])?.first { $0["address"] as? String == blocked }
+                XCTAssertEqual(pair?["view"] as? String, "carrier-a", "\(reports)")
+                XCTAssertEqual(pair?["networks"] as? Int, index + 1, "\(reports)")
             }
         }
 
         // The third network reached the threshold: the server probes the address itself (it is
         // not behind carrier A's rule, so the probe passes) and demotes it in carrier A's view only.
         let decision = try waitForDecision()
+        XCTAssertEqual((try reportStatus()["decisions"] as? [Any])?.count, 1, "one decision")
         XCTAssertEqual(decision["decision"] as? String, "demoted", "\(decision)")
         XCTAssertEqual(decision["address"] as? String, blocked)
         XCTAssertEqual(decision["view"] as? String, "carrier-a")
@@ -98,7 +103,9 @@ final class FailureReportLoopTests: XCTestCase {
         XCTAssertEqual(counts["reachable"] as? Int, 1, "the server's own probe passed: \(counts)")
         XCTAssertEqual(counts["unreachable"] as? Int, 0, "\(counts)")
         XCTAssertEqual(counts["down"] as? Int, 0, "\(counts)")
-        XCTAssertEqual(counts["recorded"] as? Int, a.count, "one report per network of A, none from B: \(counts)")
+        // One report of the blocked address per network of A; on a loaded machine another address
+        // may also have missed the connect timeout once, below the threshold.
+        XCTAssertGreaterThanOrEqual(counts["recorded"] as? Int ?? 0, a.count, "\(counts)")
         let origins = try XCTUnwrap((status["health"] as? [String: Any])?["origins"] as? [[String: Any]])
         XCTAssertEqual(origins.first { $0["address"] as? String == blocked }?["state"] as? String, "up", "\(origins)")
 
@@ -110,11 +117,11 @@ final class FailureReportLoopTests: XCTestCase {
         XCTAssertEqual(metrics[#"httpdns_report_decisions_total{decision="down"}"#], 0)
         XCTAssertEqual(metrics[#"httpdns_report_probes_total{result="reachable"}"#], 1)
 
-        // Carrier A's next app goes straight to an address that works: no timeout paid, no report.
+        // Carrier A's next app gets the blocked address last and is served by another one.
         let after = try fetch(from: a[1])
-        XCTAssertEqual(after.served, o[1], after.log)
-        XCTAssertFalse(after.log.contains("\(blocked) port 443 failed"), after.log)
-        XCTAssertEqual(try fetch(from: b).served, blocked, "carrier B's apps still lead with it")
+        XCTAssertTrue(after.log.contains(": \(o[1]), \(o[2]), \(o[0])\n"), after.log)
+        XCTAssertTrue([o[1], o[2]].contains(after.served), after.log)
+        XCTAssertTrue(try reaches(blocked, from: b), "carrier B's apps still lead with it")
     }
 
     // MARK: - Reports that must change nothing
@@ -236,13 +243,21 @@ final class FailureReportLoopTests: XCTestCase {
     private func fetch(from client: CarrierNetworks.Client) throws -> (served: String?, log: String) {
         let result = try networks.run(in: client.namespace, tool, [
             "fetch", "-v", "-s", "--provider", "dnspod=\(base)", "--httpdns-only", "--allow-private",
-            "--cacert", certificates.caCertificatePath, "--connect-timeout", "1",
+            "--cacert", certificates.caCertificatePath, "--connect-timeout", "2",
             "--report", "\(base)/report", "--report-token", Self.reportToken, "https://\(Self.host)/",
         ])
         XCTAssertEqual(result.status, 0, "\(client): \(result.stderrText)")
         let body = result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
         let served = body.hasPrefix("origin ") ? String(body.dropFirst("origin ".count)) : nil
         return (served, result.stderrText)
+    }
+
+    /// Whether a fetch from `client`'s network is served by `address`. Racing decides which address
+    /// serves: on a loaded machine the first may not have finished its TLS handshake within the 250 ms
+    /// head start, so up to three fetches are made.
+    private func reaches(_ address: String, from client: CarrierNetworks.Client) throws -> Bool {
+        for _ in 0..<3 where try fetch(from: client).served == address { return true }
+        return false
     }
 
     /// The DNSPod answer `client`'s network gets.

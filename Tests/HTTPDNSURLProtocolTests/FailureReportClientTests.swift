@@ -152,6 +152,26 @@ final class FailureReportClientTests: XCTestCase {
         withExtendedLifetime(listener) {}
     }
 
+    /// Releasing the client cancels its raced-past attempts: nothing more is sent or reported.
+    func testReleasingTheClientCancelsItsRacedPastAttempts() async throws {
+        let listener = try StalledListener(address: Self.stalled)
+        let origin = try Origin(address: "127.0.0.1", port: listener.port)
+        defer { origin.stop() }
+        var client: HTTPDNSClient? = makeClient(["race.test": [Self.stalled, "127.0.0.1"]]) { _, client in
+            client.connectTimeout = .seconds(1)
+            client.failureReports = self.reports()
+        }
+        let response = try await client!.send(URLRequest(url: URL(string: "http://race.test:\(listener.port)/")!))
+        XCTAssertEqual(response.response.statusCode, 200)
+        let racedPast = try XCTUnwrap(client?.racedPast)
+        XCTAssertEqual(racedPast.count, 1)
+        client = nil
+        XCTAssertEqual(racedPast.count, 0)
+        try await Task.sleep(for: .milliseconds(1500))
+        XCTAssertTrue(endpoint.received.isEmpty, "\(endpoint.reports)")
+        withExtendedLifetime(listener) {}
+    }
+
     /// A certificate from a CA the engine does not trust: reported as `tls-verification`, signed
     /// for an account; the signature checked against `openssl dgst` over the bytes received.
     func testAnUntrustedCertificateIsReportedAsTLSVerificationUnderAnAccountSignature() async throws {
