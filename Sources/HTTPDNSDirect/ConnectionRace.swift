@@ -7,9 +7,14 @@ import HTTPDNSTransport
 ///
 /// Every attempt is a whole transfer whose connect gate (`CURLOPT_PREREQFUNCTION`) asks ``claim(_:_:)``
 /// once its connection (and TLS) is ready: the first to ask wins and sends the request; the others
-/// are cancelled before they send anything. The bookkeeping of the losers happens inside the claim,
-/// on the transport's thread, so the report handed over with the response head already lists the
-/// addresses raced past (the winner's connect time is recorded with its head, as for any attempt).
+/// never send anything. The bookkeeping of the losers happens inside the claim, on the transport's
+/// thread, so the report handed over with the response head already lists the addresses raced past
+/// (the winner's connect time is recorded with its head, as for any attempt).
+///
+/// A loser is slow, not failed: it keeps connecting (``RacedPastAttempts``) and its gate refuses it
+/// when it connects; if it fails instead, ``init(engine:report:task:lingering:lostAttemptFailed:)``'s
+/// handler books the failure, after the race may long be over. Otherwise an address that a network
+/// blackholes would only ever be raced past, never reported (issue 22).
 final class ConnectionRace: Sendable {
     enum Event: Sendable {
         /// Attempt `index` ended: its head came, or it failed (or was cancelled).
@@ -49,12 +54,23 @@ final class ConnectionRace: Sendable {
     private let engine: HTTPDNSEngine
     private let report: HTTPDNSLock<HTTPDNSConnectionReport>
     private let task: HTTPDNSClientTask
+    private let lingering: RacedPastAttempts
+    private let lostAttemptFailed: @Sendable (HTTPDNSIPAddress, HTTPTransportError) -> Void
 
-    init(engine: HTTPDNSEngine, report: HTTPDNSLock<HTTPDNSConnectionReport>, task: HTTPDNSClientTask) {
+    /// - Parameters:
+    ///   - lingering: counts the losers still connecting.
+    ///   - lostAttemptFailed: called (on the transport's thread) when a loser pinned to an address
+    ///     fails rather than connects; never for one cancelled.
+    init(
+        engine: HTTPDNSEngine, report: HTTPDNSLock<HTTPDNSConnectionReport>, task: HTTPDNSClientTask, lingering: RacedPastAttempts,
+        lostAttemptFailed: @escaping @Sendable (HTTPDNSIPAddress, HTTPTransportError) -> Void
+    ) {
         (events, continuation) = AsyncStream<Event>.makeStream()
         self.engine = engine
         self.report = report
         self.task = task
+        self.lingering = lingering
+        self.lostAttemptFailed = lostAttemptFailed
     }
 
     /// Announces attempt `index` before its transfer starts.
@@ -86,11 +102,14 @@ final class ConnectionRace: Sendable {
             for (other, loser) in state.racers where other != index && !loser.lost && !loser.finished {
                 state.racers[other]?.lost = true
                 losers.append(loser)
+                // Counted under this lock, so that its end (``finished(_:_:)``) cannot come first.
+                if let transfer = loser.transfer { lingering.started(transfer) }
             }
             return (racer, losers)
         }
         guard let (winner, losers) = outcome else { return false }
-        for loser in losers { loser.transfer?.cancel() }
+        // The losers go on connecting (their own gate refuses them, ``register(_:_:)`` a late
+        // one); see the type's comment.
         if let transfer = winner.transfer, !task.setTransfer(transfer) { return false }
         let raced = losers.compactMap { loser in loser.address.map { (address: $0, waited: loser.started.duration(to: now)) } }
             .sorted { $0.waited > $1.waited }
@@ -114,17 +133,22 @@ final class ConnectionRace: Sendable {
     }
 
     /// The winner failed after connecting: the race is open again. Returns the addresses of the
-    /// attempts it had beaten, which never failed and may be tried again.
+    /// attempts it had beaten, which never failed and may be tried again (their attempts still
+    /// connecting are cancelled: the addresses get new ones).
     func reopen() -> [HTTPDNSIPAddress] {
-        state.withLock { state in
+        let (addresses, transfers) = state.withLock { state -> ([HTTPDNSIPAddress], [HTTPTransportTask]) in
             state.winner = nil
             var beaten: [(ContinuousClock.Instant, HTTPDNSIPAddress)] = []
+            var transfers: [HTTPTransportTask] = []
             for (index, racer) in state.racers where racer.lost && !racer.requeued {
                 state.racers[index]?.requeued = true
                 if let address = racer.address { beaten.append((racer.started, address)) }
+                if !racer.finished, let transfer = racer.transfer { transfers.append(transfer) }
             }
-            return beaten.sorted { $0.0 < $1.0 }.map(\.1)
+            return (beaten.sorted { $0.0 < $1.0 }.map(\.1), transfers)
         }
+        for transfer in transfers { transfer.cancel() }
+        return addresses
     }
 
     /// The address attempt `index` was pinned to.
@@ -147,7 +171,18 @@ final class ConnectionRace: Sendable {
 
     /// Attempt `index` ended with `result`.
     func finished(_ index: Int, _ result: AttemptDelegate.Result) {
-        state.withLock { $0.racers[index]?.finished = true }
+        // Under the lock with the claim that marks losers: a loser's end is booked here exactly once,
+        // and the race's own loop skips it (its role is `loser`).
+        let lost = state.withLock { state -> (address: HTTPDNSIPAddress?, transfer: HTTPTransportTask?, lost: Bool) in
+            state.racers[index]?.finished = true
+            return (state.racers[index]?.address, state.racers[index]?.transfer, state.racers[index]?.lost == true)
+        }
+        if lost.lost {
+            if let transfer = lost.transfer { lingering.ended(transfer) }
+            if case .failed(let error) = result, error.code != .cancelled, let address = lost.address {
+                lostAttemptFailed(address, error)
+            }
+        }
         continuation.yield(.finished(index, result))
     }
 

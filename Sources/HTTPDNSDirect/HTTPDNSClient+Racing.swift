@@ -10,7 +10,13 @@ extension HTTPDNSClient {
     /// Runs attempts until one delivers a response head (or a redirect), staggering them by the
     /// connection attempt delay (RFC 8305 §5) and starting the next at once when one fails.
     func connect(_ plan: inout AddressPlan, _ context: AttemptContext) async throws -> Outcome {
-        let race = ConnectionRace(engine: engine, report: context.report, task: context.task)
+        // A loser that fails after the race is booked as any failed address (reported under the
+        // protected host), by then without a place in this request's connection report.
+        let connector = self.connector
+        let target = plan.protected ? (host: plan.host, port: plan.port) : nil
+        let race = ConnectionRace(engine: engine, report: context.report, task: context.task, lingering: racedPast) { address, error in
+            connector.connectFailed(address, error: error, reportingAs: target)
+        }
         do {
             let outcome = try await withTaskCancellationHandler {
                 try await runRace(race, &plan, context)
@@ -47,11 +53,14 @@ extension HTTPDNSClient {
                 ranking: address.map { (engine, $0) })
             // A redirect address that answers is remembered where its head arrives, before the caller
             // can see the response: the next request to the host must find it (sticky, seed 003).
+            // The connector, not the client: an attempt raced past outlives the request, and must not
+            // keep the client (whose release cancels it) alive.
             let redirectPlan = plan.redirect == nil ? nil : plan
+            let connector = self.connector
             attempt.start(transport: transport, request: transportRequest) { race.register(index, $0) } onResult: { result in
                 if let redirectPlan {
                     switch result {
-                    case .delivered, .redirect: self.connector.connected(redirectPlan, at: address)
+                    case .delivered, .redirect: connector.connected(redirectPlan, at: address)
                     case .failed: break
                     }
                 }

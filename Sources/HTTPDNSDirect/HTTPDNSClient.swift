@@ -75,6 +75,9 @@ public final class HTTPDNSClient: Sendable {
 
     /// The sender of ``Configuration/failureReports``, nil when they are off; for tests.
     package var failureReporter: FailureReporter? { connector.reporter }
+    /// Attempts raced past that are still connecting (their failure is booked when it comes);
+    /// cancelled when the client is released.
+    package let racedPast = RacedPastAttempts()
 
     /// A client sending through `engine`'s answers; origins are verified against the engine's
     /// ``HTTPDNSConfiguration/trust``. The proxy environment variables are read here.
@@ -93,6 +96,10 @@ public final class HTTPDNSClient: Sendable {
             unmeasuredConnectTime: attemptDelay ?? .milliseconds(250), reports: configuration.failureReports,
             transport: transport)
         self.proxies = ProxyEnvironment(configuration.proxyEnvironment ?? ProcessInfo.processInfo.environment)
+    }
+
+    deinit {
+        racedPast.cancelAll()
     }
 
     /// Sends `request` and collects the whole response, following redirects (re-resolving each host).

@@ -11,7 +11,8 @@ public protocol HTTPDNSConnectionMonitor: Sendable {
     /// A connection to `address` failed (refused, timed out, TLS); `error` is a `URLError` with the
     /// code apps know (`cannotConnectToHost`, `timedOut`, …) and libcurl's details under
     /// `NSDebugDescription`. Sent once per failed address; an address that another address's
-    /// connection merely beat in a race is not reported.
+    /// connection merely beat in a race is not reported, unless its attempt, left connecting, then
+    /// fails (possibly after the response).
     func connectionFailed(address: HTTPDNSIPAddress, error: any Error)
     /// Failure reports (``HTTPDNSFailureReports``) were lost: `count` just now, `total` since the
     /// start. The oldest waiting report is dropped when the queue is full; a batch the endpoint

@@ -59,7 +59,12 @@ extension Command {
         defer { signals.stop() }
         let result = await task.result
         // The process ends here: the reports of this fetch go now rather than after the usual wait.
-        await client.failureReporter?.flush(within: .seconds(3))
+        // An address raced past may still be connecting; its failure (a blackholed origin times out
+        // within the connect timeout) is one of them.
+        if let reporter = client.failureReporter {
+            await client.racedPast.settle(within: configuration.connectTimeout)
+            await reporter.flush(within: .seconds(3))
+        }
         return try result.get()
     }
 

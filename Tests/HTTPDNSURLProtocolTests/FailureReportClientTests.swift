@@ -117,6 +117,61 @@ final class FailureReportClientTests: XCTestCase {
         withExtendedLifetime(listener) {}
     }
 
+    /// Racing on (the default): the stalled address is raced past after 250 ms and the request is
+    /// answered by the next one; the raced-past attempt goes on connecting and, when its connect
+    /// timeout ends, is reported as a connect timeout (a carrier's blackholed origin, issue 22),
+    /// and cooled down, after the response.
+    func testAnAddressRacedPastThatThenTimesOutIsReportedAfterTheResponse() async throws {
+        let listener = try StalledListener(address: Self.stalled)
+        let origin = try Origin(address: "127.0.0.1", port: listener.port)
+        defer { origin.stop() }
+        let monitor = FailureMonitor()
+        let client = makeClient(["race.test": [Self.stalled, "127.0.0.1"]]) { _, client in
+            client.connectTimeout = .seconds(1)
+            client.monitor = monitor
+            client.failureReports = self.reports()
+        }
+        let response = try await client.send(URLRequest(url: URL(string: "http://race.test:\(listener.port)/")!))
+        XCTAssertEqual(response.response.statusCode, 200)
+        XCTAssertEqual(response.connection.attempts.map(\.address?.description), [Self.stalled, "127.0.0.1"])
+        XCTAssertTrue(response.connection.attempts[0].failure?.hasPrefix("raced past") == true, "\(response.connection.attempts)")
+        XCTAssertEqual(client.racedPast.count, 1, "the raced-past attempt is still connecting")
+        XCTAssertFalse(client.engine.isCoolingDown(HTTPDNSIPAddress(Self.stalled)!), "slow is not failed yet")
+
+        await client.racedPast.settle(within: .seconds(5))
+        XCTAssertEqual(client.racedPast.count, 0)
+        let collected = await waitForReports(1)
+        let item = try XCTUnwrap(collected.first)
+        XCTAssertEqual(item["host"] as? String, "race.test")
+        XCTAssertEqual(item["address"] as? String, Self.stalled)
+        XCTAssertEqual(item["port"] as? Int, listener.port)
+        XCTAssertEqual(item["error"] as? String, "connect-timeout")
+        XCTAssertEqual(monitor.addresses, [Self.stalled], "told once, when it failed")
+        XCTAssertTrue(client.engine.isCoolingDown(HTTPDNSIPAddress(Self.stalled)!))
+        XCTAssertEqual(origin.requests.count, 1)
+        withExtendedLifetime(listener) {}
+    }
+
+    /// Releasing the client cancels its raced-past attempts: nothing more is sent or reported.
+    func testReleasingTheClientCancelsItsRacedPastAttempts() async throws {
+        let listener = try StalledListener(address: Self.stalled)
+        let origin = try Origin(address: "127.0.0.1", port: listener.port)
+        defer { origin.stop() }
+        var client: HTTPDNSClient? = makeClient(["race.test": [Self.stalled, "127.0.0.1"]]) { _, client in
+            client.connectTimeout = .seconds(1)
+            client.failureReports = self.reports()
+        }
+        let response = try await client!.send(URLRequest(url: URL(string: "http://race.test:\(listener.port)/")!))
+        XCTAssertEqual(response.response.statusCode, 200)
+        let racedPast = try XCTUnwrap(client?.racedPast)
+        XCTAssertEqual(racedPast.count, 1)
+        client = nil
+        XCTAssertEqual(racedPast.count, 0)
+        try await Task.sleep(for: .milliseconds(1500))
+        XCTAssertTrue(endpoint.received.isEmpty, "\(endpoint.reports)")
+        withExtendedLifetime(listener) {}
+    }
+
     /// A certificate from a CA the engine does not trust: reported as `tls-verification`, signed
     /// for an account; the signature checked against `openssl dgst` over the bytes received.
     func testAnUntrustedCertificateIsReportedAsTLSVerificationUnderAnAccountSignature() async throws {
@@ -364,5 +419,16 @@ final class DropMonitor: HTTPDNSConnectionMonitor {
 
     func failureReportsDropped(count: Int, total: Int) {
         state.withLock { $0.drops.append(count); $0.total = total }
+    }
+}
+
+/// Records the addresses the client's monitor hears failed.
+final class FailureMonitor: HTTPDNSConnectionMonitor {
+    private let state = HTTPDNSLock<[String]>([])
+
+    var addresses: [String] { state.withLock { $0 } }
+
+    func connectionFailed(address: HTTPDNSIPAddress, error: any Error) {
+        state.withLock { $0.append(address.description) }
     }
 }
