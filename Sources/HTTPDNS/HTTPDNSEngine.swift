@@ -115,6 +115,12 @@ public final class HTTPDNSEngine: Sendable {
         state.withLock { $0.upstreamLookups }
     }
 
+    /// Callers waiting on upstream lookups right now, across every name; for tests that must know
+    /// a caller has joined a shared lookup before they let it finish.
+    package var flightWaiterCount: Int {
+        state.withLock { $0.inFlight.values.reduce(0) { $0 + $1.waiterCount } }
+    }
+
     /// Resolves `host` to the addresses a request should go to, in order.
     ///
     /// - Parameters:

@@ -23,6 +23,11 @@ final class HTTPDNSFlight: Sendable {
         self.host = host
     }
 
+    /// Callers parked here right now (tests order events by it: "both callers wait on one lookup").
+    var waiterCount: Int {
+        state.withLock { $0.waiters.count }
+    }
+
     /// Delivers the outcome to every waiter and observer; later calls do nothing.
     func finish(_ outcome: Outcome) {
         let (waiters, observers) = state.withLock { state -> ([CheckedContinuation<HTTPDNSAnswer, any Error>], [@Sendable (Outcome) -> Void]) in

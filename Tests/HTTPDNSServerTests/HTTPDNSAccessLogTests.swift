@@ -5,6 +5,7 @@ import DNSWire
 import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPDNSTestSupport
 import XCTest
 
 final class HTTPDNSAccessLogTests: XCTestCase {
@@ -55,14 +56,14 @@ final class HTTPDNSAccessLogTests: XCTestCase {
         XCTAssertEqual(try object(line(time: .min).text)["time"] as? String, "0000-01-01T00:00:00.000000Z")
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = TimeZone(identifier: "UTC")
-        var generator = SystemRandomNumberGenerator()
+        var generator = TestRandom()
         for _ in 0..<2_000 {
             let micros = Int64.random(in: -2_000_000_000_000_000...8_000_000_000_000_000, using: &generator)
             let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
             let expected = formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))  // …:ssZ
             let time = try XCTUnwrap(try object(line(time: micros).text)["time"] as? String)
-            XCTAssertEqual(String(time.prefix(19)) + "Z", expected, "\(micros)")
-            XCTAssertEqual(Int64(time.dropFirst(20).dropLast()), micros - seconds * 1_000_000, "\(micros)")
+            XCTAssertEqual(String(time.prefix(19)) + "Z", expected, "\(micros) with \(generator)")
+            XCTAssertEqual(Int64(time.dropFirst(20).dropLast()), micros - seconds * 1_000_000, "\(micros) with \(generator)")
         }
     }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSTestSupport
 
 /// A resolver whose answers, failures and delays the test scripts; counts its calls.
 final class FakeResolver: HTTPDNSResolver {
@@ -11,10 +12,13 @@ final class FakeResolver: HTTPDNSResolver {
     }
 
     let name: String
+    /// When set, every lookup waits here before it answers (after it is counted in ``calls``).
+    private let gate: TestGate?
     private let state: HTTPDNSLock<(behaviour: Behaviour, calls: Int, delay: Double, inFlight: Int, mostInFlight: Int)>
 
-    init(_ name: String, _ behaviour: Behaviour, delay: Double = 0) {
+    init(_ name: String, _ behaviour: Behaviour, delay: Double = 0, gate: TestGate? = nil) {
         self.name = name
+        self.gate = gate
         self.state = HTTPDNSLock((behaviour, 0, delay, 0, 0))
     }
 
@@ -34,6 +38,7 @@ final class FakeResolver: HTTPDNSResolver {
             return (state.behaviour, state.delay)
         }
         defer { state.withLock { $0.inFlight -= 1 } }
+        if let gate { await gate.wait() }
         if delay > 0 { try await Task.sleep(for: .seconds(delay)) }
         switch behaviour {
         case .answer(let texts, let ttl):

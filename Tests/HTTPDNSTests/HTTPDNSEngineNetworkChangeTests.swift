@@ -1,5 +1,6 @@
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSTestSupport
 import XCTest
 
 /// ``HTTPDNSEngine/networkDidChange()`` on the manual clock; the rtnetlink watcher that calls it is
@@ -109,12 +110,17 @@ final class HTTPDNSEngineNetworkChangeTests: XCTestCase {
         XCTAssertNil(subject.cachedAnswer("pre.example"))
     }
 
+    /// The lookup is held at a gate across the whole change, so it is certainly in flight then (a
+    /// 300 ms delay could end before a slow change did, and the test would pass without the case).
     func testNetworkChangeLookupInFlightAnswersButDoesNotStore() async throws {
-        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600), delay: 0.3)
+        let gate = TestGate()
+        let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 600), gate: gate)
         let subject = engine([provider]) { $0.network.keepsStaleAnswersOnChange = false }
         async let old = subject.resolve("f.example")
-        try await waitUntil { provider.calls == 1 }
+        try await waitUntil { gate.waitingCount == 1 }
         await subject.networkDidChange().value
+        XCTAssertEqual(gate.waitingCount, 1, "the old network's lookup is still in flight after the change")
+        gate.open()
         let answer = try await old
         XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.1"], "its caller still gets it")
         XCTAssertNil(subject.cachedAnswer("f.example"), "an answer from the old network is not cached")

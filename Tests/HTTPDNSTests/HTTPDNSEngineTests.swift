@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSTestSupport
 import XCTest
 
 final class HTTPDNSEngineTests: XCTestCase {
@@ -249,16 +250,21 @@ final class HTTPDNSEngineTests: XCTestCase {
 }
 
 final class HTTPDNSEngineCancellationTests: XCTestCase {
+    /// Both callers wait on one lookup held at a gate; the cancelled one must be out while the gate
+    /// is still closed (a 3 s delay and a 100 ms sleep made that a race, and a waiter cancelled
+    /// before it joined passed too).
     func testCancelledWaiterLeavesAtOnceWhileTheSharedLookupGoesOn() async throws {
-        let slow = FakeResolver("slow", .answer(["198.51.100.30"], ttl: 60), delay: 3)
-        let subject = engine([slow]) { $0.timeouts.perAttempt = .seconds(5); $0.timeouts.httpdnsBudget = .seconds(5) }
+        let gate = TestGate()
+        let slow = FakeResolver("slow", .answer(["198.51.100.30"], ttl: 60), gate: gate)
+        let subject = engine([slow]) { $0.timeouts.perAttempt = .seconds(30); $0.timeouts.httpdnsBudget = .seconds(30) }
         let lookupDone = HTTPDNSLock(false)
         let waiter = Task { try await subject.resolve("slow.example") }
         let survivor = Task {
             defer { lookupDone.withLock { $0 = true } }
             return try await subject.resolve("slow.example")
         }
-        try await Task.sleep(for: .milliseconds(100))
+        let joined = await pollUntil { subject.flightWaiterCount == 2 && gate.waitingCount == 1 }
+        XCTAssertTrue(joined, "both callers never waited on the one lookup")
         waiter.cancel()
         do {
             _ = try await waiter.value
@@ -266,8 +272,10 @@ final class HTTPDNSEngineCancellationTests: XCTestCase {
         } catch let error as HTTPDNSError {
             XCTAssertEqual(error.code, .cancelled)
         }
-        // An order, not a speed: the waiter is out while the 3 s lookup is still running.
+        // An order, not a speed: the waiter is out while the lookup is still held.
+        XCTAssertEqual(gate.waitingCount, 1, "the shared lookup is still running")
         XCTAssertFalse(lookupDone.withLock { $0 }, "left without waiting for the lookup")
+        gate.open()
         let answer = try await survivor.value
         XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.30"])
         XCTAssertEqual(slow.calls, 1)

@@ -3,6 +3,7 @@ import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPDNSTestSupport
 import XCTest
 
 /// Every provider format against HTTP servers on 127.0.0.1, plus the ways a service fails.
@@ -249,22 +250,29 @@ final class ProviderIntegrationTests: XCTestCase {
     }
 
     /// The first caller's lookup goes to an HTTP service; cancelling that caller must not cancel the
-    /// request the second caller shares.
+    /// request the second caller shares. The service holds its answer at a gate until both callers
+    /// wait on the one lookup and the first has left.
     func testCancelledFirstCallerLeavesWhileTheServiceRequestGoesOn() async throws {
+        let gate = TestGate()
         let slow = try ProviderServer { _ in
-            Thread.sleep(forTimeInterval: 1)
+            gate.wait()
             return .text("93.184.216.98,300")
         }
-        defer { slow.stop() }
+        defer {
+            gate.open()
+            slow.stop()
+        }
         var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(slow.base)")])
         configuration.failover.httpdnsOnly = true
-        configuration.timeouts.perAttempt = .seconds(5)
-        configuration.timeouts.httpdnsBudget = .seconds(5)
+        configuration.timeouts.perAttempt = .seconds(30)
+        configuration.timeouts.httpdnsBudget = .seconds(30)
         let subject = HTTPDNSEngine(configuration: configuration)
         let first = Task { try await subject.resolve("shared.example") }
-        try await Task.sleep(for: .milliseconds(100))
+        let requested = await pollUntil { gate.waitingCount == 1 }
+        XCTAssertTrue(requested, "the first caller's request never reached the service")
         let second = Task { try await subject.resolve("shared.example") }
-        try await Task.sleep(for: .milliseconds(100))
+        let joined = await pollUntil { subject.flightWaiterCount == 2 }
+        XCTAssertTrue(joined, "the second caller never joined the first one's lookup")
         first.cancel()
         do {
             _ = try await first.value
@@ -272,30 +280,46 @@ final class ProviderIntegrationTests: XCTestCase {
         } catch let error as HTTPDNSError {
             XCTAssertEqual(error.code, .cancelled)
         }
+        XCTAssertEqual(subject.flightWaiterCount, 1, "the second caller still waits")
+        XCTAssertEqual(gate.waitingCount, 1, "the service request is still held, not cancelled")
         XCTAssertNil(subject.cachedAnswer("shared.example"), "the caller left before the service answered")
+        gate.open()
         let answer = try await second.value
         XCTAssertEqual(answer.addresses.map(\.description), ["93.184.216.98"])
+        XCTAssertFalse(answer.fromCache, "the second caller's answer came from the shared lookup")
         XCTAssertEqual(slow.requestCount, 1, "one request, not cancelled and not repeated")
     }
 
+    /// 40 concurrent lookups share one request: the service holds its answer until all 40 wait on
+    /// the one lookup, so none can be answered from the cache instead (which would pass unshared).
     func testFailoverToSecondServiceAndCoalescingCountedByServer() async throws {
         let dead = try ProviderServer { _ in .text("0") }
         dead.set(.status(503))
         defer { dead.stop() }
+        let gate = TestGate()
         let good = try ProviderServer { _ in
-            Thread.sleep(forTimeInterval: 0.2)
+            gate.wait()
             return .text("93.184.216.99,300")
         }
-        defer { good.stop() }
+        defer {
+            gate.open()
+            good.stop()
+        }
         var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(dead.base)"), try provider("dnspod=\(good.base)")])
         configuration.failover.httpdnsOnly = true
+        configuration.timeouts.perAttempt = .seconds(30)
+        configuration.timeouts.httpdnsBudget = .seconds(30)
         let subject = HTTPDNSEngine(configuration: configuration)
         let answers = try await withThrowingTaskGroup(of: HTTPDNSAnswer.self) { group in
             for _ in 0..<40 { group.addTask { try await subject.resolve("busy.example") } }
+            let joined = await pollUntil { subject.flightWaiterCount == 40 }
+            XCTAssertTrue(joined, "\(subject.flightWaiterCount) of 40 callers joined the lookup")
+            gate.open()
             return try await group.reduce(into: [HTTPDNSAnswer]()) { $0.append($1) }
         }
         XCTAssertEqual(answers.count, 40)
         XCTAssertTrue(answers.allSatisfy { $0.addresses.map(\.description) == ["93.184.216.99"] })
+        XCTAssertTrue(answers.allSatisfy { !$0.fromCache }, "every caller was answered by the shared lookup")
         XCTAssertEqual(dead.requestCount, 1)
         XCTAssertEqual(good.requestCount, 1, "40 concurrent lookups, one upstream request")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSServer
 import HTTPDNSTestSupport
 import XCTest
 
@@ -8,7 +9,19 @@ final class ServeCommandTests: ToolTestCase {
         let directory = try temporaryDirectory()
         let zone = directory.appendingPathComponent("zone.json")
         try Data(#"{"www.example.test": {"A": ["192.0.2.10"], "ttl": 60}}"#.utf8).write(to: zone)
-        let server = try runner.start(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path])
+        let gate = TestGate()
+        let upstream = try HTTPServer { _ in
+            gate.wait()
+            return .text("93.184.216.34,60")
+        }
+        defer {
+            gate.open()
+            upstream.stop()
+        }
+        let server = try runner.start([
+            "serve", "--listen", "127.0.0.1:0", "--zone", zone.path, "--upstream", "dnspod=\(upstream.baseURL.absoluteString)",
+            "--allow-private", "--drain-timeout", "25",
+        ])
         let line = try server.waitForLine(startingWith: "listening on ")
         let base = String(line.dropFirst("listening on ".count))
         XCTAssertTrue(base.hasPrefix("http://127.0.0.1:"), line)
@@ -21,9 +34,25 @@ final class ServeCommandTests: ToolTestCase {
         XCTAssertEqual(resolved.status, 0, resolved.stderrText)
         XCTAssertEqual(try jsonObject(resolved.stdoutText)["addresses"] as? [String], ["192.0.2.10"])
 
+        // A request held at the upstream keeps the process draining after SIGTERM, so the refusal
+        // below is seen while serve is alive (after its exit nothing could answer anyway).
+        let held = try RunningTool(
+            executable: URL(fileURLWithPath: "/usr/bin/curl"),
+            arguments: ["-sS", "--max-time", "30", "--noproxy", "*", "\(base)/d?dn=held.example.test"])
+        XCTAssertTrue(pollUntilBlocking { gate.waitingCount >= 1 }, "the held request never reached the upstream")
         server.send(SIGTERM)
+        var after = (status: Int32(0), stdout: "", stderr: "")
+        XCTAssertTrue(
+            try pollUntilBlocking {
+                after = try curlGet("\(base)/d?dn=www.example.test")
+                return after.status != 0
+            }, "still answering after SIGTERM: \(after.stdout)")
+        XCTAssertEqual(after.status, 7, "curl's 'could not connect' (the listener is closed): \(after.stderr)")
+        XCTAssertTrue(server.isRunning, "the refusal must be seen during the drain, not after the exit")
+        gate.open()
+        XCTAssertEqual(try held.wait(timeout: .seconds(30)), 0, String(decoding: held.stderr, as: UTF8.self))
+        XCTAssertEqual(String(decoding: held.stdout, as: UTF8.self), "93.184.216.34", "the held request is answered in the drain")
         XCTAssertEqual(try server.wait(timeout: .seconds(30)), 0, String(decoding: server.stderr, as: UTF8.self))
-        XCTAssertNotEqual(try curlGet("\(base)/d?dn=www.example.test").status, 0, "still answering after SIGTERM")
     }
 
     func testEnterpriseKeysAndSecrets() throws {

@@ -231,23 +231,37 @@ final class HTTPDNSURLProtocolTests: XCTestCase {
         XCTAssertEqual(String(decoding: kept, as: UTF8.self), "form=2")
     }
 
+    /// Leaving the body unread part-way (the loop ends and the stream is released) must close the
+    /// connection: the origin streams without end, so the only way its connection closes before its
+    /// own timeouts (10 s and more) is the client hanging up. A client that merely stopped reading
+    /// would leave it open, paused at the reader's 4 MiB bound, with more produced than was read.
     func testCancellingMidDownloadStopsTheTransfer() async throws {
+        let produced = HTTPDNSLock(0)
         let origin = try Origin(address: "127.0.0.1") { _ in
             HTTPServer.Response(streamLength: nil) {
-                Thread.sleep(forTimeInterval: 0.01)
+                Thread.sleep(forTimeInterval: 0.01)  // paces the stream; orders nothing
+                produced.withLock { $0 += 16_384 }
                 return Data(repeating: 0x61, count: 16_384)
             }
         }
         defer { origin.stop() }
         let client = makeClient(["stream.test": ["127.0.0.1"]])
-        let (response, body) = try await client.bytes(for: URLRequest(url: URL(string: "http://stream.test:\(origin.port)/")!))
-        XCTAssertEqual(response.statusCode, 200)
         var received = 0
-        for try await chunk in body {
-            received += chunk.count
-            if received > 100_000 { break }
+        do {
+            let (response, body) = try await client.bytes(for: URLRequest(url: URL(string: "http://stream.test:\(origin.port)/")!))
+            XCTAssertEqual(response.statusCode, 200)
+            for try await chunk in body {
+                received += chunk.count
+                if received > 100_000 { break }
+            }
         }
         XCTAssertGreaterThan(received, 100_000)
+        let closed = await pollUntil(within: .seconds(5)) { origin.server.openConnectionCount == 0 }
+        let producedAtClose = produced.withLock { $0 }
+        XCTAssertTrue(closed, "the origin never saw the connection close (\(producedAtClose) bytes produced)")
+        XCTAssertLessThan(
+            producedAtClose, 4 << 20,
+            "the origin produced \(producedAtClose) bytes: the client kept reading after the loop ended")
     }
 
     func testTwoHundredConcurrentRequestsThroughOneSession() async throws {
