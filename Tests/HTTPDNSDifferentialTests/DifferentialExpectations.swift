@@ -81,13 +81,13 @@ enum ProxyExpectations {
     /// libcurl 7.88.1 attaches some of the 200 tasks to a connection whose tunnel is still being
     /// set up, and they fail in `Curl_conn_send` with CURLE_FAILED_INIT, which corelibs maps to
     /// `URLError.unknown` with libcurl's message `[CONN-<connection>-0] send: no filter connected`
-    /// (seen on connections 0 and 1). Measured 2026-12-03, 10 and 12 runs of the scenario alone:
-    /// through `httpdns proxy` 5 runs lost 9 to 111 tasks, through tinyproxy 6 lost 3 to 194.
+    /// (seen on connections 0 and 1). Measured 2026-12-03: through `httpdns proxy` 8 runs of 16
+    /// lost 9 to 194 tasks, through tinyproxy 6 of 12 lost 3 to 194; warm, never one.
     static var coldFailure: Regex<Substring> { #/-1 \[CONN-\d+-0\] send: no filter connected/# }
 
     /// The bound on the cold round: every failure is that one (code and message), at most 200
     /// minus the session's connections per host fail (the tasks that open a connection send
-    /// only once its tunnel is up: 194 of 200 lost through tinyproxy kept those six), and every
+    /// only once its own tunnel is up: the worst runs, 194 lost, kept exactly those six), and every
     /// task that succeeded got the body plain `URLSession` got. Returns the problems.
     static func checkColdRound(_ observed: DifferentialResult, plain: DifferentialResult) -> [String] {
         let facts = observed.facts
