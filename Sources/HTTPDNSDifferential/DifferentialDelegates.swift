@@ -21,6 +21,7 @@ final class RecordingDelegate: NSObject, URLSessionDataDelegate, URLSessionDownl
     private var counts: [String: Int] = [:]
     private var body = Data()
     private var bytes = 0
+    private var responses: [String] = []
     private var downloaded: Data?
     private var completion: (response: URLResponse?, error: (any Error)?)?
     private var waiter: CheckedContinuation<Void, Never>?
@@ -44,6 +45,7 @@ final class RecordingDelegate: NSObject, URLSessionDataDelegate, URLSessionDownl
         lock.withLock {
             result.record(label, data: downloaded ?? body, response: completion?.response, error: completion?.error)
             for (key, value) in counts { result.facts["\(label).\(key)"] = String(value) }
+            if !responses.isEmpty { result.facts["\(label).responses"] = responses.joined(separator: ", ") }
         }
     }
 
@@ -79,9 +81,17 @@ final class RecordingDelegate: NSObject, URLSessionDataDelegate, URLSessionDownl
         }
     }
 
+    /// A response as `didReceive(response:)` saw it: its status, and `without header fields` when
+    /// it has none — as a proxy's `HTTP/1.1 200 Connection established` reaches a data delegate
+    /// (every answer from an origin carries at least `Date`), so a test can tell that one apart.
+    static func describe(_ response: URLResponse) -> String {
+        guard let http = response as? HTTPURLResponse else { return "not HTTP" }
+        return http.allHeaderFields.isEmpty ? "\(http.statusCode) without header fields" : String(http.statusCode)
+    }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-        lock.withLock { count("responses") }
+        lock.withLock { responses.append(Self.describe(response)) }
         completionHandler(.allow)
     }
 

@@ -44,26 +44,15 @@ extension DifferentialScenarios {
             result.record("proto", data: data, response: response, error: nil)
             return result
         },
+        // A cold round on a new session (the first connection is still being set up while the
+        // other 199 tasks queue for it), then a warm round on the same session.
         DifferentialScenario("concurrent-200") { context in
             let session = context.session()
-            let statuses = await withTaskGroup(of: (Int, String).self) { group in
-                for index in 0..<200 {
-                    group.addTask {
-                        let (data, response, error) = await session.dataTaskResult(URLRequest(url: context.url("/echo?i=\(index)")))
-                        let status = (response as? HTTPURLResponse)?.statusCode ?? (error as? URLError)?.code.rawValue ?? 0
-                        return (index, "\(status) \(data.map(DifferentialHash.sha256) ?? "-")")
-                    }
-                }
-                var all = [String](repeating: "", count: 200)
-                for await (index, line) in group { all[index] = line }
-                return all
-            }
             var result = DifferentialResult()
-            result.facts["answers"] = DifferentialHash.sha256(Data(statuses.joined(separator: "\n").utf8))
-            result.facts["ok"] = String(statuses.filter { $0.hasPrefix("200 ") }.count)
-            // The distinct outcomes other than 200 (URLError codes), so a difference can be told apart.
-            let others = Set(statuses.filter { !$0.hasPrefix("200 ") }.map { String($0.prefix { $0 != " " }) })
-            result.facts["failures"] = others.sorted().joined(separator: ",")
+            for round in ["cold", "warm"] {
+                let outcomes = await concurrentRound(session, count: 200, url: { context.url("/echo?i=\($0)") })
+                result.facts.merge(ConcurrentOutcomes(outcomes).facts(prefix: round)) { $1 }
+            }
             return result
         },
         DifferentialScenario("delegate-chunks") { context in
@@ -83,6 +72,23 @@ extension DifferentialScenarios {
             return result
         },
     ]
+}
+
+extension DifferentialScenarios {
+    /// `count` data tasks resumed at once on `session`; each outcome in task order.
+    static func concurrentRound(_ session: URLSession, count: Int, url: @escaping @Sendable (Int) -> URL) async -> [ConcurrentOutcomes.Outcome] {
+        await withTaskGroup(of: (Int, ConcurrentOutcomes.Outcome).self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    let (data, response, error) = await session.dataTaskResult(URLRequest(url: url(index)))
+                    return (index, ConcurrentOutcomes.Outcome(data: data, response: response, error: error))
+                }
+            }
+            var all = [ConcurrentOutcomes.Outcome](repeating: .init(data: nil, response: nil, error: nil), count: count)
+            for await (index, outcome) in group { all[index] = outcome }
+            return all
+        }
+    }
 }
 
 /// Deterministic payloads: every route sends the same bytes.

@@ -65,6 +65,6 @@ do {
     result = try await scenario.run(DifferentialContext(bed: bed, route: route))
 } catch {
     result = DifferentialResult()
-    result.facts["thrown"] = String((error as? URLError)?.code.rawValue ?? -1)
+    result.facts["thrown"] = "\((error as? URLError)?.code.rawValue ?? -1) \(ConcurrentOutcomes.message(of: error))"
 }
 emit(DifferentialReport(scenario: scenarioName, route: routeName, result: result, proof: route.proof(), failure: nil))

@@ -18,6 +18,8 @@ final class DifferentialBedLauncher: Sendable {
     let bed: DifferentialBed
     let bedPath: String
     let hijacker: HTTPServer
+    /// `nginx/1.22.1`, as nginx writes it into its own pages.
+    let nginxVersion: String
     /// Requests that reached the hijacker: must stay 0 on every route.
     let hijackCount = HTTPDNSLock(0)
     private let certificates: TestCertificates
@@ -52,6 +54,9 @@ final class DifferentialBedLauncher: Sendable {
         ])
         configuration.httpDirectives = ["keepalive_requests 100000"]
         nginx = try Nginx(configuration)
+        // `nginx -v` prints `nginx version: nginx/1.22.1` on stderr.
+        let version = try ToolRunner(executable: URL(fileURLWithPath: configuration.executable)).run(["-v"], timeout: .seconds(10))
+        nginxVersion = version.stderrText.components(separatedBy: "version: ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let httpsPort = Int(nginx.httpsPort ?? 0)
 
         // The hijacker answers on the lie's address and the origin's port; it has no valid

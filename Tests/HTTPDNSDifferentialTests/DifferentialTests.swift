@@ -4,29 +4,37 @@ import HTTPDNSTestSupport
 import XCTest
 
 /// A way to run the scenarios, as the suite sees it: which runner route, with which environment,
-/// and which scenarios differ from plain `URLSession` on purpose.
+/// and what it must give compared with plain `URLSession`.
 ///
 /// A route needing process-wide state gives it in ``environment``; each scenario runs in a child
 /// process, so nothing leaks between routes. Route (b), through the proxy, is one more conformer:
-/// the test starts the proxy on loopback (engine: ``DifferentialBed/providerSpec`` as HTTPDNS, the
-/// bed's dnsmasq as LocalDNS, loopback targets allowed), and the route returns `runnerRoute
-/// "plain"` with `https_proxy`/`http_proxy` (credential included) in `environment` and no expected
-/// differences; then `try compare(ProxyTestRoute(...))`.
+/// the test starts the proxy on loopback and the route returns `runnerRoute "plain"` with
+/// `https_proxy`/`http_proxy` (credential included) in `environment`.
 protocol DifferentialTestRoute: Sendable {
     var name: String { get }
     /// `--route` of the runner.
     var runnerRoute: String { get }
     /// Variables added to the runner's environment.
     var environment: [String: String] { get }
-    /// Scenario name → the README row ("URLProtocol route: corelibs limits") explaining the difference.
-    var expectedDifferences: [String: String] { get }
-    /// Scenario name → an open defect outside this package that may make the scenario differ, with
-    /// the only outcome it may differ by (``DifferentialExpectations/OpenDefect``).
-    var openDefects: [String: DifferentialExpectations.OpenDefect] { get }
+    /// What is wrong with `observed`, this route's result of `scenario`, given plain `URLSession`'s
+    /// (`plain`, itself checked against `known`): nothing when it is exactly what the route must
+    /// give. By default, equal to plain `URLSession`'s.
+    func problems(_ scenario: String, observed: DifferentialResult, plain: DifferentialResult, known: DifferentialKnownValues) -> [String]
+    /// The README rows this route's result of `scenario` differs by on purpose (printed).
+    func rows(_ scenario: String) -> [String]
 }
 
 extension DifferentialTestRoute {
-    var openDefects: [String: DifferentialExpectations.OpenDefect] { [:] }
+    func problems(_ scenario: String, observed: DifferentialResult, plain: DifferentialResult, known: DifferentialKnownValues) -> [String] {
+        Self.unequal(observed, plain)
+    }
+
+    func rows(_ scenario: String) -> [String] { [] }
+
+    /// One problem, both results in full, unless they are equal.
+    static func unequal(_ observed: DifferentialResult, _ expected: DifferentialResult) -> [String] {
+        observed == expected ? [] : ["\n  expected \(expected.canonicalJSON())\n  observed \(observed.canonicalJSON())"]
+    }
 }
 
 /// (a): plain `URLSession` on the honest network; the expected result.
@@ -34,19 +42,32 @@ struct PlainTestRoute: DifferentialTestRoute {
     let name = "(a) plain URLSession"
     let runnerRoute = "plain"
     let environment: [String: String] = [:]
-    let expectedDifferences: [String: String] = [:]
 }
 
-/// (c): `URLSession` with ``HTTPDNSURLProtocol`` installed, under a lying LocalDNS.
+/// (c): `URLSession` with ``HTTPDNSURLProtocol`` installed, under a lying LocalDNS: plain
+/// `URLSession`'s result changed by its README rows (``DifferentialExpectations/urlProtocol``).
 struct URLProtocolTestRoute: DifferentialTestRoute {
     let name = "(c) URL protocol"
     let runnerRoute = "protocol"
     let environment: [String: String] = [:]
-    let expectedDifferences: [String: String] = DifferentialExpectations.urlProtocol
+
+    func problems(_ scenario: String, observed: DifferentialResult, plain: DifferentialResult, known: DifferentialKnownValues) -> [String] {
+        var expected = plain
+        if let difference = DifferentialExpectations.urlProtocol[scenario] {
+            difference.apply(&expected, known)
+            if expected == plain { return ["README row \"\(difference.readmeRow)\" changes nothing in plain URLSession's result"] }
+        }
+        return Self.unequal(observed, expected)
+    }
+
+    func rows(_ scenario: String) -> [String] {
+        DifferentialExpectations.urlProtocol[scenario].map { [$0.readmeRow] } ?? []
+    }
 }
 
 /// Issue 8's proof: every scenario through each route equals plain `URLSession`, except the rows of
-/// the README table, named per scenario.
+/// the README tables, each checked as the exact value it changes (issue 25); plain `URLSession`
+/// itself is checked against ``DifferentialKnownValues``.
 final class DifferentialTests: XCTestCase {
     func testTheURLProtocolRouteBehavesAsPlainURLSession() throws {
         try compare(URLProtocolTestRoute())
@@ -60,7 +81,8 @@ final class DifferentialTests: XCTestCase {
         let runner = try ToolRunner(executable: Self.locateRunner())
         if let hold = ProcessInfo.processInfo.environment["HTTPDNS_DIFFERENTIAL_HOLD"].flatMap(Double.init) {
             // While working on a scenario: keep the bed up and run the runner by hand against it.
-            print("differential: bed \(launcher.bedPath), runner \(runner.executable.path)")
+            let note = "differential: bed \(launcher.bedPath), runner \(runner.executable.path), route \(route.runnerRoute) with \(route.environment)\n"
+            FileHandle.standardError.write(Data(note.utf8))
             Thread.sleep(forTimeInterval: hold)
         }
         // HTTPDNS_DIFFERENTIAL_SCENARIOS=get,head runs only those (while working on one).
@@ -83,37 +105,37 @@ final class DifferentialTests: XCTestCase {
             }
         }
         for failure in failures.value { XCTFail(failure) }
+        if let dump = ProcessInfo.processInfo.environment["HTTPDNS_DIFFERENTIAL_DUMP"] {
+            // While updating known values: every report, one canonical line each.
+            let lines = reports.value.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.result.canonicalJSON())" }
+            let file = dump + "-" + route.name.filter { $0.isLetter }
+            try lines.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        }
 
         var differing: [String] = []
+        let known = DifferentialKnownValues(bed: launcher.bed, nginxVersion: launcher.nginxVersion)
         for scenario in scenarios {
-            guard let expected = reports.value["0/\(scenario)"], let actual = reports.value["1/\(scenario)"] else { continue }
-            let same = expected.result == actual.result
-            if let defect = route.openDefects[scenario], !same {
-                // Tolerated only with the defect's own signature; anything else still fails.
-                XCTAssertEqual(
-                    actual.result.facts[defect.fact], defect.value,
-                    "\(scenario): differs, and not only by the open defect \"\(defect.readmeRow)\": \(actual.result.canonicalJSON())")
-                differing.append(scenario)
-                continue
+            guard let plain = reports.value["0/\(scenario)"], let observed = reports.value["1/\(scenario)"] else { continue }
+            // Plain URLSession first: both routes going wrong alike must fail too.
+            if let expected = known.result(scenario) {
+                for problem in PlainTestRoute.unequal(plain.result, expected) {
+                    XCTFail("\(scenario): plain URLSession differs from its known values\(problem)")
+                }
+            } else {
+                XCTFail("\(scenario): no known values for plain URLSession")
             }
-            if let row = route.expectedDifferences[scenario] {
-                XCTAssertFalse(same, "\(scenario): listed as an expected difference (README row \"\(row)\") but equal now: drop the row")
-                differing.append(scenario)
-                continue
+            for problem in route.problems(scenario, observed: observed.result, plain: plain.result, known: known) {
+                XCTFail("\(scenario): \(route.name) is not what it must be next to plain URLSession: \(problem)")
             }
-            XCTAssertTrue(same, """
-                \(scenario): \(route.name) differs from plain URLSession
-                  (a) \(expected.result.canonicalJSON())
-                  (c) \(actual.result.canonicalJSON())
-                """)
+            if !route.rows(scenario).isEmpty { differing.append(scenario) }
             if route.runnerRoute == "protocol" {
-                let proof = actual.proof
+                let proof = observed.proof
                 XCTAssertGreaterThan(proof["httpdnsAnswers", default: 0] + proof["cacheHits", default: 0], 0, "\(scenario): no lookup through HTTPDNS")
                 XCTAssertEqual(proof["localDNSAnswers", default: 0], 0, "\(scenario): an answer came from the lying LocalDNS")
             }
         }
         XCTAssertEqual(launcher.hijackCount.withLock { $0 }, 0, "a request reached the hijacker")
-        print("differential: \(scenarios.count - differing.count) scenarios equal, expected differences: \(differing.sorted())")
+        print("differential: \(scenarios.count - differing.count) scenarios equal, differing by README rows: \(differing.sorted())")
     }
 
     /// One scenario through one route in a child process.
