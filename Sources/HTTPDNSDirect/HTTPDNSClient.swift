@@ -114,7 +114,9 @@ public final class HTTPDNSClient: Sendable {
     }
 
     /// Sends `request` and returns when the response head arrives; the body follows chunk by chunk.
-    /// Redirects are followed. Ending the iteration early (or cancelling the task) cancels the transfer.
+    /// Redirects are followed. Releasing the stream before its end (leaving the loop with nothing
+    /// else holding it), or cancelling the task, cancels the transfer; a stream kept after the loop
+    /// keeps the transfer going, paused at the bound below.
     ///
     /// At most 4 MiB of the body waits unread: while a slow reader lags that far behind, the
     /// transfer is paused (over HTTP/2, libcurl may keep up to one stream window more, 32 MiB).
