@@ -57,7 +57,9 @@ final class ProxyLoop: @unchecked Sendable {
     private let epoll: Int32
     private let wake: Int32
     private let listeners: ProxyListeners
-    private let inbox = HTTPDNSLock<[@Sendable () -> Void]>([])
+    /// Work handed over from other threads; `ended` once the loop has run its last, after which
+    /// work runs on the thread that hands it over (see ``execute(_:)``).
+    private let inbox = HTTPDNSLock<(work: [@Sendable () -> Void], ended: Bool)>(([], false))
 
     // Loop-confined state.
     private var registrations: [UInt64: Registration] = [:]
@@ -120,13 +122,18 @@ final class ProxyLoop: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs `work` on the loop thread, soon.
+    /// Runs `work` on the loop thread, soon; once the loop has ended, at once on this thread (the
+    /// loop's state is then final, and the lock orders the reads after the loop's last writes), so
+    /// that work handed over late — a connector's attempt, a drain — still finds `running` false
+    /// and answers, and no wake-up goes to an eventfd that was closed.
     func execute(_ work: @escaping @Sendable () -> Void) {
-        let first = inbox.withLock { queue -> Bool in
-            queue.append(work)
-            return queue.count == 1
+        let wakeUp = inbox.withLock { inbox -> Bool? in
+            guard !inbox.ended else { return nil }
+            inbox.work.append(work)
+            return inbox.work.count == 1
         }
-        if first {
+        guard let wakeUp else { return work() }
+        if wakeUp {
             var one: UInt64 = 1
             _ = write(wake, &one, 8)
         }
@@ -134,7 +141,8 @@ final class ProxyLoop: @unchecked Sendable {
 
     /// Closes the listeners and every connection, then ends the thread.
     func stop() {
-        execute { [self] in running = false }
+        // Written only while the loop runs: once it has ended, `execute` runs this elsewhere.
+        execute { [self] in if running { running = false } }
     }
 
     /// Stops accepting at once, lets the connections finish what they have in flight for at most
@@ -193,9 +201,9 @@ final class ProxyLoop: @unchecked Sendable {
         case .wake:
             var value: UInt64 = 0
             _ = read(wake, &value, 8)
-            let work = inbox.withLock { queue -> [@Sendable () -> Void] in
-                defer { queue.removeAll(keepingCapacity: true) }
-                return queue
+            let work = inbox.withLock { inbox -> [@Sendable () -> Void] in
+                defer { inbox.work.removeAll(keepingCapacity: true) }
+                return inbox.work
             }
             for item in work { item() }
         case .client(let connection):
@@ -287,13 +295,17 @@ final class ProxyLoop: @unchecked Sendable {
             close(pipe.write)
         }
         pipes = []
+        // Work handed over after the stop still runs, so that waiting attempts are resumed; from
+        // here on `execute` runs it at once.
+        let late = inbox.withLock { inbox -> [@Sendable () -> Void] in
+            defer {
+                inbox.work.removeAll()
+                inbox.ended = true
+            }
+            return inbox.work
+        }
         close(wake)
         close(epoll)
-        // Work handed over after the stop still runs, so that waiting attempts are resumed.
-        let late = inbox.withLock { queue -> [@Sendable () -> Void] in
-            defer { queue.removeAll() }
-            return queue
-        }
         for item in late { item() }
         thread = nil
         drainEnded?(cut)

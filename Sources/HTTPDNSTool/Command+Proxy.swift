@@ -115,15 +115,17 @@ extension Command {
             throw ToolFailure("cannot listen on \(listens.joined(separator: ", ")): \(error.detail)")
         }
         try Output.line(proxy.url?.absoluteString ?? "")
-        await waitForStopSignal()
-        let cut = await proxy.stop(drain: .milliseconds(Int64(drainTimeout * 1000)))
-        if cut > 0 { Output.diagnostic("httpdns: the drain cut \(cut) connection\(cut == 1 ? "" : "s") still busy at --drain-timeout") }
+        await waitForStopSignal {
+            let cut = await proxy.stop(drain: .milliseconds(Int64(drainTimeout * 1000)))
+            if cut > 0 { Output.diagnostic("httpdns: the drain cut \(cut) connection\(cut == 1 ? "" : "s") still busy at --drain-timeout") }
+        }
         await proxy.failureReporter?.flush(within: .seconds(2))
         return ExitStatus.success
     }
 
-    /// Suspends until SIGINT or SIGTERM.
-    static func waitForStopSignal() async {
+    /// Suspends until SIGINT or SIGTERM, then runs `stop`; signals that come meanwhile are ignored,
+    /// as during `serve`'s drain.
+    static func waitForStopSignal(then stop: () async -> Void) async {
         let resumed = HTTPDNSLock(false)
         var watcher: SignalWatcher?
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -135,6 +137,7 @@ extension Command {
                 if first { continuation.resume() }
             }
         }
+        await stop()
         watcher?.stop()
     }
 
