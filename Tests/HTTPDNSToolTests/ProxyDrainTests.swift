@@ -77,10 +77,14 @@ final class ProxyDrainTests: XCTestCase {
     }
 
     /// curl `--parallel` through the proxy: tunnels (HTTPS, kept alive, HTTP/2 inside) and forwarded
-    /// plain requests (a connection each), SIGTERM once 100 of 600 transfers are done. Every transfer
-    /// is answered in full (200 and the whole body) or could not connect (curl's exit code 7: the
-    /// listener was closed, so nothing was sent); none is cut, reset or left empty.
+    /// plain requests (a connection each), SIGTERM once 100 of 600 transfers are done, five times.
+    /// Every transfer is answered in full (200 and the whole body) or could not connect (curl's exit
+    /// code 7: the listener was closed, so nothing was sent); none is cut, reset or left empty.
     func testCurlParallelThroughTheProxyLosesNoTransferAcrossTheDrain() throws {
+        for round in 1...5 { try curlThroughTheDrain(round: round) }
+    }
+
+    private func curlThroughTheDrain(round: Int) throws {
         let (daemon, url, _) = try startDaemon()
         let count = 600
         let bigPath = "big/file.bin"
@@ -106,7 +110,7 @@ final class ProxyDrainTests: XCTestCase {
         _ = try curl.wait(timeout: .seconds(120))
 
         let lines = Self.lines(curl.stdout)
-        XCTAssertEqual(lines.count, count, "one line per transfer")
+        XCTAssertEqual(lines.count, count, "round \(round): one line per transfer")
         var answered = 0
         var refused = 0
         var lost: [String] = []
@@ -125,10 +129,10 @@ final class ProxyDrainTests: XCTestCase {
                 lost.append(line)
             }
         }
-        XCTAssertEqual(lost, [], "transfers started and not answered in full (\(answered) answered, \(refused) refused)")
-        XCTAssertGreaterThanOrEqual(answered, 100)
-        XCTAssertGreaterThan(refused, 0, "the signal lands mid-run: later connects are refused")
-        assertCleanStop(daemon)
+        XCTAssertEqual(lost, [], "round \(round): transfers started and not answered in full (\(answered) answered, \(refused) refused)")
+        XCTAssertGreaterThanOrEqual(answered, 100, "round \(round)")
+        XCTAssertGreaterThan(refused, 0, "round \(round): the signal lands mid-run, later connects are refused")
+        assertCleanStop(daemon, round: round)
     }
 
     /// `--drain-timeout`: a tunnel whose answer is never read stays busy; it is cut when the timeout
@@ -170,11 +174,11 @@ final class ProxyDrainTests: XCTestCase {
     }
 
     /// Exit 0 on SIGTERM, no sanitizer report on stderr, and `cut` connections cut by the drain.
-    private func assertCleanStop(_ daemon: RunningTool, cut: Int = 0, file: StaticString = #filePath, line: UInt = #line) {
+    private func assertCleanStop(_ daemon: RunningTool, cut: Int = 0, round: Int = 0, file: StaticString = #filePath, line: UInt = #line) {
         let status = try? daemon.wait(timeout: .seconds(30))
         let stderr = String(decoding: daemon.stderr, as: UTF8.self)
-        XCTAssertEqual(status, 0, "exit status on SIGTERM; stderr:\n\(stderr)", file: file, line: line)
-        XCTAssertEqual(daemon.sanitizerReports, [], "sanitizer reports:\n\(stderr)", file: file, line: line)
+        XCTAssertEqual(status, 0, "round \(round): exit status on SIGTERM; stderr:\n\(stderr)", file: file, line: line)
+        XCTAssertEqual(daemon.sanitizerReports, [], "round \(round): sanitizer reports:\n\(stderr)", file: file, line: line)
         let said = cut == 0 ? nil : "httpdns: the drain cut \(cut) connection\(cut == 1 ? "" : "s") still busy at --drain-timeout"
         XCTAssertEqual(stderr.split(separator: "\n").first { $0.contains("the drain cut") }.map(String.init), said, stderr, file: file, line: line)
     }
