@@ -23,10 +23,10 @@ import Synchronization
 /// closed — each closes once it has nothing in flight (``ProxyConnectionStateMachine/proxyDraining(now:)``)
 /// — or until the drain's deadline, when it closes the rest and counts them.
 ///
-/// Everything but ``execute(_:)``, ``attempt(id:address:port:attempt:)``, ``drain(within:ended:)`` and ``stop()`` runs on the
-/// loop thread only (the `@unchecked Sendable` below rests on that): the registrations, the
-/// connections, their pumps, the scratch buffer and the pipe pool are never touched from
-/// elsewhere. Other threads hand work over through the inbox and an eventfd.
+/// Everything but ``execute(_:)``, ``attempt(id:address:port:attempt:)``, ``drain(within:ended:)``
+/// and ``stop()`` runs on the loop thread only (the `@unchecked Sendable` below rests on that): the
+/// registrations, the connections, their pumps, the scratch buffer and the pipe pool are never
+/// touched from elsewhere. Other threads hand work over through the inbox and an eventfd.
 final class ProxyLoop: @unchecked Sendable {
     /// What a token in the epoll set stands for.
     enum Registration {
@@ -404,6 +404,8 @@ final class ProxyListeners: Sendable {
     /// as that needs every loop's ``release()``.
     func refuseNew() {
         guard refusing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        // Should a kernel have no socket filters, the drain still works, with the race this closes:
+        // a client queued between a loop's last accept and the close is reset.
         for fd in fds { _ = httpdns_proxy_refuse_new(fd) }
     }
 
