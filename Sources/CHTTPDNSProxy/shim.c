@@ -2,6 +2,7 @@
 #include "CHTTPDNSProxy.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -49,6 +50,15 @@ ssize_t httpdns_proxy_splice(int from, int to, size_t length) {
 
 int httpdns_proxy_accept(int listener) {
     return accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+int httpdns_proxy_refuse_new(int listener) {
+    /* One instruction, "accept 0 bytes": the kernel runs a listener's filter on each SYN and on the
+     * last ACK of a handshake (tcp_v4_rcv/tcp_v6_rcv's tcp_filter) before the connection is
+     * queued, so nothing new enters the queue; accept(2) is not filtered. */
+    struct sock_filter drop[] = {BPF_STMT(BPF_RET | BPF_K, 0)};
+    struct sock_fprog program = {.len = 1, .filter = drop};
+    return setsockopt(listener, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
 }
 
 int httpdns_proxy_socket(int family) {

@@ -158,7 +158,7 @@ public final class HTTPDNSProxy: Sendable {
         } catch {
             // The loops made so far give the listeners up; the ones never made do it here.
             for loop in loops { loop.discard() }
-            for _ in loops.count..<count { shared.loopEnded() }
+            for _ in loops.count..<count { shared.release() }
             throw error
         }
         let started = state.withLock { state -> Bool in
@@ -176,11 +176,44 @@ public final class HTTPDNSProxy: Sendable {
 
     /// Stops listening and closes every connection (on the loop threads, right after this returns).
     public func stop() {
-        let loops = state.withLock { state -> [ProxyLoop] in
+        for loop in takeLoops() { loop.stop() }
+    }
+
+    /// Stops listening at once and drains: new connects are refused (clients already in the listen
+    /// queue are still served), a connection with nothing in flight closes at once, and the others
+    /// close as soon as their exchange is over — a forwarded request once its whole response went
+    /// out, a tunnel once no byte has moved either way for a second (the proxy cannot see the
+    /// messages inside) — or are cut when `timeout` has passed. Returns once every connection has
+    /// closed. Does nothing when the proxy is not running.
+    ///
+    /// - Parameter timeout: how long connections may finish what they have in flight.
+    /// - Returns: how many connections were cut at `timeout` with something still in flight.
+    @discardableResult
+    public func stop(drain timeout: Duration) async -> Int {
+        let loops = takeLoops()
+        guard !loops.isEmpty else { return 0 }
+        let nanoseconds = ProxySettings.nanoseconds(timeout)
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            let tally = HTTPDNSLock((left: loops.count, cut: 0))
+            for loop in loops {
+                loop.drain(within: nanoseconds) { cut in
+                    let total = tally.withLock { tally -> Int? in
+                        tally.left -= 1
+                        tally.cut += cut
+                        return tally.left == 0 ? tally.cut : nil
+                    }
+                    if let total { continuation.resume(returning: total) }
+                }
+            }
+        }
+    }
+
+    /// The running loops, taken out of the state: whoever takes them stops them.
+    private func takeLoops() -> [ProxyLoop] {
+        state.withLock { state -> [ProxyLoop] in
             defer { state.loops = [] }
             return state.loops
         }
-        for loop in loops { loop.stop() }
     }
 
     /// The bound port, once started.

@@ -79,6 +79,11 @@ final class ProxyConnection {
         machine.refusedAtAdmission()
     }
 
+    /// The proxy drains: closes now when nothing is in flight, otherwise once the exchange is over.
+    func drain(now: UInt64) {
+        perform(machine.proxyDraining(now: now))
+    }
+
     /// Closes both sockets and forgets the connection.
     func close() {
         perform(machine.proxyStopped())

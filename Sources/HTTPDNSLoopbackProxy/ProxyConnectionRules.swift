@@ -10,6 +10,10 @@ struct ProxyConnectionRules: Sendable {
     var idleTimeout: UInt64
     /// One connect attempt.
     var connectTimeout: UInt64
+    /// While the proxy drains: how long a connection must have moved no byte (and hold none) to
+    /// count as idle and close. A request on its way arrives well within it and is relayed; the
+    /// same second `httpdns serve`'s drain waits for (`HTTPServer.Limits.drainQuietPeriod`).
+    var drainQuietTime: UInt64 = 1_000_000_000
 
     /// How long a refused client's input is read and dropped after the answer, so that closing does
     /// not reset the connection before the client has read the answer.

@@ -17,10 +17,16 @@ import Synchronization
 /// eventfd are level-triggered; when an accept fails for want of descriptors, the listeners leave
 /// the loop's set for ``acceptPause`` rather than wake it at once for the same queued client.
 ///
-/// Everything but ``execute(_:)``, ``attempt(id:address:port:attempt:)`` and ``stop()`` runs on the
-/// loop thread only (the `@unchecked Sendable` below rests on that): the registrations, the
-/// connections, their pumps, the scratch buffer and the pipe pool are never touched from
-/// elsewhere. Other threads hand work over through the inbox and an eventfd.
+/// A drain (``drain(within:ended:)``) takes the listeners out of every loop's set for good, after
+/// taking the clients already queued (``ProxyListeners/refuseNew()`` keeps new ones out first), and
+/// the last loop to let go of them closes them; each loop then runs until its connections have
+/// closed — each closes once it has nothing in flight (``ProxyConnectionStateMachine/proxyDraining(now:)``)
+/// — or until the drain's deadline, when it closes the rest and counts them.
+///
+/// Everything but ``execute(_:)``, ``attempt(id:address:port:attempt:)``, ``drain(within:ended:)``
+/// and ``stop()`` runs on the loop thread only (the `@unchecked Sendable` below rests on that): the
+/// registrations, the connections, their pumps, the scratch buffer and the pipe pool are never
+/// touched from elsewhere. Other threads hand work over through the inbox and an eventfd.
 final class ProxyLoop: @unchecked Sendable {
     /// What a token in the epoll set stands for.
     enum Registration {
@@ -51,7 +57,9 @@ final class ProxyLoop: @unchecked Sendable {
     private let epoll: Int32
     private let wake: Int32
     private let listeners: ProxyListeners
-    private let inbox = HTTPDNSLock<[@Sendable () -> Void]>([])
+    /// Work handed over from other threads; `ended` once the loop has run its last, after which
+    /// work runs on the thread that hands it over (see ``execute(_:)``).
+    private let inbox = HTTPDNSLock<(work: [@Sendable () -> Void], ended: Bool)>(([], false))
 
     // Loop-confined state.
     private var registrations: [UInt64: Registration] = [:]
@@ -64,6 +72,12 @@ final class ProxyLoop: @unchecked Sendable {
     private var listenerTokens: [Int32: UInt64] = [:]
     /// Set while the process is out of descriptors: when the listeners go back into the set.
     private var acceptPausedUntil: UInt64?
+    /// This loop took the listeners out of its set for good and told ``listeners`` so (drain or end).
+    private var listenersReleased = false
+    /// Set while draining: when the connections still open are cut.
+    private var drainDeadline: UInt64?
+    /// Hears, once the loop has ended, how many connections the drain cut.
+    private var drainEnded: (@Sendable (Int) -> Void)?
     /// The monotonic time when the loop last woke (nanoseconds): precise enough for every deadline
     /// here, and read once per wake-up instead of once per use.
     private(set) var now = httpdns_proxy_now()
@@ -96,7 +110,7 @@ final class ProxyLoop: @unchecked Sendable {
     func discard() {
         close(wake)
         close(epoll)
-        listeners.loopEnded()
+        listeners.release()
     }
 
     /// Starts the loop thread.
@@ -108,13 +122,18 @@ final class ProxyLoop: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs `work` on the loop thread, soon.
+    /// Runs `work` on the loop thread, soon; once the loop has ended, at once on this thread (the
+    /// loop's state is then final, and the lock orders the reads after the loop's last writes), so
+    /// that work handed over late — a connector's attempt, a drain — still finds `running` false
+    /// and answers, and no wake-up goes to an eventfd that was closed.
     func execute(_ work: @escaping @Sendable () -> Void) {
-        let first = inbox.withLock { queue -> Bool in
-            queue.append(work)
-            return queue.count == 1
+        let wakeUp = inbox.withLock { inbox -> Bool? in
+            guard !inbox.ended else { return nil }
+            inbox.work.append(work)
+            return inbox.work.count == 1
         }
-        if first {
+        guard let wakeUp else { return work() }
+        if wakeUp {
             var one: UInt64 = 1
             _ = write(wake, &one, 8)
         }
@@ -122,7 +141,23 @@ final class ProxyLoop: @unchecked Sendable {
 
     /// Closes the listeners and every connection, then ends the thread.
     func stop() {
-        execute { [self] in running = false }
+        // Written only while the loop runs: once it has ended, `execute` runs this elsewhere.
+        execute { [self] in if running { running = false } }
+    }
+
+    /// Stops accepting at once, lets the connections finish what they have in flight for at most
+    /// `timeout` nanoseconds, closes the rest, then ends the thread; `ended` hears, on the loop
+    /// thread once it has closed everything, how many connections were cut at the timeout.
+    func drain(within timeout: UInt64, ended: @escaping @Sendable (Int) -> Void) {
+        execute { [self] in
+            // Stopped already (work handed over late runs in `shutdown`): nothing left to cut.
+            guard running, drainDeadline == nil else { return ended(0) }
+            now = httpdns_proxy_now()
+            drainDeadline = now &+ timeout
+            drainEnded = ended
+            stopAccepting()
+            for connection in Array(connections.values) { connection.drain(now: now) }
+        }
     }
 
     // MARK: - The loop
@@ -154,6 +189,7 @@ final class ProxyLoop: @unchecked Sendable {
                 lastScan = now
                 scanDeadlines(now: now)
             }
+            if let deadline = drainDeadline, connections.isEmpty || now >= deadline { running = false }
         }
         shutdown()
     }
@@ -165,9 +201,9 @@ final class ProxyLoop: @unchecked Sendable {
         case .wake:
             var value: UInt64 = 0
             _ = read(wake, &value, 8)
-            let work = inbox.withLock { queue -> [@Sendable () -> Void] in
-                defer { queue.removeAll(keepingCapacity: true) }
-                return queue
+            let work = inbox.withLock { inbox -> [@Sendable () -> Void] in
+                defer { inbox.work.removeAll(keepingCapacity: true) }
+                return inbox.work
             }
             for item in work { item() }
         case .client(let connection):
@@ -179,7 +215,9 @@ final class ProxyLoop: @unchecked Sendable {
 
     /// Accepts one client per readiness: the listener is level-triggered, so a backlog wakes a loop
     /// again at once (with whatever else is ready), and no call is spent finding the queue empty.
-    private func acceptOne(_ listener: Int32) {
+    /// Returns whether a client was taken (and served or refused).
+    @discardableResult
+    private func acceptOne(_ listener: Int32) -> Bool {
         // TCP_NODELAY comes from the listener (Linux copies it to accepted sockets).
         let fd = httpdns_proxy_accept(listener)
         if fd < 0 {
@@ -187,7 +225,7 @@ final class ProxyLoop: @unchecked Sendable {
             // and would wake the loop at once, again and again: the listeners leave the set a moment.
             let code = errno
             if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM { pauseAccepting() }
-            return
+            return false
         }
         assert(ProxySocket.hasNoDelay(fd), "accepted sockets no longer inherit TCP_NODELAY from the listener")
         let id = nextConnectionID
@@ -196,10 +234,29 @@ final class ProxyLoop: @unchecked Sendable {
         guard settings.admit() else {
             settings.monitor.proxyRefused(status: 503, reason: "too many connections")
             connection.refuse(status: 503, reason: "too many connections")
-            return
+            return true
         }
         connections[id] = connection
         connection.begin()
+        return true
+    }
+
+    /// The drain's first step: no new client gets in, the clients already queued (their connect
+    /// done, maybe their request sent) are taken, and the listeners leave this loop's set for good.
+    private func stopAccepting() {
+        guard !listenersReleased else { return }
+        listeners.refuseNew()
+        for fd in listeners.fds {
+            while acceptOne(fd) {}
+        }
+        for (fd, token) in listenerTokens {
+            _ = httpdns_proxy_epoll_control(epoll, 2, fd, 0, 0)
+            forget(token)
+        }
+        listenerTokens = [:]
+        acceptPausedUntil = nil
+        listenersReleased = true
+        listeners.release()
     }
 
     private func pauseAccepting() {
@@ -213,6 +270,7 @@ final class ProxyLoop: @unchecked Sendable {
 
     /// Puts the listeners (back) into the set; one the kernel refuses is tried again after a pause.
     private func resumeAccepting() {
+        guard !listenersReleased else { return }
         for fd in listeners.fds where listenerTokens[fd] == nil {
             let token = register(fd, events: UInt32(HTTPDNS_PROXY_READABLE) | HTTPDNS_PROXY_EXCLUSIVE, .listener(fd))
             if token != 0 { listenerTokens[fd] = token }
@@ -225,22 +283,33 @@ final class ProxyLoop: @unchecked Sendable {
     }
 
     private func shutdown() {
+        // Whatever a drain left open had something in flight: it is cut, and counted.
+        let cut = drainDeadline == nil ? 0 : connections.count
         for connection in Array(connections.values) { connection.close() }
-        listeners.loopEnded()
+        if !listenersReleased {
+            listenersReleased = true
+            listeners.release()
+        }
         for pipe in pipes {
             close(pipe.read)
             close(pipe.write)
         }
         pipes = []
+        // Work handed over after the stop still runs, so that waiting attempts are resumed; from
+        // here on `execute` runs it at once.
+        let late = inbox.withLock { inbox -> [@Sendable () -> Void] in
+            defer {
+                inbox.work.removeAll()
+                inbox.ended = true
+            }
+            return inbox.work
+        }
         close(wake)
         close(epoll)
-        // Work handed over after the stop still runs, so that waiting attempts are resumed.
-        let late = inbox.withLock { queue -> [@Sendable () -> Void] in
-            defer { queue.removeAll() }
-            return queue
-        }
         for item in late { item() }
         thread = nil
+        drainEnded?(cut)
+        drainEnded = nil
     }
 
     // MARK: - Registrations (loop thread)
@@ -315,19 +384,34 @@ final class ProxyLoop: @unchecked Sendable {
     }
 }
 
-/// The listening sockets every loop of a proxy watches; closed when the last loop has ended, so
-/// that no loop ever accepts on a descriptor number that was closed and given to something else.
+/// The listening sockets every loop of a proxy watches; closed when the last loop has let go of
+/// them (at its drain or its end), so that no loop ever accepts on a descriptor number that was
+/// closed and given to something else.
 final class ProxyListeners: Sendable {
     let fds: [Int32]
-    private let running: Atomic<Int>
+    private let holders: Atomic<Int>
+    private let refusing = Atomic<Bool>(false)
 
     init(fds: [Int32], loops: Int) {
         self.fds = fds
-        running = Atomic(loops)
+        holders = Atomic(loops)
     }
 
-    func loopEnded() {
-        let (_, left) = running.subtract(1, ordering: .acquiringAndReleasing)
+    /// From now on no new client enters the listen queues (see `httpdns_proxy_refuse_new`): closing
+    /// a listener resets the clients still queued, whose requests may be sent already, so a drain
+    /// first keeps new ones out, then takes every queued one, then closes. Once per proxy; a loop
+    /// that finds it done by another takes the queue after it, which is still before the close,
+    /// as that needs every loop's ``release()``.
+    func refuseNew() {
+        guard refusing.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        // Should a kernel have no socket filters, the drain still works, with the race this closes:
+        // a client queued between a loop's last accept and the close is reset.
+        for fd in fds { _ = httpdns_proxy_refuse_new(fd) }
+    }
+
+    /// One loop let go of the listeners for good; the last one closes them.
+    func release() {
+        let (_, left) = holders.subtract(1, ordering: .acquiringAndReleasing)
         if left == 0 {
             for fd in fds { close(fd) }
         }

@@ -67,6 +67,11 @@ struct ProxyPump {
         !destinationWritable && !finished && failure == nil && (pendingOffset < pending.count || inPipe > 0)
     }
 
+    /// Bytes were read that the destination has not taken yet (in `pending` or the pipe).
+    var holdsBytes: Bool {
+        pendingOffset < pending.count || inPipe > 0
+    }
+
     /// - Parameters:
     ///   - prefix: bytes sent before anything read from `source`.
     ///   - scanResponse: read a response head first and rewrite it (forwarded requests).

@@ -17,6 +17,10 @@ extension Command {
             """),
         OptionSpec("connect-timeout", value: "seconds", help: "Time limit to connect to one address. Default 5, or --timeout."),
         OptionSpec("max-connections", value: "n", help: "Most client connections at once; more are refused with 503. Default 256."),
+        OptionSpec("drain-timeout", value: "seconds", help: """
+            On SIGTERM/SIGINT: how long tunnels and forwarded requests in flight may finish (new connects are \
+            refused and idle connections closed at once). Default 5.
+            """),
         OptionSpec("fallback-ips", value: "url", help: """
             An IP-list endpoint asked for a redirect address when a host cannot be found or connected \
             (the domain-block redirect).
@@ -30,13 +34,19 @@ extension Command {
             Python, git, browsers, URLSession on Linux. They send CONNECT host:443 without resolving the name; \
             the proxy resolves it (protected hosts over HTTPDNS, others through LocalDNS), connects with \
             failover and moves bytes. TLS stays end to end. Plain http:// URLs are forwarded. Loopback and \
-            private targets are refused unless --allow-private is given. Runs until SIGINT or SIGTERM.
+            private targets are refused unless --allow-private is given. Runs until SIGINT or SIGTERM, then \
+            drains: new connects are refused, idle connections close, forwarded requests get their whole \
+            response and tunnels finish (each closes once quiet for a second) within --drain-timeout; then it \
+            exits 0.
             """,
         usage: "httpdns proxy [<options>]",
         options: proxySpecs + ReportOptions.specs + SharedOptions.specs.filter { $0.key != "json" } + [HelpText.helpOption],
         sections: [
             ("OUTPUT", "First line on stdout: the proxy URL to use, credential included (http://USER:TOKEN@127.0.0.1:8118)."),
-            ("EXIT STATUS", "0 after a clean stop, 1 when it cannot listen, 64 bad usage."),
+            ("EXIT STATUS", """
+                0 after a clean stop (also when the drain cut connections at --drain-timeout; stderr says how \
+                many), 1 when it cannot listen, 64 bad usage.
+                """),
             ("EXAMPLES", """
                 httpdns proxy --listen 127.0.0.1:8118 --provider doh=https://dns.example/dns-query
                 https_proxy=$(head -1 proxy.out) curl https://www.example.com/
@@ -80,6 +90,7 @@ extension Command {
             guard let count = Int(text), (1...100_000).contains(count) else { throw bad("bad --max-connections '\(text)'") }
             configuration.maxConnections = count
         }
+        let drainTimeout = try FetchOptions.seconds(parsed.last("drain-timeout"), "--drain-timeout", bad) ?? 5
         // Provider requests go through this transport, which never honours http(s)_proxy: the proxy
         // cannot loop through itself even when its own environment points at it.
         let transport = HTTPTransport()
@@ -104,14 +115,17 @@ extension Command {
             throw ToolFailure("cannot listen on \(listens.joined(separator: ", ")): \(error.detail)")
         }
         try Output.line(proxy.url?.absoluteString ?? "")
-        await waitForStopSignal()
-        proxy.stop()
+        await waitForStopSignal {
+            let cut = await proxy.stop(drain: .milliseconds(Int64(drainTimeout * 1000)))
+            if cut > 0 { Output.diagnostic("httpdns: the drain cut \(cut) connection\(cut == 1 ? "" : "s") still busy at --drain-timeout") }
+        }
         await proxy.failureReporter?.flush(within: .seconds(2))
         return ExitStatus.success
     }
 
-    /// Suspends until SIGINT or SIGTERM.
-    static func waitForStopSignal() async {
+    /// Suspends until SIGINT or SIGTERM, then runs `stop`; signals that come meanwhile are ignored,
+    /// as during `serve`'s drain.
+    static func waitForStopSignal(then stop: () async -> Void) async {
         let resumed = HTTPDNSLock(false)
         var watcher: SignalWatcher?
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -123,6 +137,7 @@ extension Command {
                 if first { continuation.resume() }
             }
         }
+        await stop()
         watcher?.stop()
     }
 

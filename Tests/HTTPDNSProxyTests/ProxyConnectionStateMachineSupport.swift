@@ -14,6 +14,7 @@ enum MachineFixture {
     static let headTimeout: UInt64 = 10_000
     static let idleTimeout: UInt64 = 50_000
     static let connectTimeout: UInt64 = 3_000
+    static let drainQuiet: UInt64 = 2_000
     static let credential = "Proxy-Authorization: Basic dTpw\r\n"  // u:p
     static let publicAddress = HTTPDNSIPAddress("93.184.216.34")!
     static let otherAddress = HTTPDNSIPAddress("93.184.216.35")!
@@ -22,7 +23,7 @@ enum MachineFixture {
         let rules = ProxyConnectionRules(
             token: credential ? Array(Data("u:p".utf8).base64EncodedString().utf8) : nil,
             policy: ProxyTargetPolicy(allowPrivate: false, listeners: []), headTimeout: headTimeout, idleTimeout: idleTimeout,
-            connectTimeout: connectTimeout)
+            connectTimeout: connectTimeout, drainQuietTime: drainQuiet)
         return Machine(client: client, acceptedAt: accepted, rules: rules)
     }
 

@@ -1,5 +1,6 @@
 // Linux calls the loopback proxy's event loop needs that Swift's Glibc module does not bring in:
-// epoll, eventfd, and the _GNU_SOURCE-only splice(2), pipe2(2), accept4(2) and F_SETPIPE_SZ.
+// epoll, eventfd, the _GNU_SOURCE-only splice(2), pipe2(2), accept4(2) and F_SETPIPE_SZ, and
+// SO_ATTACH_FILTER's classic BPF program.
 #ifndef CHTTPDNS_PROXY_H
 #define CHTTPDNS_PROXY_H
 
@@ -43,6 +44,10 @@ int httpdns_proxy_pipe_resize(int fd, int size);
 ssize_t httpdns_proxy_splice(int from, int to, size_t length);
 /// accept4(2), the new socket non-blocking and close-on-exec.
 int httpdns_proxy_accept(int listener);
+/// Attaches a socket filter that drops every packet to a listening socket: no new client completes
+/// its handshake from now on (its SYN is dropped; once the listener is closed, the retry is refused),
+/// while the clients already in the listen queue stay there to be accepted. 0, or -1 with errno.
+int httpdns_proxy_refuse_new(int listener);
 /// A non-blocking, close-on-exec TCP socket of `family`.
 int httpdns_proxy_socket(int family);
 /// Monotonic time in nanoseconds.
