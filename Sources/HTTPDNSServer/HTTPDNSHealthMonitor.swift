@@ -184,7 +184,8 @@ package final class HTTPDNSHealthMonitor: Sendable {
     /// Hands the states to the metrics (`httpdns_origin_up`); after a change, a start or a reload.
     package func publishStates() {
         let table = self.table
-        metrics.healthStates(table.statuses.sorted { $0.key < $1.key }.map { ($0.key.address, $0.key.check.label, $0.value.isUp) })
+        // In table order: `/metrics` sorts when it renders (a scrape is rarer than a state change).
+        metrics.healthStates(table.statuses.map { ($0.key.address, $0.key.check.label, $0.value.isUp) })
     }
 
     // MARK: On demand

@@ -27,7 +27,10 @@ package struct HTTPDNSHealthScheduler: Sendable {
     /// Up to `limit` targets due at `now`, earliest first; they are probing until ``completed(_:now:random:)``.
     package mutating func takeDue(now: ContinuousClock.Instant, limit: Int) -> [HTTPDNSHealthTarget] {
         guard limit > 0 else { return [] }
-        var ready = due.filter { $0.value <= now }.sorted { $0.value < $1.value }.map(\.key)
+        // A pass over the times, not a filtered copy of the table: this runs after every probe.
+        var found: [(target: HTTPDNSHealthTarget, at: ContinuousClock.Instant)] = []
+        for (target, at) in due where at <= now { found.append((target, at)) }
+        var ready = found.sorted { $0.at < $1.at }.map(\.target)
         if ready.count > limit { ready.removeLast(ready.count - limit) }
         for target in ready {
             due[target] = nil

@@ -13,8 +13,17 @@ package struct HTTPDNSHealthTarget: Sendable, Hashable, Comparable {
 
     /// Address order, then check label: the order of `/metrics` and `/status`.
     package static func < (lhs: Self, rhs: Self) -> Bool {
-        if lhs.address != rhs.address { return lhs.address.bytes.lexicographicallyPrecedes(rhs.address.bytes) }
-        return lhs.check.label < rhs.check.label
+        precedes((lhs.address, lhs.check.label), (rhs.address, rhs.check.label))
+    }
+
+    /// Address order (IPv4 first, then by the address's words: no byte arrays, as this sorts every
+    /// checked target), then check label.
+    package static func precedes(_ lhs: (HTTPDNSIPAddress, String), _ rhs: (HTTPDNSIPAddress, String)) -> Bool {
+        if lhs.0 != rhs.0 {
+            let (left, right) = (lhs.0.words, rhs.0.words)
+            return (lhs.0.family == .v4 ? 0 : 1, left.high, left.low) < (rhs.0.family == .v4 ? 0 : 1, right.high, right.low)
+        }
+        return lhs.1 < rhs.1
     }
 }
 

@@ -33,7 +33,10 @@ extension HTTPDNSServerMetrics {
         let health = self.health.withLock { $0 }
         text += "# HELP httpdns_origin_up Whether a checked zone address is answered (1) or down (0), by address and check.\n"
         text += "# TYPE httpdns_origin_up gauge\n"
-        for origin in health.origins {
+        let origins = health.origins.sorted {
+            HTTPDNSHealthTarget.precedes(($0.address, $0.check), ($1.address, $1.check))
+        }
+        for origin in origins {
             let labels = "address=\"\(Self.labelValue(origin.address.description))\",check=\"\(Self.labelValue(origin.check))\""
             text += "httpdns_origin_up{\(labels)} \(origin.up ? 1 : 0)\n"
         }
