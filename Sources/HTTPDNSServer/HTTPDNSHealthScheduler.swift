@@ -10,6 +10,10 @@ package struct HTTPDNSHealthScheduler: Sendable {
 
     private var due: [HTTPDNSHealthTarget: ContinuousClock.Instant] = [:]
     private var probing: Set<HTTPDNSHealthTarget> = []
+    /// The due times in a binary min-heap, so that finding what is due costs log n rather than a
+    /// pass over every target after each probe (1,000 targets every 5 s are 200 probes a second).
+    /// An entry whose time is no longer the target's in `due` is stale and skipped when it surfaces.
+    private var heap: [(at: ContinuousClock.Instant, target: HTTPDNSHealthTarget)] = []
 
     package init() {}
 
@@ -22,19 +26,23 @@ package struct HTTPDNSHealthScheduler: Sendable {
         for target in wanted where due[target] == nil && !probing.contains(target) {
             due[target] = now + target.check.interval * random(0...target.check.jitter)
         }
+        heap = due.map { (at: $0.value, target: $0.key) }
+        for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
     }
 
     /// Up to `limit` targets due at `now`, earliest first; they are probing until ``completed(_:now:random:)``.
     package mutating func takeDue(now: ContinuousClock.Instant, limit: Int) -> [HTTPDNSHealthTarget] {
-        guard limit > 0 else { return [] }
-        // A pass over the times, not a filtered copy of the table: this runs after every probe.
-        var found: [(target: HTTPDNSHealthTarget, at: ContinuousClock.Instant)] = []
-        for (target, at) in due where at <= now { found.append((target, at)) }
-        var ready = found.sorted { $0.at < $1.at }.map(\.target)
-        if ready.count > limit { ready.removeLast(ready.count - limit) }
-        for target in ready {
-            due[target] = nil
-            probing.insert(target)
+        var ready: [HTTPDNSHealthTarget] = []
+        while ready.count < limit, let top = heap.first {
+            guard due[top.target] == top.at else {
+                pop()
+                continue
+            }
+            guard top.at <= now else { break }
+            pop()
+            due[top.target] = nil
+            probing.insert(top.target)
+            ready.append(top.target)
         }
         return ready
     }
@@ -45,12 +53,50 @@ package struct HTTPDNSHealthScheduler: Sendable {
     package mutating func completed(_ target: HTTPDNSHealthTarget, now: ContinuousClock.Instant, random: Random) -> Bool {
         guard probing.remove(target) != nil else { return false }
         let jitter = target.check.jitter
-        due[target] = now + target.check.interval * (1 + random(-jitter...jitter))
+        let at = now + target.check.interval * (1 + random(-jitter...jitter))
+        due[target] = at
+        push((at, target))
         return true
     }
 
     /// The earliest time a target not probing now is due, nil when none is.
-    package var nextDue: ContinuousClock.Instant? { due.values.min() }
+    package var nextDue: ContinuousClock.Instant? {
+        mutating get {
+            while let top = heap.first, due[top.target] != top.at { pop() }
+            return heap.first?.at
+        }
+    }
+
+    private mutating func push(_ entry: (at: ContinuousClock.Instant, target: HTTPDNSHealthTarget)) {
+        heap.append(entry)
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard heap[child].at < heap[parent].at else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    private mutating func pop() {
+        guard !heap.isEmpty else { return }
+        heap.swapAt(0, heap.count - 1)
+        heap.removeLast()
+        siftDown(0)
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            guard left < heap.count else { return }
+            var smallest = left
+            if left + 1 < heap.count, heap[left + 1].at < heap[left].at { smallest = left + 1 }
+            guard heap[smallest].at < heap[parent].at else { return }
+            heap.swapAt(smallest, parent)
+            parent = smallest
+        }
+    }
 
     /// When `target` is due next (nil while probing or unknown); for tests.
     package func dueTime(_ target: HTTPDNSHealthTarget) -> ContinuousClock.Instant? { due[target] }
