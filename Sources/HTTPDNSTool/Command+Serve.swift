@@ -49,7 +49,10 @@ extension Command {
             HTTP/2: requests of one connection handled at once (1-100); more get 503 with Retry-After, \
             counted as shed. Default 100.
             """),
-        OptionSpec("drain-timeout", value: "seconds", help: "On SIGTERM/SIGINT: how long the drain may answer requests in flight or on their way (keep-alive connections close once quiet). Default 5."),
+        OptionSpec("drain-timeout", value: "seconds", help: """
+            On SIGTERM/SIGINT: how long the drain may answer requests in flight or on their way (keep-alive \
+            connections close once quiet); connections still busy then are cut, and stderr says how many. Default 5.
+            """),
         OptionSpec("access-log", value: "file", help: """
             One JSON line per answered request (time, client, protocol, endpoint, name, type, status, rcode, \
             answers, cache, latency) appended to FILE, or stdout for -; reopened on SIGHUP (logrotate). Default none.
@@ -313,6 +316,10 @@ extension Command {
             }
         }
         service.stop()
+        // Said here as `httpdns proxy` says it: once the drain has ended, /metrics (the counter's
+        // other reader) can no longer be asked.
+        let cut = service.metrics.shedCount(.drain)
+        if cut > 0 { Output.diagnostic("httpdns: the drain cut \(cut) connection\(cut == 1 ? "" : "s") still busy at --drain-timeout") }
         _ = service.configuration.accessLog?.close()
         watcher?.stop()
     }
