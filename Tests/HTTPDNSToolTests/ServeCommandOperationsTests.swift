@@ -210,7 +210,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
             XCTAssertEqual(response.status, 200, "request \(index)")
             XCTAssertEqual(response.body, "93.184.216.34", "request \(index)")
         }
-        assertStopsCleanly(server)  // the drain is under way: a second SIGTERM changes nothing
+        assertStopsCleanly(server, signalled: true)
     }
 
     func testMetricsAccessLogAndTheClientBehindATrustedProxy() throws {

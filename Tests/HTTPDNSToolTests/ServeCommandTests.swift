@@ -52,7 +52,7 @@ final class ServeCommandTests: ToolTestCase {
         gate.open()
         XCTAssertEqual(try held.wait(timeout: .seconds(30)), 0, String(decoding: held.stderr, as: UTF8.self))
         XCTAssertEqual(String(decoding: held.stdout, as: UTF8.self), "93.184.216.34", "the held request is answered in the drain")
-        assertStopsCleanly(server)  // the drain is under way: a second SIGTERM changes nothing
+        assertStopsCleanly(server, signalled: true)
     }
 
     func testEnterpriseKeysAndSecrets() throws {

@@ -25,12 +25,16 @@ extension ToolTestCase {
         try XCTUnwrap(url.split(separator: ":").last.flatMap { Int($0) }, "no port in \(url)")
     }
 
-    /// Sends SIGTERM (unless the process has exited) and asserts a clean stop: exit status 0 within
-    /// `timeout`, and no sanitizer report on stderr (a report inside a child is otherwise seen by nobody).
+    /// Sends SIGTERM (unless the process has exited, or `signalled` says the test sent it) and
+    /// asserts a clean stop: exit status 0 within `timeout`, and no sanitizer report on stderr (a
+    /// report inside a child is otherwise seen by nobody). A second SIGTERM is not sent to a
+    /// process already draining: once the drain is over the default action is back, and it would
+    /// end the process (143) on its way out.
     func assertStopsCleanly(
-        _ server: RunningTool, within timeout: Duration = .seconds(30), file: StaticString = #filePath, line: UInt = #line
+        _ server: RunningTool, signalled: Bool = false, within timeout: Duration = .seconds(30),
+        file: StaticString = #filePath, line: UInt = #line
     ) {
-        server.send(SIGTERM)
+        if !signalled { server.send(SIGTERM) }
         let status: Int32?
         do {
             status = try server.wait(timeout: timeout)
