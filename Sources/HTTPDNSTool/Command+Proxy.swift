@@ -127,7 +127,7 @@ extension Command {
     /// signals that come meanwhile are ignored, as during `serve`'s drain.
     static func waitForStopSignal(announce: () throws -> Void, then stop: () async -> Void) async throws {
         let (stops, stopped) = AsyncStream.makeStream(of: Void.self)
-        let watcher = SignalWatcher([SIGINT, SIGTERM]) { _ in stopped.yield() }
+        let watcher = try SignalWatcher([SIGINT, SIGTERM]) { _ in stopped.yield() }
         defer { watcher.stop() }
         try announce()
         for await _ in stops { break }

@@ -309,7 +309,7 @@ extension Command {
         _ service: HTTPDNSService, files: ReloadFiles, tlsListeners: [Int], announce: () throws -> Void
     ) async throws {
         let (stops, stop) = AsyncStream.makeStream(of: Void.self)
-        let watcher = SignalWatcher([SIGINT, SIGTERM, SIGHUP]) { signal in
+        let watcher = try SignalWatcher([SIGINT, SIGTERM, SIGHUP]) { signal in
             if signal == SIGHUP {
                 reload(service, files: files, tlsListeners: tlsListeners)
             } else {

@@ -11,21 +11,24 @@ import Synchronization
 /// reload files) instead of being limited to async-signal-safe calls.
 ///
 /// A C handler writes the signal's number to a pipe that the thread reads (the self-pipe trick).
-/// `DispatchSource` signal sources, used before, set the signal to SIG_IGN and register a signalfd
-/// later, on libdispatch's manager thread: a signal in between was discarded, or (while a thread
-/// that does not block it runs) took its default action. `httpdns serve` signalled right after
-/// printing `listening on` died of SIGHUP or never saw it (1 in 20 runs on a loaded machine; issue
-/// 25's SIGHUP tests). A handler is in place when `sigaction` returns, whichever thread the kernel
-/// picks, and it leaves a signal pending on a blocked thread where it is.
+/// It is in place when `signal` returns. The `DispatchSource` signal sources used before were not:
+/// the watcher set SIG_IGN at once (which also discards a signal already pending) and libdispatch
+/// registered each source later, on its own queue, so a signal in between was lost; and serve
+/// started them only after printing `listening on`, so a signal sent as soon as that line
+/// appeared ended serve (SIGHUP's default action) or was lost: 4 of 100 runs with a busy CPU,
+/// met by issue 25's SIGHUP tests under CI load. The handler runs on whichever thread the kernel
+/// picks; in this process that is libdispatch's main thread parked in `sigsuspend` (every worker
+/// and loop thread blocks these signals), so no other system call sees EINTR.
 final class SignalWatcher: Sendable {
     private let signals: [Int32]
     private let writeEnd: Int32
 
     /// Starts watching `signals`; their default actions (ending the process) are replaced while
     /// watched. One watcher at a time.
-    init(_ signals: [Int32] = [SIGINT, SIGTERM], handler: @escaping @Sendable (Int32) -> Void) {
+    /// - Throws: ``ToolFailure`` when the pipe cannot be made (no descriptor left).
+    init(_ signals: [Int32] = [SIGINT, SIGTERM], handler: @escaping @Sendable (Int32) -> Void) throws {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { fatalError("httpdns: cannot make the signal pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&ends) == 0 else { throw ToolFailure("cannot watch signals: pipe: \(String(cString: strerror(errno)))") }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         // The handler must never block: a full pipe (64 KiB of unread signals) drops the signal.
         _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
@@ -34,6 +37,7 @@ final class SignalWatcher: Sendable {
         signalPipe.store(ends[1], ordering: .releasing)
         let readEnd = ends[0]
         let thread = Thread {
+            Thread.current.name = "httpdns signals"
             var number: UInt8 = 0
             while true {
                 let count = read(readEnd, &number, 1)
@@ -46,7 +50,6 @@ final class SignalWatcher: Sendable {
             }
             close(readEnd)
         }
-        thread.name = "httpdns signals"
         thread.start()
         for number in signals { signal(number, forwardSignal) }
     }
