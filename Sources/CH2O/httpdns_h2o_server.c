@@ -20,7 +20,9 @@
 #define _GNU_SOURCE
 #include "httpdns_h2o_internal.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 
 /* ---- control ---- */
 
@@ -148,6 +150,12 @@ static void *loop_main(void *argument)
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
+    /* Named, so that `top -H`, a debugger and /proc/PID/task/TID/comm tell the loops from the
+     * runtime's threads (and show how many `threads` made): "http loop 0" to "http loop 255",
+     * within the kernel's 15 characters. */
+    char name[16];
+    snprintf(name, sizeof name, "http loop %d", loop->index);
+    pthread_setname_np(pthread_self(), name);
     /* Every h2o object is made here, on the thread that will use it: h2o keeps per-thread buffer
      * prototypes and recycling allocators (`__thread`), and a socket made on another thread would
      * share that thread's unsynchronised free lists (heap corruption, seen with several servers).

@@ -312,6 +312,11 @@ public final class HTTPDNSServerMetrics: Sendable {
         state.withLock { $0.shed[reason.rawValue] &+= UInt64(max(0, count)) }
     }
 
+    /// Requests or connections refused for `reason` so far.
+    package func shedCount(_ reason: ShedReason) -> UInt64 {
+        state.withLock { $0.shed[reason.rawValue] }
+    }
+
     /// Access-log lines were dropped because the writer lagged.
     package func accessLogDropped(_ count: Int = 1) {
         state.withLock { $0.accessLogDropped &+= UInt64(max(0, count)) }

@@ -55,7 +55,7 @@ extension Command {
         let client = HTTPDNSClient(engine: engine, transport: transport, configuration: configuration)
         let fetcher = Fetcher(options: options, client: client, monitor: monitor, trustText: trustText(trust))
         let task = Task { try await fetcher.run() }
-        let signals = SignalWatcher { _ in task.cancel() }
+        let signals = try SignalWatcher { _ in task.cancel() }
         defer { signals.stop() }
         let result = await task.result
         // The process ends here: the reports of this fetch go now rather than after the usual wait.

@@ -114,8 +114,7 @@ extension Command {
         } catch {
             throw ToolFailure("cannot listen on \(listens.joined(separator: ", ")): \(error.detail)")
         }
-        try Output.line(proxy.url?.absoluteString ?? "")
-        await waitForStopSignal {
+        try await waitForStopSignal(announce: { try Output.line(proxy.url?.absoluteString ?? "") }) {
             let cut = await proxy.stop(drain: .milliseconds(Int64(drainTimeout * 1000)))
             if cut > 0 { Output.diagnostic("httpdns: the drain cut \(cut) connection\(cut == 1 ? "" : "s") still busy at --drain-timeout") }
         }
@@ -123,22 +122,16 @@ extension Command {
         return ExitStatus.success
     }
 
-    /// Suspends until SIGINT or SIGTERM, then runs `stop`; signals that come meanwhile are ignored,
-    /// as during `serve`'s drain.
-    static func waitForStopSignal(then stop: () async -> Void) async {
-        let resumed = HTTPDNSLock(false)
-        var watcher: SignalWatcher?
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            watcher = SignalWatcher([SIGINT, SIGTERM]) { _ in
-                let first = resumed.withLock { done -> Bool in
-                    defer { done = true }
-                    return !done
-                }
-                if first { continuation.resume() }
-            }
-        }
+    /// Says it is ready with `announce` (the signals are already watched then: a supervisor may
+    /// signal as soon as it reads that line), suspends until SIGINT or SIGTERM, then runs `stop`;
+    /// signals that come meanwhile are ignored, as during `serve`'s drain.
+    static func waitForStopSignal(announce: () throws -> Void, then stop: () async -> Void) async throws {
+        let (stops, stopped) = AsyncStream.makeStream(of: Void.self)
+        let watcher = try SignalWatcher([SIGINT, SIGTERM]) { _ in stopped.yield() }
+        defer { watcher.stop() }
+        try announce()
+        for await _ in stops { break }
         await stop()
-        watcher?.stop()
     }
 
     /// A tunnel needs six descriptors (two sockets, two pipes): lift the soft limit to the hard one.

@@ -49,7 +49,10 @@ extension Command {
             HTTP/2: requests of one connection handled at once (1-100); more get 503 with Retry-After, \
             counted as shed. Default 100.
             """),
-        OptionSpec("drain-timeout", value: "seconds", help: "On SIGTERM/SIGINT: how long the drain may answer requests in flight or on their way (keep-alive connections close once quiet). Default 5."),
+        OptionSpec("drain-timeout", value: "seconds", help: """
+            On SIGTERM/SIGINT: how long the drain may answer requests in flight or on their way (keep-alive \
+            connections close once quiet); connections still busy then are cut, and stderr says how many. Default 5.
+            """),
         OptionSpec("access-log", value: "file", help: """
             One JSON line per answered request (time, client, protocol, endpoint, name, type, status, rcode, \
             answers, cache, latency) appended to FILE, or stdout for -; reopened on SIGHUP (logrotate). Default none.
@@ -243,11 +246,12 @@ extension Command {
         } catch {
             throw ToolFailure("cannot serve: \(error.detail)")
         }
-        for (index, listener) in configuration.listeners.enumerated() {
-            let scheme = listener.tlsCertificatePEM == nil ? "http" : "https"
-            try Output.line("listening on \(scheme)://\(listener.address.uriText):\(service.ports[index])")
+        try await runUntilStopped(service, files: ReloadFiles(zone: zonePath, views: viewsPath, tls: tlsFiles), tlsListeners: tlsListeners) {
+            for (index, listener) in configuration.listeners.enumerated() {
+                let scheme = listener.tlsCertificatePEM == nil ? "http" : "https"
+                try Output.line("listening on \(scheme)://\(listener.address.uriText):\(service.ports[index])")
+            }
         }
-        await runUntilStopped(service, files: ReloadFiles(zone: zonePath, views: viewsPath, tls: tlsFiles), tlsListeners: tlsListeners)
         return ExitStatus.success
     }
 
@@ -294,27 +298,33 @@ extension Command {
         var tls: (certificate: String, key: String)?
     }
 
-    /// Serves until SIGINT or SIGTERM (then drains and stops); SIGHUP reloads the zone with the
-    /// views, and the certificate, each only when the new one is valid.
-    static func runUntilStopped(_ service: HTTPDNSService, files: ReloadFiles, tlsListeners: [Int]) async {
-        let resumed = HTTPDNSLock(false)
-        var watcher: SignalWatcher?
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            watcher = SignalWatcher([SIGINT, SIGTERM, SIGHUP]) { signal in
-                if signal == SIGHUP {
-                    reload(service, files: files, tlsListeners: tlsListeners)
-                    return
-                }
-                let first = resumed.withLock { done -> Bool in
-                    defer { done = true }
-                    return !done
-                }
-                if first { continuation.resume() }
+    /// Says it is ready with `announce`, then serves until SIGINT or SIGTERM (then drains and
+    /// stops); SIGHUP reloads the zone with the views, and the certificate, each only when the new
+    /// one is valid.
+    ///
+    /// The signals are watched before `announce` prints `listening on`: a supervisor (or a test)
+    /// may signal as soon as it reads that line, and a signal that came before the watcher ended
+    /// the process (SIGHUP) or was lost.
+    static func runUntilStopped(
+        _ service: HTTPDNSService, files: ReloadFiles, tlsListeners: [Int], announce: () throws -> Void
+    ) async throws {
+        let (stops, stop) = AsyncStream.makeStream(of: Void.self)
+        let watcher = try SignalWatcher([SIGINT, SIGTERM, SIGHUP]) { signal in
+            if signal == SIGHUP {
+                reload(service, files: files, tlsListeners: tlsListeners)
+            } else {
+                stop.yield()
             }
         }
+        defer { watcher.stop() }
+        try announce()
+        for await _ in stops { break }
         service.stop()
+        // Said here as `httpdns proxy` says it: once the drain has ended, /metrics (the counter's
+        // other reader) can no longer be asked.
+        let cut = service.metrics.shedCount(.drain)
+        if cut > 0 { Output.diagnostic("httpdns: the drain cut \(cut) connection\(cut == 1 ? "" : "s") still busy at --drain-timeout") }
         _ = service.configuration.accessLog?.close()
-        watcher?.stop()
     }
 
     /// SIGHUP: the zone, the views (their lists and MaxMind DB files) and the certificate are read

@@ -21,7 +21,7 @@ final class HTTPServerDrainTests: XCTestCase {
         holding.server.stop(drain: .milliseconds(300))
         let took = ContinuousClock.now - started
         XCTAssertGreaterThanOrEqual(took, .milliseconds(300), "the held request had the whole drain")
-        XCTAssertLessThan(took, .seconds(5), "and no more")
+        XCTAssertLessThan(took, .milliseconds(1_000), "and no more (the cut connection is not waited for)")
         XCTAssertEqual(holding.server.drainCutCount, 1)
         let rest = client.readAll(timeout: 5)
         XCTAssertTrue(rest.closed)

@@ -79,8 +79,7 @@ final class ServeBehindNginxTests: ToolTestCase {
         let deployment = try deploy(["--trusted-proxy", "127.0.0.1/32"], certificates: certificates)
         defer {
             deployment.nginx.stop()
-            deployment.server.send(SIGTERM)
-            _ = try? deployment.server.wait(timeout: .seconds(30))
+            assertStopsCleanly(deployment.server)
         }
         let answer = try fetch(deployment, "/100000/d?host=www.example.test")
         XCTAssertEqual(answer.version, "2", "nginx should speak HTTP/2 to the client")
@@ -101,8 +100,7 @@ final class ServeBehindNginxTests: ToolTestCase {
         let deployment = try deploy([], certificates: certificates)
         defer {
             deployment.nginx.stop()
-            deployment.server.send(SIGTERM)
-            _ = try? deployment.server.wait(timeout: .seconds(30))
+            assertStopsCleanly(deployment.server)
         }
         let answer = try fetch(deployment, "/100000/d?host=www.example.test")
         XCTAssertEqual(try clientIP(answer.body), "127.0.0.1", "an untrusted balancer's header must not be believed: \(answer.body)")

@@ -83,7 +83,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
             "serve", "--listen", "127.0.0.1:0", "--listen", "https://127.0.0.1:0", "--tls-cert", leaf.certificatePath,
             "--tls-key", leaf.keyPath, "--zone", zone.path,
         ])
-        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        defer { assertStopsCleanly(server) }
         let urls = try listening(server, count: 2)
         XCTAssertTrue(urls[0].hasPrefix("http://127.0.0.1:"), "\(urls)")
         XCTAssertTrue(urls[1].hasPrefix("https://127.0.0.1:"), "\(urls)")
@@ -129,11 +129,11 @@ final class ServeCommandOperationsTests: ToolTestCase {
         let zone = directory.appendingPathComponent("zone.json")
         try Data(#"{"www.example.test": {"A": ["192.0.2.10"], "ttl": 60}}"#.utf8).write(to: zone)
         let first = try runner.start(["serve", "--listen", "127.0.0.1:0", "--reuse-port", "--zone", zone.path])
-        defer { first.send(SIGTERM); _ = try? first.wait(timeout: .seconds(30)) }
+        defer { assertStopsCleanly(first) }
         let url = try listening(first, count: 1)[0]
         let port = try XCTUnwrap(url.split(separator: ":").last.map(String.init))
         let second = try runner.start(["serve", "--listen", "127.0.0.1:\(port)", "--reuse-port", "--zone", zone.path])
-        defer { second.send(SIGTERM); _ = try? second.wait(timeout: .seconds(30)) }
+        defer { assertStopsCleanly(second) }
         XCTAssertEqual(try listening(second, count: 1), [url])
         // Either instance answers; with the first gone the second still does.
         XCTAssertEqual(try curl(["\(url)/d?dn=www.example.test"]).output, "192.0.2.10")
@@ -152,7 +152,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
         let zone = directory.appendingPathComponent("zone.json")
         try Data(#"{"www.example.test": {"A": ["192.0.2.10"], "ttl": 60}}"#.utf8).write(to: zone)
         let server = try runner.start(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path], descriptorLimit: 64)
-        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        defer { assertStopsCleanly(server) }
         let url = try listening(server, count: 1)[0]
         let port = try XCTUnwrap(url.split(separator: ":").last.flatMap { Int($0) })
         var backlog = try server.cpuWhileBacklogged(port: port)
@@ -210,7 +210,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
             XCTAssertEqual(response.status, 200, "request \(index)")
             XCTAssertEqual(response.body, "93.184.216.34", "request \(index)")
         }
-        XCTAssertEqual(try server.wait(timeout: .seconds(30)), 0, String(decoding: server.stderr, as: UTF8.self))
+        assertStopsCleanly(server, signalled: true)
     }
 
     func testMetricsAccessLogAndTheClientBehindATrustedProxy() throws {
@@ -221,7 +221,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
         let server = try runner.start([
             "serve", "--listen", "127.0.0.1:0", "--zone", zone.path, "--access-log", log.path, "--trusted-proxy", "127.0.0.1/32",
         ])
-        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        defer { assertStopsCleanly(server) }
         let url = try listening(server, count: 1)[0]
         let port = try XCTUnwrap(url.split(separator: ":").last.flatMap { Int($0) })
         // A PROXY v1 header from the trusted balancer names the client.

@@ -52,7 +52,7 @@ final class ServeCommandTests: ToolTestCase {
         gate.open()
         XCTAssertEqual(try held.wait(timeout: .seconds(30)), 0, String(decoding: held.stderr, as: UTF8.self))
         XCTAssertEqual(String(decoding: held.stdout, as: UTF8.self), "93.184.216.34", "the held request is answered in the drain")
-        XCTAssertEqual(try server.wait(timeout: .seconds(30)), 0, String(decoding: server.stderr, as: UTF8.self))
+        assertStopsCleanly(server, signalled: true)
     }
 
     func testEnterpriseKeysAndSecrets() throws {
@@ -63,7 +63,7 @@ final class ServeCommandTests: ToolTestCase {
             "serve", "--listen", "127.0.0.1:0", "--zone", zone.path,
             "--dnspod-key", "42=0123456789abcdef", "--alibaba-secret", "100000=IAmASecret",
         ])
-        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        defer { assertStopsCleanly(server) }
         let line = try server.waitForLine(startingWith: "listening on ")
         let base = String(line.dropFirst("listening on ".count))
 

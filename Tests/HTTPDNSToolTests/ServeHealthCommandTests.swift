@@ -37,7 +37,7 @@ final class ServeHealthCommandTests: ToolTestCase {
         // 127.0.0.3 has nothing on the port: refused.
         try Data(#"{"www.example.test": {"A": ["127.0.0.2", "127.0.0.3"], "ttl": 60, "check": \#(check)}}"#.utf8).write(to: zone)
         let server = try runner.start(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path, "--admin-token", token, "--max-probes", "4"])
-        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        defer { assertStopsCleanly(server) }
         let line = try server.waitForLine(startingWith: "listening on ")
         let base = String(line.dropFirst("listening on ".count))
         try waitUntil { try self.curl(["\(base)/d?dn=www.example.test"]).output == "127.0.0.2" }

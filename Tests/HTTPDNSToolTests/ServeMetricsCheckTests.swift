@@ -44,7 +44,7 @@ final class ServeMetricsCheckTests: ToolTestCase {
             "serve", "--listen", "127.0.0.1:0", "--zone", directory.appendingPathComponent("zone.json").path,
             "--views", directory.appendingPathComponent("views.json").path, "--report-token", token,
         ])
-        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        defer { assertStopsCleanly(server) }
         let base = String(try server.waitForLine(startingWith: "listening on ").dropFirst("listening on ".count))
         let up = "httpdns_origin_up{address=\"127.0.0.2\",check=\"tcp:\(origin.port)\"} 1"
         let down = "httpdns_origin_up{address=\"127.0.0.3\",check=\"tcp:\(origin.port)\"} 0"

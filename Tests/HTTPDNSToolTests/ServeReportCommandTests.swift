@@ -15,7 +15,7 @@ final class ServeReportCommandTests: ToolTestCase {
         try Data(#"{"serve": {"reportTokens": ["from-file"], "reportThreshold": 2, "reportWindow": 60}}"#.utf8).write(to: config)
         for (arguments, token) in [(["--report-token", "from-flag"], "from-flag"), (["--config", config.path], "from-file")] {
             let server = try runner.start(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path] + arguments)
-            defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+            defer { assertStopsCleanly(server) }
             let base = String(try server.waitForLine(startingWith: "listening on ").dropFirst("listening on ".count))
             XCTAssertEqual(try post("\(base)/report", token: token), "202 {\"accepted\":1}")
             XCTAssertEqual(try post("\(base)/report", token: token + "x"), "403 wrong token\n")

@@ -50,7 +50,7 @@ final class ServeViewsCommandTests: ToolTestCase {
         let server = try runner.start([
             "serve", "--listen", "127.0.0.1:0", "--zone", directory.appendingPathComponent("zone.json").path, "--views", views,
         ])
-        defer { server.send(SIGTERM); _ = try? server.wait(timeout: .seconds(30)) }
+        defer { assertStopsCleanly(server) }
         let url = String(try server.waitForLine(startingWith: "listening on ").dropFirst("listening on ".count))
         func ask(_ client: String) throws -> String { try curl(["\(url)/d?dn=www.example.test&ip=\(client)"]) }
         XCTAssertEqual(try ask("10.1.0.9"), "198.51.100.1")
