@@ -32,6 +32,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 
 
 /* The connection's h2o HTTP/2 connection, or NULL (HTTP/1, or still reading its PROXY header or
@@ -118,17 +119,27 @@ static void on_drain_step(h2o_timeout_entry_t *entry)
     }
     h2o_http2_conn_t *h2 = http2_of(c);
     if (h2 != NULL) {
-        if (c->goaway == GOAWAY_NONE)
+        if (c->goaway == GOAWAY_NONE) {
             announce(c, h2);
-        else if (c->goaway == GOAWAY_ANNOUNCED)
-            finish(c, h2);
+        } else if (c->goaway == GOAWAY_ANNOUNCED) {
+            /* Frames still in the kernel's receive queue may open streams the final GOAWAY must
+             * count as taken: let the loop read them first. */
+            int pending = 0;
+            if (ioctl(c->fd, FIONREAD, &pending) == 0 && pending > 0)
+                schedule_step(c);
+            else
+                finish(c, h2);
+        }
         return;
     }
     /* HTTP/1. A request in hand: its response says Connection: close and h2o closes after it. */
     if (c->active > 0)
         return;
-    /* Part of a request arrived: the rest may still come (the request deadline bounds it). */
-    if (c->sock->input->size > 0) {
+    /* Part of a request arrived: the rest may still come (the request deadline bounds it). So
+     * does a request still in the kernel's receive queue, which a busy loop has not read yet: the
+     * quiet period is short on loopback, and closing then would lose it. */
+    int queued = 0;
+    if (c->sock->input->size > 0 || (ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0)) {
         schedule_step(c);
         return;
     }
