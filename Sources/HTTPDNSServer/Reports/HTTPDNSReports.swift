@@ -215,8 +215,9 @@ package final class HTTPDNSReports: Sendable {
             let timer = Task {
                 try? await Task.sleep(for: timeout)
                 guard !Task.isCancelled else { return }
-                work.cancel()
+                // The fallback first: a probe cancelled here may return at once, and must not win.
                 deliver(fallback)
+                work.cancel()
             }
             // A probe that answers in time stops the timer instead of leaving it asleep.
             Task {
