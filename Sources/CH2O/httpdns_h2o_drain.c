@@ -16,7 +16,7 @@
  *
  * - HTTP/1: every response made from now says `Connection: close` (httpdns_h2o__handle_head), and
  *   its connection closes after it. A connection with no request in hand is closed once it has
- *   been quiet for its quiet period (drain_quiet_ms; 50 ms for a loopback client): a request
+ *   been quiet for its quiet period (drain_quiet_ms; 250 ms for a loopback client): a request
  *   already on its way arrives first and is answered.
  * - HTTP/2: the first GOAWAY goes out ahead of the connection's next response: at once when it has
  *   a request in hand, else when its next request arrives (sent after the client read every

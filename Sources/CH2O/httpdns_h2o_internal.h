@@ -19,7 +19,7 @@
 #include <h2o.h>
 
 /* The drain's quiet period for near clients (httpdns_h2o_drain.c). */
-#define HTTPDNS_H2O_DRAIN_QUIET_NEAR_MS 50
+#define HTTPDNS_H2O_DRAIN_QUIET_NEAR_MS 250
 #include <h2o/http1.h>
 #include <h2o/http2.h>
 /* For the drain's per-connection GOAWAY (httpdns_h2o_drain.c): h2o's HTTP/2 connection record and
