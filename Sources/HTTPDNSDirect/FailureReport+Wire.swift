@@ -5,16 +5,9 @@ extension FailureReport {
     /// Seconds an account signature stays valid after it is made.
     package static let signatureLifetime: Int64 = 600
 
-    /// The request body: `{"reports":[{"host":…,"address":…,"port":…,"error":…,"time":…},…]}`.
+    /// The request body (``HTTPDNSReportWire/body(_:)``).
     package static func body(_ reports: [FailureReport]) -> [UInt8] {
-        var text = #"{"reports":["#
-        for (index, report) in reports.enumerated() {
-            if index > 0 { text += "," }
-            text += #"{"host":\#(HTTPDNSJSONText.quote(report.host)),"address":\#(HTTPDNSJSONText.quote(report.address.description)),"#
-            text += #""port":\#(report.port),"error":"\#(report.error.rawValue)","time":\#(report.time)}"#
-        }
-        text += "]}"
-        return Array(text.utf8)
+        HTTPDNSReportWire.body(reports)
     }
 
     /// The `Authorization` value for `body` sent at `now` (Unix seconds).

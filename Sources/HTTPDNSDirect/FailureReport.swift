@@ -4,26 +4,7 @@ import HTTPDNSTransport
 
 /// One address that failed to connect, as the report endpoint receives it: nothing of the request
 /// itself (no path, query, header or body), only where the connection went and how it failed.
-package struct FailureReport: Sendable, Hashable {
-    /// How the connection failed, in the report's words.
-    package typealias ErrorClass = HTTPDNSReportWire.ErrorClass
-
-    /// The host name, normalised (lower case, no trailing dot).
-    package var host: String
-    package var address: HTTPDNSIPAddress
-    package var port: Int
-    package var error: ErrorClass
-    /// When it failed, in Unix seconds.
-    package var time: Int64
-
-    package init(host: String, address: HTTPDNSIPAddress, port: Int, error: ErrorClass, time: Int64) {
-        self.host = host
-        self.address = address
-        self.port = port
-        self.error = error
-        self.time = time
-    }
-}
+package typealias FailureReport = HTTPDNSReportWire.Item
 
 extension HTTPDNSReportWire.ErrorClass {
     /// The class of a failed attempt, or nil for a failure that says nothing about the address

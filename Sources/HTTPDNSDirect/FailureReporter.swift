@@ -126,7 +126,7 @@ package final class FailureReporter: Sendable {
     }
 
     /// Queues a report of `address` failing for `host`:`port` with `error`, timed now.
-    package func record(host: String, address: HTTPDNSIPAddress, port: Int, error: FailureReport.ErrorClass) {
+    package func record(host: String, address: HTTPDNSIPAddress, port: Int, error: HTTPDNSReportWire.ErrorClass) {
         let report = FailureReport(host: host, address: address, port: port, error: error, time: Int64(core.clock.now().rounded(.down)))
         let now = core.now
         let (dropped, total) = core.queue.withLock { queue in (queue.append(report, now: now), queue.dropped) }

@@ -162,7 +162,7 @@ package final class HTTPDNSConnector: Sendable {
     package func connectFailed(_ address: HTTPDNSIPAddress, error: HTTPTransportError, reportingAs target: (host: String, port: Int)?) {
         monitor?.connectionFailed(address: address, error: error.urlError)
         if HTTPDNSConnector.isConnectFailure(error) { engine.reportUnreachable(address) }
-        if let reporter, let target, let errorClass = FailureReport.ErrorClass(error) {
+        if let reporter, let target, let errorClass = HTTPDNSReportWire.ErrorClass(error) {
             reporter.record(host: target.host, address: address, port: target.port, error: errorClass)
         }
     }

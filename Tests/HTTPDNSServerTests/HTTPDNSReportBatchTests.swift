@@ -24,7 +24,7 @@ final class HTTPDNSReportBatchTests: XCTestCase {
     func testTheContractExampleReads() throws {
         let batch = try parse(Self.example)
         XCTAssertEqual(batch.items, [HTTPDNSReportBatch.Item(
-            host: "www.example.test", address: HTTPDNSIPAddress("192.0.2.1")!, port: 443, failure: .connectTimeout, time: 1_796_300_000)])
+            host: "www.example.test", address: HTTPDNSIPAddress("192.0.2.1")!, port: 443, error: .connectTimeout, time: 1_796_300_000)])
     }
 
     func testEveryErrorClassNamesAHostAndIPv6AndMappedAddressesRead() throws {
@@ -32,7 +32,7 @@ final class HTTPDNSReportBatchTests: XCTestCase {
             #"{"host":"WWW.Example.Test.","address":"\#(index % 2 == 0 ? "2001:db8::\(index + 1)" : "::ffff:192.0.2.\(index)")","port":\#(index + 1),"error":"\#(failure.rawValue)","time":0}"#
         }
         let batch = try parse(#"{"reports":["# + items.joined(separator: ",") + "]}")
-        XCTAssertEqual(batch.items.map(\.failure), HTTPDNSReportBatch.Failure.allCases)
+        XCTAssertEqual(batch.items.map(\.error), HTTPDNSReportBatch.Failure.allCases)
         XCTAssertEqual(batch.items.map(\.host), Array(repeating: "www.example.test", count: 6))
         XCTAssertEqual(batch.items[0].address, HTTPDNSIPAddress("2001:db8::1"))
         // An IPv4-mapped address counts as the IPv4 address it carries.

@@ -97,11 +97,7 @@ final class ServeBinaryLimitsTests: ToolTestCase {
     /// `--max-streams 2`: of five streams at once on one HTTP/2 connection, two wait for the
     /// upstream and three read 503 at once, counted as shed; the two are answered once it answers.
     func testMaxStreamsRefusesStreamsPastTheLimit() throws {
-        let gate = TestGate()
-        let upstream = try HTTPServer { _ in
-            gate.wait()
-            return .text("93.184.216.34,60")
-        }
+        let (upstream, gate) = try heldUpstream()
         defer {
             gate.open()
             upstream.stop()

@@ -105,11 +105,7 @@ final class ServeBinaryOperationsTests: ToolTestCase {
     /// A request the upstream never answers holds the drain to `--drain-timeout`; then its connection
     /// is cut (no answer), stderr counts the cut, and the process exits 0 within the timeout and slack.
     func testARequestHeldPastTheDrainTimeoutIsCutAndTheExitIsStillClean() throws {
-        let gate = TestGate()
-        let upstream = try HTTPServer { _ in
-            gate.wait()
-            return .text("93.184.216.34,60")
-        }
+        let (upstream, gate) = try heldUpstream()
         defer {
             gate.open()
             upstream.stop()

@@ -167,11 +167,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
     /// process is still draining (a new connection is refused then, with the held requests still
     /// unanswered), and once the gate opens every accepted request is answered and serve exits 0.
     func testSIGTERMUnderLoadAnswersEveryAcceptedRequest() throws {
-        let gate = TestGate()
-        let upstream = try HTTPServer { _ in
-            gate.wait()
-            return .text("93.184.216.34,60")
-        }
+        let (upstream, gate) = try heldUpstream()
         defer {
             gate.open()
             upstream.stop()

@@ -9,11 +9,7 @@ final class ServeCommandTests: ToolTestCase {
         let directory = try temporaryDirectory()
         let zone = directory.appendingPathComponent("zone.json")
         try Data(#"{"www.example.test": {"A": ["192.0.2.10"], "ttl": 60}}"#.utf8).write(to: zone)
-        let gate = TestGate()
-        let upstream = try HTTPServer { _ in
-            gate.wait()
-            return .text("93.184.216.34,60")
-        }
+        let (upstream, gate) = try heldUpstream()
         defer {
             gate.open()
             upstream.stop()

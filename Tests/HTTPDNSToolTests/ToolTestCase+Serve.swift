@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSServer
 import HTTPDNSTestSupport
 import XCTest
 
@@ -18,6 +19,17 @@ extension ToolTestCase {
         }
         guard printed else { throw ToolRunner.Failure("serve printed \(urls.count) of \(count) listeners") }
         return (server, urls)
+    }
+
+    /// A DNSPod upstream that holds every request at the returned gate until the test opens it
+    /// (then it answers `93.184.216.34,60`): the way serve's tests keep requests in flight.
+    func heldUpstream() throws -> (upstream: HTTPServer, gate: TestGate) {
+        let gate = TestGate()
+        let upstream = try HTTPServer { _ in
+            gate.wait()
+            return .text("93.184.216.34,60")
+        }
+        return (upstream, gate)
     }
 
     /// The port of a listener URL.

@@ -125,13 +125,13 @@ final class FailureReportQueueTests: XCTestCase {
 
     func testErrorClassesAreTheContractsWords() {
         XCTAssertEqual(
-            FailureReport.ErrorClass.allCases.map(\.rawValue),
+            HTTPDNSReportWire.ErrorClass.allCases.map(\.rawValue),
             ["connect-refused", "connect-timeout", "tls-verification", "tls-handshake", "unreachable", "reset"])
     }
 
     func testTransportFailuresMapToErrorClasses() {
-        func classify(_ code: HTTPTransportError.Code, _ detail: String = "", sent: Int64 = 0) -> FailureReport.ErrorClass? {
-            FailureReport.ErrorClass(HTTPTransportError(code, detail, requestBytesSent: sent))
+        func classify(_ code: HTTPTransportError.Code, _ detail: String = "", sent: Int64 = 0) -> HTTPDNSReportWire.ErrorClass? {
+            HTTPDNSReportWire.ErrorClass(HTTPTransportError(code, detail, requestBytesSent: sent))
         }
         XCTAssertEqual(classify(.cannotConnectToHost, "Failed to connect to x port 443 after 0 ms: Couldn't connect to server"), .connectRefused)
         XCTAssertEqual(classify(.cannotConnectToHost, "Connection refused"), .connectRefused)

@@ -16,6 +16,40 @@ package enum HTTPDNSReportWire {
         case reset
     }
 
+    /// One failed address: where a connection went and how it failed, nothing of the request.
+    package struct Item: Sendable, Hashable {
+        /// The name the app resolved, normalised (lower case, no trailing dot).
+        package var host: String
+        /// The address that failed (an IPv4-mapped IPv6 address is read as the IPv4 address).
+        package var address: HTTPDNSIPAddress
+        /// The port the app connected to, 1-65535.
+        package var port: Int
+        package var error: ErrorClass
+        /// When it failed, in the app's clock (Unix seconds). Kept for the record only: the server
+        /// counts reports in its own time, since a phone's clock is anyone's guess.
+        package var time: Int64
+
+        package init(host: String, address: HTTPDNSIPAddress, port: Int, error: ErrorClass, time: Int64) {
+            self.host = host
+            self.address = address
+            self.port = port
+            self.error = error
+            self.time = time
+        }
+    }
+
+    /// A request body: `{"reports":[{"host":…,"address":…,"port":…,"error":…,"time":…},…]}`.
+    package static func body(_ items: [Item]) -> [UInt8] {
+        var text = #"{"reports":["#
+        for (index, item) in items.enumerated() {
+            if index > 0 { text += "," }
+            text += #"{"host":\#(HTTPDNSJSONText.quote(item.host)),"address":\#(HTTPDNSJSONText.quote(item.address.description)),"#
+            text += #""port":\#(item.port),"error":"\#(item.error.rawValue)","time":\#(item.time)}"#
+        }
+        text += "]}"
+        return Array(text.utf8)
+    }
+
     /// The scheme of a signed `Authorization` value.
     package static let hmacScheme = "HTTPDNS-HMAC-SHA256"
 

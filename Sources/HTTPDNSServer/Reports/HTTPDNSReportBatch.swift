@@ -14,27 +14,8 @@ package struct HTTPDNSReportBatch: Sendable, Hashable {
     /// Why the app could not use the address (the error classes of the wire contract).
     package typealias Failure = HTTPDNSReportWire.ErrorClass
 
-    /// One failed address.
-    package struct Item: Sendable, Hashable {
-        /// The name the app resolved, normalised (lower case, no trailing dot).
-        package var host: String
-        /// The address that failed (an IPv4-mapped IPv6 address is read as the IPv4 address).
-        package var address: HTTPDNSIPAddress
-        /// The port the app connected to, 1-65535.
-        package var port: Int
-        package var failure: Failure
-        /// When it failed, in the app's clock (seconds since 1970). Kept for the record only: the
-        /// server counts reports in its own time, since a phone's clock is anyone's guess.
-        package var time: Int64
-
-        package init(host: String, address: HTTPDNSIPAddress, port: Int, failure: Failure, time: Int64) {
-            self.host = host
-            self.address = address
-            self.port = port
-            self.failure = failure
-            self.time = time
-        }
-    }
+    /// One failed address (the wire contract's item).
+    package typealias Item = HTTPDNSReportWire.Item
 
     /// Why a body was refused; compare by ``code``, show ``detail`` (it never echoes the body).
     package struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -124,17 +105,13 @@ package struct HTTPDNSReportBatch: Sendable, Hashable {
         guard let failure = Failure(rawValue: name) else { throw fail("error", "is not a known error class") }
         guard let time = object["time"]?.intValue else { throw fail("time", "must be an integer") }
         guard time >= 0, Int64(time) <= maxTime else { throw fail("time", "is out of range") }
-        return Item(host: host, address: parsed.ipv4Mapped ?? parsed, port: port, failure: failure, time: Int64(time))
+        return Item(host: host, address: parsed.ipv4Mapped ?? parsed, port: port, error: failure, time: Int64(time))
     }
 
     /// The batch as the wire contract writes it (what a client sends; tests and the fuzz target
     /// read it back).
     package var json: String {
-        let items = self.items.map { item in
-            "{\"host\":\(HTTPDNSJSONText.quote(item.host)),\"address\":\"\(item.address)\",\"port\":\(item.port),"
-                + "\"error\":\"\(item.failure.rawValue)\",\"time\":\(item.time)}"
-        }
-        return "{\"reports\":[" + items.joined(separator: ",") + "]}"
+        String(decoding: HTTPDNSReportWire.body(items), as: UTF8.self)
     }
 
     /// A key as a reason may show it: quoted, at most 32 printable ASCII characters.
