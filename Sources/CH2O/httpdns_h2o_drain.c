@@ -16,8 +16,9 @@
  *
  * - HTTP/1: every response made from now says `Connection: close` (httpdns_h2o__handle_head), and
  *   its connection closes after it. A connection with no request in hand is closed once it has
- *   been quiet for its quiet period (drain_quiet_ms; 250 ms for a loopback client): a request
- *   already on its way arrives first and is answered.
+ *   been quiet for drain_quiet_ms: a request already on its way arrives first and is answered
+ *   (a shorter period for loopback clients, tried to spare in-process servers' stops, lost
+ *   requests from h2load even at 250 ms).
  * - HTTP/2: the first GOAWAY goes out ahead of the connection's next response: at once when it has
  *   a request in hand, else when its next request arrives (sent after the client read every
  *   earlier response, so nothing unread comes before the GOAWAY), or once quiet for
@@ -30,8 +31,6 @@
 #define _GNU_SOURCE
 #include "httpdns_h2o_internal.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/ioctl.h>
 
 
@@ -53,35 +52,13 @@ static h2o_http2_conn_t *http2_of(struct connection *c)
 
 static void on_drain_step(h2o_timeout_entry_t *entry);
 
-/* How long a connection must stay quiet: drain_quiet_ms, or HTTPDNS_H2O_DRAIN_QUIET_NEAR_MS for a
- * client on this machine (a loopback peer). The wait is for a request the client sent before it
- * could see the drain: one round trip and the client's own scheduling, which on loopback take
- * microseconds; waiting the full second for each idle connection held every in-process server's stop
- * (the test suite's, a sidecar's) for one to two seconds. The kernel's round-trip estimate would be
- * the general measure, but an idle client's delayed ACKs inflate it to tens of milliseconds. */
-static h2o_timeout_t *quiet_for(struct connection *c)
-{
-    const struct sockaddr_storage *peer = &c->peer;
-    int loopback = 0;
-    if (peer->ss_family == AF_INET) {
-        const struct sockaddr_in *v4 = (const struct sockaddr_in *)peer;
-        loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-    } else if (peer->ss_family == AF_INET6) {
-        const struct in6_addr *v6 = &((const struct sockaddr_in6 *)peer)->sin6_addr;
-        loopback = IN6_IS_ADDR_LOOPBACK(v6) || (IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127);
-    }
-    return loopback ? &c->loop->drain_quiet_near : &c->loop->drain_quiet;
-}
-
-/* The connection's next drain step, one quiet period (quiet_for) from now. */
+/* The connection's next drain step, drain_quiet_ms from now. */
 static void schedule_step(struct connection *c)
 {
     if (h2o_timeout_is_linked(&c->drain_step))
         h2o_timeout_unlink(&c->drain_step);
     c->drain_step.cb = on_drain_step;
-    if (c->drain_quiet == NULL)
-        c->drain_quiet = quiet_for(c);
-    h2o_timeout_link(c->loop->evloop, c->drain_quiet, &c->drain_step);
+    h2o_timeout_link(c->loop->evloop, &c->loop->drain_quiet, &c->drain_step);
 }
 
 /* GOAWAY with the last stream 2^31-1: no new streams, those in flight are still taken. */
@@ -136,8 +113,8 @@ static void on_drain_step(h2o_timeout_entry_t *entry)
     if (c->active > 0)
         return;
     /* Part of a request arrived: the rest may still come (the request deadline bounds it). So
-     * does a request still in the kernel's receive queue, which a busy loop has not read yet: the
-     * quiet period is short on loopback, and closing then would lose it. */
+     * does a request still in the kernel's receive queue, which a busy loop has not read yet:
+     * closing then would lose it. */
     int queued = 0;
     if (c->sock->input->size > 0 || (ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0)) {
         schedule_step(c);
@@ -149,7 +126,6 @@ static void on_drain_step(h2o_timeout_entry_t *entry)
 
 void httpdns_h2o__drain_connection(struct connection *c)
 {
-    c->drain_quiet = quiet_for(c);
     h2o_http2_conn_t *h2 = http2_of(c);
     if (h2 != NULL && c->active > 0 && c->goaway == GOAWAY_NONE) {
         /* The response in hand comes after the GOAWAY. */

@@ -18,8 +18,6 @@
 
 #include <h2o.h>
 
-/* The drain's quiet period for near clients (httpdns_h2o_drain.c). */
-#define HTTPDNS_H2O_DRAIN_QUIET_NEAR_MS 250
 #include <h2o/http1.h>
 #include <h2o/http2.h>
 /* For the drain's per-connection GOAWAY (httpdns_h2o_drain.c): h2o's HTTP/2 connection record and
@@ -101,8 +99,6 @@ struct connection {
     h2o_timeout_entry_t drain_step;
     /* HTTP/2 on drain: GOAWAY_* below. */
     int goaway;
-    /* The drain's quiet period for this connection, chosen when the drain begins (quiet_for). */
-    h2o_timeout_t *drain_quiet;
     struct sockaddr_storage peer;
     socklen_t peer_length;
 };
@@ -129,10 +125,8 @@ struct loop {
     h2o_accept_ctx_t accept_ctx[MAX_LISTENERS];
     /* Our HTTP/1 request deadline (h2o's own req_timeout is set a second later, as a backstop). */
     h2o_timeout_t request_deadline;
-    /* The drain's quiet period (drain_quiet_ms), and the short one of connections whose measured
-     * round trip is small (httpdns_h2o_drain.c, quiet_for). */
+    /* The drain's quiet period (drain_quiet_ms). */
     h2o_timeout_t drain_quiet;
-    h2o_timeout_t drain_quiet_near;
     /* The callbacks of h2o's HTTP/1 connections, learnt at the first one: a socket whose connection
      * has others has become HTTP/2 (h2c). */
     const h2o_conn_callbacks_t *http1_callbacks;

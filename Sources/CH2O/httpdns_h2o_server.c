@@ -20,16 +20,46 @@
 #define _GNU_SOURCE
 #include "httpdns_h2o_internal.h"
 
+#include <linux/filter.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 
 /* ---- control ---- */
 
+/* Refuses new connections at a listener without closing it: a classic BPF program that drops every
+ * packet, SYNs included (the client's SYN goes unanswered and, retried, later finds the port closed). */
+static void drop_new_connections(int fd)
+{
+    struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
+    struct sock_fprog program = {.len = 1, .filter = &drop};
+    (void)setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
+}
+
+/* Whether a listener still has a connection waiting in its accept queue. */
+static int backlog_waiting(int fd)
+{
+    struct pollfd entry = {.fd = fd, .events = POLLIN};
+    return poll(&entry, 1, 0) > 0 && (entry.revents & POLLIN) != 0;
+}
+
 static void stop_accepting(struct loop *loop)
 {
     httpdns_h2o_server *s = loop->server;
     if (loop->index == 0 && s->accepting) {
+        /* Closing a listener resets the connections waiting in its accept queue, whose clients have
+         * sent their requests already (they count them started; h2load saw a few lost per drain).
+         * So the listeners first stop taking connections, then what waits is accepted and served
+         * as in the drain, and only then are they closed. */
+        for (int i = 0; i < s->listener_count; i++)
+            if (s->listeners[i].sock != NULL)
+                drop_new_connections(s->listeners[i].fd);
+        for (int i = 0; i < s->listener_count; i++) {
+            struct listener *l = &s->listeners[i];
+            for (int round = 0; l->sock != NULL && round < 256 && backlog_waiting(l->fd); round++)
+                httpdns_h2o__on_accept(l->sock, NULL);
+        }
         s->accepting = 0;
         for (int i = 0; i < s->listener_count; i++) {
             struct listener *l = &s->listeners[i];
@@ -237,9 +267,6 @@ static void setup(struct loop *loop)
     h2o_context_init(&loop->context, loop->evloop, &loop->config);
     h2o_timeout_init(loop->evloop, &loop->request_deadline, settings->request_timeout_ms);
     h2o_timeout_init(loop->evloop, &loop->drain_quiet, settings->drain_quiet_ms);
-    h2o_timeout_init(loop->evloop, &loop->drain_quiet_near,
-                     settings->drain_quiet_ms < HTTPDNS_H2O_DRAIN_QUIET_NEAR_MS ? settings->drain_quiet_ms
-                                                                               : HTTPDNS_H2O_DRAIN_QUIET_NEAR_MS);
     h2o_linklist_init_anchor(&loop->deferred);
     h2o_timeout_init(loop->evloop, &loop->flush_timeout, 0);
     loop->flush_entry.cb = on_flush;

@@ -76,8 +76,7 @@ package final class HTTPServer: Sendable {
         /// stay quiet before HTTP/1 closes it or HTTP/2 sends it GOAWAY, and how long HTTP/2 waits
         /// after that GOAWAY before the final one names the last stream it took. A request already on
         /// its way arrives within it and is answered. Default 1 s (h2o's bound on a round trip in its
-        /// own graceful shutdown); a client on this machine (a loopback peer) waits 250 ms instead (or
-        /// this period, if shorter).
+        /// own graceful shutdown).
         package var drainQuietPeriod: Duration = .seconds(1)
 
         /// h2o 2.2 advertises `SETTINGS_MAX_CONCURRENT_STREAMS` 100 and resets streams past it itself.
