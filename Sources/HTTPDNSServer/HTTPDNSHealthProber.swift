@@ -39,6 +39,25 @@ package struct HTTPDNSHealthProbeResult: Sendable, Hashable {
 package protocol HTTPDNSHealthProbing: Sendable {
     /// Runs `probe` within its check's timeout; never throws: a failure is a result.
     func probe(_ probe: HTTPDNSHealthProbe) async -> HTTPDNSHealthProbeResult
+
+    /// Starts `probe`: its result when known at once, else what to await for it. The monitor runs
+    /// a finished start inline, with no task, and awaits the rest in a task each.
+    func begin(_ probe: HTTPDNSHealthProbe) -> HTTPDNSHealthProbeStart
+}
+
+/// How a probe started (``HTTPDNSHealthProbing/begin(_:)``).
+package enum HTTPDNSHealthProbeStart: Sendable {
+    /// The result was known at once (a loopback connect answered within the call).
+    case finished(HTTPDNSHealthProbeResult)
+    /// Still running: await this for the result.
+    case running(@Sendable () async -> HTTPDNSHealthProbeResult)
+}
+
+extension HTTPDNSHealthProbing {
+    /// Every probe awaited (probers with no fast path).
+    package func begin(_ probe: HTTPDNSHealthProbe) -> HTTPDNSHealthProbeStart {
+        .running { await self.probe(probe) }
+    }
 }
 
 /// Probes with the project's libcurl transport, on its own event-loop thread (nothing blocks the
@@ -79,10 +98,32 @@ package final class HTTPDNSHealthProber: HTTPDNSHealthProbing {
     }
 
     package func probe(_ probe: HTTPDNSHealthProbe) async -> HTTPDNSHealthProbeResult {
+        switch begin(probe) {
+        case .finished(let result): return result
+        case .running(let rest): return await rest()
+        }
+    }
+
+    /// A `tcp` probe's connect starts here, and most on loopback end here: no task, no thread.
+    package func begin(_ probe: HTTPDNSHealthProbe) -> HTTPDNSHealthProbeStart {
         let started = ContinuousClock.now
-        var result = await run(probe)
-        result.duration = ContinuousClock.now - started
-        return result
+        guard probe.check.kind == .tcp else {
+            return .running {
+                var result = await self.run(probe)
+                result.duration = ContinuousClock.now - started
+                return result
+            }
+        }
+        @Sendable func result(_ error: String?) -> HTTPDNSHealthProbeResult {
+            HTTPDNSHealthProbeResult(passed: error == nil, error: error.map { "connect: \($0)" }, duration: ContinuousClock.now - started)
+        }
+        switch HTTPDNSTCPConnectProber.begin(address: probe.address, port: probe.check.port) {
+        case .finished(let error):
+            return .finished(result(error))
+        case .connecting(let fd):
+            let timeout = probe.check.timeout
+            return .running { result(await self.tcpProber.wait(fd, timeout: timeout)) }
+        }
     }
 
     deinit {
@@ -101,10 +142,6 @@ package final class HTTPDNSHealthProber: HTTPDNSHealthProbing {
     private func run(_ probe: HTTPDNSHealthProbe) async -> HTTPDNSHealthProbeResult {
         let check = probe.check
         let kind = check.kind
-        if kind == .tcp {
-            let error = await tcpProber.connect(to: probe.address, port: check.port, timeout: check.timeout)
-            return HTTPDNSHealthProbeResult(passed: error == nil, error: error.map { "connect: \($0)" })
-        }
         guard let name = probe.name ?? (kind.needsName ? nil : probe.address.uriText) else {
             return HTTPDNSHealthProbeResult(passed: false, error: "no name to verify")
         }

@@ -31,14 +31,15 @@ package struct HTTPDNSHealthScheduler: Sendable {
     }
 
     /// Up to `limit` targets due at `now`, earliest first; they are probing until ``completed(_:now:random:)``.
-    package mutating func takeDue(now: ContinuousClock.Instant, limit: Int) -> [HTTPDNSHealthTarget] {
+    /// A target due within `early` of `now` (at most a tenth of its interval) counts as due.
+    package mutating func takeDue(now: ContinuousClock.Instant, limit: Int, early: Duration = .zero) -> [HTTPDNSHealthTarget] {
         var ready: [HTTPDNSHealthTarget] = []
         while ready.count < limit, let top = heap.first {
             guard due[top.target] == top.at else {
                 pop()
                 continue
             }
-            guard top.at <= now else { break }
+            guard top.at <= now + min(early, top.target.check.interval / 10) else { break }
             pop()
             due[top.target] = nil
             probing.insert(top.target)

@@ -129,12 +129,81 @@ package final class HTTPDNSMaxMindDB: @unchecked Sendable {
         if !isV6, ipVersion == 6 { prefixLength = max(0, prefixLength - 96) }
         prefixLength = min(prefixLength, isV6 ? 128 : 32)
         guard result.found != 0 else { return .success(Record(found: false, prefixLength: prefixLength)) }
-        let country = withUnsafeBytes(of: result.country) { raw -> String? in
+        return .success(Record(found: true, prefixLength: prefixLength, country: country(result), asn: result.has_asn != 0 ? result.asn : nil))
+    }
+
+    /// Calls `body` with every network the database has a record for, and the record's country
+    /// (upper case) and ASN, each record decoded once however many networks share it. IPv4 networks
+    /// of an IPv6 database (under `::/96`, where libmaxminddb looks IPv4 up) come as IPv4 networks,
+    /// and a network holding all of `::/96` comes as `0.0.0.0/0` too; `::ffff:0:0/96` (IPv4-mapped,
+    /// looked up as IPv4) is skipped. The whole tree is read, so a corrupt or looping tree or record
+    /// anywhere is an error here, not at query time.
+    ///
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` naming the file and the reason.
+    package func forEachNetwork(_ body: (HTTPDNSNetwork, _ country: String?, _ asn: UInt32?) -> Void) throws(HTTPDNSServiceError) {
+        final class Walk {
+            var records: [UInt32: (country: String?, asn: UInt32?)] = [:]
+            var failure: Int32 = MMDB_SUCCESS
+            let emit: (HTTPDNSNetwork, String?, UInt32?) -> Void
+            let ipVersion: Int
+            init(ipVersion: Int, emit: @escaping (HTTPDNSNetwork, String?, UInt32?) -> Void) {
+                self.ipVersion = ipVersion
+                self.emit = emit
+            }
+        }
+        let status = withoutActuallyEscaping(body) { body -> Int32 in
+            let walk = Walk(ipVersion: ipVersion, emit: body)
+            // Aliases (6to4, Teredo) lead back into the IPv4 subtree, so a sound tree visits some
+            // nodes more than once, but never more than a few times each.
+            let visits = UInt64(database.pointee.metadata.node_count) * 4 + 16
+            let status = withExtendedLifetime(walk) {
+                cmaxminddb_walk(database, visits, { context, network, length, entry in
+                    let walk = Unmanaged<Walk>.fromOpaque(context!).takeUnretainedValue()
+                    guard let network, let entry else { return MMDB_CORRUPT_SEARCH_TREE_ERROR }
+                    let fields: (country: String?, asn: UInt32?)
+                    if let known = walk.records[entry.pointee.offset] {
+                        fields = known
+                    } else {
+                        var result = cmaxminddb_result()
+                        let status = cmaxminddb_entry_fields(entry, &result)
+                        guard status == MMDB_SUCCESS else { return status }
+                        fields = (HTTPDNSMaxMindDB.country(result), result.has_asn != 0 ? result.asn : nil)
+                        walk.records[entry.pointee.offset] = fields
+                    }
+                    guard fields.country != nil || fields.asn != nil else { return 0 }
+                    let bytes = Array(UnsafeBufferPointer(start: network, count: 16))
+                    let length = Int(length)
+                    if walk.ipVersion == 4 {
+                        walk.emit(HTTPDNSNetwork(address: HTTPDNSIPAddress(bytes: Array(bytes[0..<4]))!, prefixLength: length), fields.country, fields.asn)
+                        return 0
+                    }
+                    let v4Space = bytes[0..<12].allSatisfy { $0 == 0 }
+                    if v4Space, length >= 96 {
+                        walk.emit(HTTPDNSNetwork(address: HTTPDNSIPAddress(bytes: Array(bytes[12..<16]))!, prefixLength: length - 96), fields.country, fields.asn)
+                    } else if v4Space {
+                        // All of ::/96 lies inside: every IPv4 address.
+                        walk.emit(HTTPDNSNetwork(address: HTTPDNSIPAddress(bytes: [0, 0, 0, 0])!, prefixLength: 0), fields.country, fields.asn)
+                    }
+                    // IPv4-mapped addresses are looked up as IPv4: nothing under ::ffff:0:0/96 is needed.
+                    let mapped = length >= 96 && bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff
+                    if !mapped { walk.emit(HTTPDNSNetwork(v6Bytes: bytes, prefixLength: length), fields.country, fields.asn) }
+                    return 0
+                }, Unmanaged.passUnretained(walk).toOpaque())
+            }
+            return status
+        }
+        guard status == MMDB_SUCCESS else {
+            throw HTTPDNSServiceError(.invalidConfiguration, "\(path): the search tree cannot be read: \(Self.reason(status))")
+        }
+    }
+
+    /// The record's country code, upper case; nil when it has none or not two or three letters.
+    private static func country(_ result: cmaxminddb_result) -> String? {
+        withUnsafeBytes(of: result.country) { raw -> String? in
             let bytes = raw.prefix { $0 != 0 }
             guard bytes.count >= 2, bytes.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a) }) else { return nil }
             return String(decoding: bytes, as: UTF8.self).uppercased()
         }
-        return .success(Record(found: true, prefixLength: prefixLength, country: country, asn: result.has_asn != 0 ? result.asn : nil))
     }
 
     private static func reason(_ status: Int32) -> String {

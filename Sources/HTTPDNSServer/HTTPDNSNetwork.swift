@@ -44,6 +44,21 @@ package struct HTTPDNSNetwork: Sendable, Hashable, CustomStringConvertible {
         self.prefixLength = length
     }
 
+    /// The IPv6 network of the 16 `bytes` with its first `prefixLength` bits, as is: an IPv4-mapped
+    /// prefix stays IPv6 (a MaxMind DB's search tree).
+    package init(v6Bytes bytes: [UInt8], prefixLength: Int) {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for index in 0..<8 { high = high << 8 | UInt64(bytes[index]) }
+        for index in 8..<16 { low = low << 8 | UInt64(bytes[index]) }
+        let length = min(max(0, prefixLength), 128)
+        let (maskHigh, maskLow) = Self.mask(length)
+        self.family = .v6
+        self.high = high & maskHigh
+        self.low = low & maskLow
+        self.prefixLength = length
+    }
+
     /// Parses `10.0.0.0/8`, `::1/128` or a bare address; nil with the fault otherwise.
     package static func parse(_ text: Substring) -> Result<HTTPDNSNetwork, Fault> {
         let slash = text.firstIndex(of: "/")

@@ -50,9 +50,10 @@ package struct HTTPDNSPrefixTable<Value: Sendable>: Sendable {
     /// Networks in the table (a network added twice counts once).
     package private(set) var count = 0
 
-    /// Adds `network` with `value`; a network already present keeps its first value (declaration
-    /// order breaks ties).
-    package mutating func insert(_ network: HTTPDNSNetwork, _ value: Value) {
+    /// Adds `network` with `value`; a network already present keeps its value unless
+    /// `replaces(value, current)` (by default never: the first value stays, declaration order
+    /// breaking ties).
+    package mutating func insert(_ network: HTTPDNSNetwork, _ value: Value, replaces: (Value, Value) -> Bool = { _, _ in false }) {
         let isV4 = network.family == .v4
         var nodes = isV4 ? ipv4 : ipv6
         if isV4 { ipv4 = [] } else { ipv6 = [] }  // one reference while growing: no copy on write
@@ -68,7 +69,11 @@ package struct HTTPDNSPrefixTable<Value: Sendable>: Sendable {
             }
             node = next
         }
-        guard nodes[node].value < 0 else { return }
+        guard nodes[node].value < 0 else {
+            let index = Int(nodes[node].value)
+            if replaces(value, values[index]) { values[index] = value }
+            return
+        }
         nodes[node].value = Int32(values.count)
         values.append(value)
         count += 1

@@ -3,8 +3,8 @@ import HTTPDNSCore
 extension HTTPDNSServerMetrics {
     /// Origin health, kept apart from the per-request counters (it changes at probe pace, not per query).
     struct HealthState {
-        /// Every checked address and check, in order, with whether it is up.
-        var origins: [(address: HTTPDNSIPAddress, check: String, up: Bool)] = []
+        /// Every checked address and check, with whether it is up.
+        var origins: [HTTPDNSHealthTarget: Bool] = [:]
         /// Probes by kind (0 scheduled, 1 on demand) and result (0 passed, 1 failed).
         var probes: [UInt64] = [0, 0, 0, 0]
         var failOpen: UInt64 = 0
@@ -15,9 +15,17 @@ extension HTTPDNSServerMetrics {
         health.withLock { $0.probes[(onDemand ? 2 : 0) + (passed ? 0 : 1)] &+= 1 }
     }
 
-    /// The states of every checked address and check now (replacing the previous list).
-    package func healthStates(_ origins: [(address: HTTPDNSIPAddress, check: String, up: Bool)]) {
+    /// The states of every checked address and check now (replacing the previous set).
+    package func healthStates(_ origins: [HTTPDNSHealthTarget: Bool]) {
         health.withLock { $0.origins = origins }
+    }
+
+    /// One checked address and check changed state (an entry not in the set is not added: it was
+    /// dropped by a reload since).
+    package func healthState(_ target: HTTPDNSHealthTarget, up: Bool) {
+        health.withLock { health in
+            if health.origins[target] != nil { health.origins[target] = up }
+        }
     }
 
     /// An answer listed every address of a family although all were down (fail open).
@@ -33,7 +41,7 @@ extension HTTPDNSServerMetrics {
         let health = self.health.withLock { $0 }
         text += "# HELP httpdns_origin_up Whether a checked zone address is answered (1) or down (0), by address and check.\n"
         text += "# TYPE httpdns_origin_up gauge\n"
-        let origins = health.origins.sorted {
+        let origins = health.origins.map { (address: $0.key.address, check: $0.key.check.label, up: $0.value) }.sorted {
             HTTPDNSHealthTarget.precedes(($0.address, $0.check), ($1.address, $1.check))
         }
         for origin in origins {

@@ -43,18 +43,40 @@ package final class HTTPDNSTCPConnectProber: @unchecked Sendable {
         if wake.write >= 0 { close(wake.write) }
     }
 
+    /// A connect begun by ``begin(address:port:)``.
+    package enum Attempt: Sendable {
+        /// The outcome is known already: nil connected, else why not.
+        case finished(String?)
+        /// Still connecting: ``wait(_:timeout:)`` for it.
+        case connecting(Int32)
+    }
+
     /// Connects to `address`:`port` within `timeout`; nil when the connection was made, else why
     /// not (`Connection refused`, `timed out`, …).
     package func connect(to address: HTTPDNSIPAddress, port: Int, timeout: Duration) async -> String? {
-        let (fd, immediate) = Self.start(address: address, port: port)
-        guard let fd else { return immediate ?? "cannot connect" }
-        // On loopback the answer (a SYN-ACK or a reset) is often in before the first poll; reading
-        // SO_ERROR consumes it, so an outcome seen here is the outcome.
-        if immediate == nil, let outcome = Self.connected(fd) {
-            close(fd)
-            return outcome
+        switch Self.begin(address: address, port: port) {
+        case .finished(let outcome): return outcome
+        case .connecting(let fd): return await wait(fd, timeout: timeout)
         }
-        return await withCheckedContinuation { continuation in
+    }
+
+    /// Starts a connect to `address`:`port` without waiting: on loopback the answer (a SYN-ACK or a
+    /// reset) is often in before the call returns, and then no task or thread is involved at all.
+    package static func begin(address: HTTPDNSIPAddress, port: Int) -> Attempt {
+        let (fd, immediate) = start(address: address, port: port)
+        guard let fd else { return .finished(immediate ?? "cannot connect") }
+        // Reading SO_ERROR consumes the answer, so an outcome seen here is the outcome.
+        if let outcome = connected(fd) {
+            close(fd)
+            return .finished(outcome)
+        }
+        return .connecting(fd)
+    }
+
+    /// Waits up to `timeout` for the connect of `fd` (from ``begin(address:port:)``) on the poll
+    /// thread, and closes `fd`; nil when the connection was made, else why not.
+    package func wait(_ fd: Int32, timeout: Duration) async -> String? {
+        await withCheckedContinuation { continuation in
             let added = state.withLock { state -> Bool in
                 guard !state.stopped else { return false }
                 state.pending.append(Pending(fd: fd, deadline: .now + timeout, continuation: continuation))

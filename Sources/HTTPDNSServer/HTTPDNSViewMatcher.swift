@@ -1,7 +1,12 @@
 import HTTPDNSCore
 
-/// The views compiled for matching: one longest-prefix table of every view's networks, the
-/// country and ASN maps, and the MaxMind DB files open. See ``HTTPDNSViews`` for the rules.
+/// The views compiled for matching: one longest-prefix table of every view's networks and of every
+/// MaxMind DB network whose country or ASN a view names. See ``HTTPDNSViews`` for the rules.
+///
+/// The databases are read whole when the views are made (their search trees walked, each record
+/// decoded once) and not consulted per query: a query costs one walk of the table, however many
+/// databases the views use. Two libmaxminddb lookups per query (tree walk and record decoding) were
+/// ~0.7 µs, 7 % of a DoH query's CPU in `httpdns serve` (bench row 10).
 package struct HTTPDNSViewMatcher: Sendable {
     /// The view a client gets.
     package struct Match: Sendable, Hashable {
@@ -18,24 +23,25 @@ package struct HTTPDNSViewMatcher: Sendable {
     }
 
     /// How a view claimed a client, in the order that breaks ties of equal length.
-    private enum Kind: Int, Comparable {
+    private enum Kind: Int, Comparable, Sendable {
         case network, asn, country
         static func < (lhs: Kind, rhs: Kind) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
-    private let table: HTTPDNSPrefixTable<Int32>
-    private let countries: [String: Int]
-    private let asns: [UInt32: Int]
-    private let databases: [HTTPDNSMaxMindDB]
+    /// Each network's claim: its kind and view, the lower winning a tie of equal length.
+    private struct Claim: Sendable, Comparable {
+        var kind: Kind
+        var index: Int32
+        static func < (lhs: Claim, rhs: Claim) -> Bool { (lhs.kind, lhs.index) < (rhs.kind, rhs.index) }
+    }
+
+    private let table: HTTPDNSPrefixTable<Claim>
     /// The view names in declaration order, then the default view's.
     package let names: [String]
 
     /// No views.
     package init() {
         table = HTTPDNSPrefixTable()
-        countries = [:]
-        asns = [:]
-        databases = []
         names = [HTTPDNSViews.defaultName]
     }
 
@@ -44,7 +50,7 @@ package struct HTTPDNSViewMatcher: Sendable {
         guard views.count <= HTTPDNSViews.maxViews else {
             throw HTTPDNSServiceError(.invalidConfiguration, "more than \(HTTPDNSViews.maxViews) views")
         }
-        var table = HTTPDNSPrefixTable<Int32>()
+        var table = HTTPDNSPrefixTable<Claim>()
         var countries: [String: Int] = [:]
         var asns: [UInt32: Int] = [:]
         var seen = Set<String>()
@@ -62,9 +68,10 @@ package struct HTTPDNSViewMatcher: Sendable {
                 throw HTTPDNSServiceError(.invalidConfiguration, "view \(shown): listed twice")
             }
             do throws(HTTPDNSServiceError) {
-                for text in view.networks { table.insert(try HTTPDNSNetwork(text), Int32(index)) }
+                let claim = Claim(kind: .network, index: Int32(index))
+                for text in view.networks { table.insert(try HTTPDNSNetwork(text), claim, replaces: <) }
                 for path in view.lists {
-                    for network in try HTTPDNSNetworkList.read(path: path) { table.insert(network, Int32(index)) }
+                    for network in try HTTPDNSNetworkList.read(path: path) { table.insert(network, claim, replaces: <) }
                 }
             } catch {
                 throw HTTPDNSServiceError(.invalidConfiguration, "view \(shown): \(error.detail)")
@@ -82,13 +89,16 @@ package struct HTTPDNSViewMatcher: Sendable {
         if !(countries.isEmpty && asns.isEmpty), geoIPDatabases.isEmpty {
             throw HTTPDNSServiceError(.invalidConfiguration, "views name countries or ASNs but no MaxMind DB file is given")
         }
-        var databases: [HTTPDNSMaxMindDB] = []
-        for path in geoIPDatabases { databases.append(try HTTPDNSMaxMindDB(path: path)) }
+        for path in geoIPDatabases {
+            let database = try HTTPDNSMaxMindDB(path: path)
+            // A database no view needs is only checked.
+            guard !(countries.isEmpty && asns.isEmpty) else { continue }
+            try database.forEachNetwork { network, country, asn in
+                if let asn, let index = asns[asn] { table.insert(network, Claim(kind: .asn, index: Int32(index)), replaces: <) }
+                if let country, let index = countries[country] { table.insert(network, Claim(kind: .country, index: Int32(index)), replaces: <) }
+            }
+        }
         self.table = table
-        self.countries = countries
-        self.asns = asns
-        // A database no view needs is not consulted: its netmask would only shorten cache scopes.
-        self.databases = countries.isEmpty && asns.isEmpty ? [] : databases
         self.names = views.map(\.name) + [HTTPDNSViews.defaultName]
     }
 
@@ -105,24 +115,7 @@ package struct HTTPDNSViewMatcher: Sendable {
     package func match(_ address: HTTPDNSIPAddress?) -> Match {
         guard !isEmpty, let address else { return Match(index: defaultIndex, prefixLength: 0, scope: 0, family: nil) }
         let found = table.lookup(address)
-        var best: (length: Int, kind: Kind, index: Int)? = found.value.map { (found.prefixLength, .network, Int($0)) }
-        var scope = found.scope
-        func consider(_ length: Int, _ kind: Kind, _ index: Int) {
-            guard let current = best else { return best = (length, kind, index) }
-            if length > current.length || (length == current.length && (kind, index) < (current.kind, current.index)) {
-                best = (length, kind, index)
-            }
-        }
-        for database in databases {
-            // A database that fails here was checked when loaded; a fault deep in it counts as no record.
-            guard let record = try? database.lookup(address) else { continue }
-            // The database's answer is the same across the record's network, no further.
-            scope = max(scope, record.prefixLength)
-            guard record.found else { continue }
-            if let asn = record.asn, let index = asns[asn] { consider(record.prefixLength, .asn, index) }
-            if let country = record.country, let index = countries[country] { consider(record.prefixLength, .country, index) }
-        }
-        guard let best else { return Match(index: defaultIndex, prefixLength: 0, scope: scope, family: found.family) }
-        return Match(index: best.index, prefixLength: best.length, scope: scope, family: found.family)
+        guard let claim = found.value else { return Match(index: defaultIndex, prefixLength: 0, scope: found.scope, family: found.family) }
+        return Match(index: Int(claim.index), prefixLength: found.prefixLength, scope: found.scope, family: found.family)
     }
 }

@@ -28,6 +28,15 @@ package struct ProcessStat {
     /// The parent's process id.
     package var parent: Int32? { Int32(fields[1]) }
 
+    /// The CPU time of process `pid` so far (every thread, user and system), in seconds to the
+    /// nanosecond, from its CPU-time clock (`clock_getcpuclockid`); nil when it cannot be read.
+    package static func cpuClockSeconds(_ pid: Int32) -> Double? {
+        var clock = clockid_t()
+        var time = timespec()
+        guard clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &time) == 0 else { return nil }
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
     /// Clock ticks in seconds.
     package static func seconds(ticks: Int) -> Double {
         Double(ticks) / Double(sysconf(Int32(_SC_CLK_TCK)))

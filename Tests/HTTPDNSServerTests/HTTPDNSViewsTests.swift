@@ -129,6 +129,113 @@ final class HTTPDNSViewsTests: XCTestCase {
         XCTAssertEqual(matcher.match(HTTPDNSIPAddress("1.1.1.1")).scope, 16)
     }
 
+    /// The matcher reads the databases whole when it is made; per query it walks one table. It must
+    /// pick what per-query lookups in libmaxminddb would: the reference below is the rule as written
+    /// (the longest of the networks' match and each database's record for the address, ties to
+    /// network, then ASN, then country, then declaration order), over random databases and clients.
+    func testCompiledDatabasesPickWhatLibmaxminddbLookupsPick() throws {
+        var random = TestRandom()
+        func randomNetwork(v4: Bool) -> String {
+            if v4 {
+                let length = Int.random(in: 4...32, using: &random)
+                let value = UInt32.random(in: 0...UInt32.max, using: &random) & (UInt32.max << UInt32(32 - length))
+                return "\(value >> 24).\(value >> 16 & 0xff).\(value >> 8 & 0xff).\(value & 0xff)/\(length)"
+            }
+            let length = Int.random(in: 8...64, using: &random)
+            let high = UInt64.random(in: 0...UInt64.max, using: &random) & (UInt64.max << UInt64(64 - length))
+            let groups = (0..<4).map { String(high >> UInt64(48 - $0 * 16) & 0xffff, radix: 16) }
+            return groups.joined(separator: ":") + "::/\(length)"
+        }
+        let codes = ["CN", "JP", "US", "DE"]
+        var country = MMDBWriter(recordSize: 28)
+        var asn = MMDBWriter()
+        for index in 0..<300 {
+            country.insert(randomNetwork(v4: index % 3 != 0), MMDBWriter.country(codes[index % codes.count]))
+            asn.insert(randomNetwork(v4: index % 3 != 1), MMDBWriter.asn(UInt32(64_500 + index % 7)))
+        }
+        let (countryPath, asnPath) = (directory + "/random-country.mmdb", directory + "/random-asn.mmdb")
+        try country.write(to: countryPath)
+        try asn.write(to: asnPath)
+        let views = [
+            view("cn", countries: ["CN"]), view("as64501", asns: [64_501]), view("jp", countries: ["jp"]),
+            view("nets", networks: (0..<40).map { randomNetwork(v4: $0 % 2 == 0) }), view("as64503", asns: [64_503, 64_504]),
+        ]
+        let matcher = try matcher(views, geoIP: [countryPath, asnPath])
+        let databases = [try HTTPDNSMaxMindDB(path: countryPath), try HTTPDNSMaxMindDB(path: asnPath)]
+        var networks = HTTPDNSPrefixTable<Int>()
+        for (index, view) in views.enumerated() {
+            for text in view.networks { networks.insert(try HTTPDNSNetwork(text), index) }
+        }
+        func reference(_ address: HTTPDNSIPAddress) throws -> (index: Int, length: Int) {
+            let found = networks.lookup(address)
+            var best: (length: Int, kind: Int, index: Int)? = found.value.map { (found.prefixLength, 0, $0) }
+            func consider(_ length: Int, _ kind: Int, _ index: Int) {
+                guard let current = best else { return best = (length, kind, index) }
+                if length > current.length || (length == current.length && (kind, index) < (current.kind, current.index)) {
+                    best = (length, kind, index)
+                }
+            }
+            for database in databases {
+                let record = try database.lookup(address)
+                guard record.found else { continue }
+                if let number = record.asn, let index = views.firstIndex(where: { $0.asns.contains(number) }) {
+                    consider(record.prefixLength, 1, index)
+                }
+                if let code = record.country, let index = views.firstIndex(where: { $0.countries.map { $0.uppercased() }.contains(code) }) {
+                    consider(record.prefixLength, 2, index)
+                }
+            }
+            return best.map { ($0.index, $0.length) } ?? (matcher.defaultIndex, 0)
+        }
+        var claimed = 0
+        for round in 0..<3_000 {
+            // Clients near the networks (a network's first address with random low bits) and anywhere.
+            let base = HTTPDNSNetwork.parse(Substring(randomNetwork(v4: round % 3 != 0))).map(\.high)
+            var bytes: [UInt8]
+            if round % 3 != 0 {
+                let high = (try? base.get()) ?? 0
+                let v4 = UInt32(truncatingIfNeeded: high >> 32) ^ UInt32.random(in: 0...0xff, using: &random)
+                bytes = (0..<4).map { UInt8(truncatingIfNeeded: v4 >> UInt32(24 - $0 * 8)) }
+                if round % 7 == 0 { bytes = [UInt8](repeating: 0, count: 10) + [0xff, 0xff] + bytes }
+            } else {
+                let high = ((try? base.get()) ?? 0) ^ UInt64.random(in: 0...0xffff, using: &random)
+                bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> UInt64(56 - $0 * 8)) } + (0..<8).map { _ in UInt8.random(in: 0...255, using: &random) }
+            }
+            let address = try XCTUnwrap(HTTPDNSIPAddress(bytes: bytes))
+            let expected = try reference(address)
+            let got = matcher.match(address)
+            XCTAssertEqual(got.index, expected.index, "view of \(address) (\(random))")
+            XCTAssertEqual(got.prefixLength, expected.length, "matched length of \(address) (\(random))")
+            XCTAssertGreaterThanOrEqual(got.scope, got.prefixLength, "scope of \(address)")
+            if got.index != matcher.defaultIndex { claimed += 1 }
+        }
+        XCTAssertGreaterThan(claimed, 300, "the random clients must hit the views, not only the default")
+    }
+
+    /// The whole search tree is read when the views are made: damage anywhere in it is refused
+    /// then, naming the file, never found by a query later (and never a crash).
+    func testADamagedSearchTreeIsRefusedWhenTheViewsAreMade() throws {
+        var writer = MMDBWriter()
+        for index in 0..<200 { writer.insert("\(10 + index / 50).\(index % 50 * 5).0.0/16", MMDBWriter.country(index % 2 == 0 ? "CN" : "JP")) }
+        let good = writer.encode()
+        var random = TestRandom()
+        var refusedByTheWalk = 0
+        for trial in 0..<200 {
+            var bytes = good
+            // The search tree is the file's start (200 networks: some thousands of bytes).
+            for _ in 0..<3 { bytes[Int.random(in: 0..<2_000, using: &random)] = UInt8.random(in: 0...255, using: &random) }
+            let path = directory + "/damaged-\(trial).mmdb"
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            do throws(HTTPDNSServiceError) {
+                _ = try HTTPDNSViews([view("cn", countries: ["CN"])], geoIPDatabases: [path])
+            } catch {
+                XCTAssertTrue(error.detail.hasPrefix(path + ": "), error.detail)
+                if error.detail.contains("the search tree cannot be read") { refusedByTheWalk += 1 }
+            }
+        }
+        XCTAssertGreaterThan(refusedByTheWalk, 0, "damage past the opening lookups is found by the walk (\(random))")
+    }
+
     func testAnASNBeatsACountryOfTheSameLength() throws {
         var country = MMDBWriter()
         country.insert("5.0.0.0/16", MMDBWriter.country("DE"))
