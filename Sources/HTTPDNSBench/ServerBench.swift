@@ -12,7 +12,7 @@ import Glibc
 /// alternate round by round in one run.
 ///
 /// Per round and server: queries per second (h2load's own figure, TLS handshakes included), CPU per
-/// 1,000 queries (the server process's CPU-time clock, every thread, read around that run,
+/// 1,000 queries (the server process's CPU-time clock, read around that run to the nanosecond,
 /// every thread counted), and at c=256 p99 latency (from h2load's per-request `--log-file`, in a
 /// second run of its own: the log slows h2load).
 /// Targets: qps ≥ 1.0× dnsdist, CPU per query ≤ 1.3× dnsdist, and p99 ≤ dnsdist's at c=256.

@@ -307,4 +307,45 @@ final class HTTPDNSHealthStateTests: XCTestCase {
         monitor.stop()
         XCTAssertLessThanOrEqual(monitor.peakInFlight, 1)
     }
+
+    /// Answers at once for even last address bytes (as a loopback connect does) and through a task
+    /// for odd ones, so both of the monitor's paths run together.
+    private final class MixedProber: HTTPDNSHealthProbing {
+        let passes = HTTPDNSLock(false)
+        let probes = HTTPDNSLock(0)
+
+        func probe(_ probe: HTTPDNSHealthProbe) async -> HTTPDNSHealthProbeResult { result() }
+
+        func begin(_ probe: HTTPDNSHealthProbe) -> HTTPDNSHealthProbeStart {
+            probe.address.bytes.last! % 2 == 0 ? .finished(result()) : .running { self.result() }
+        }
+
+        private func result() -> HTTPDNSHealthProbeResult {
+            probes.withLock { $0 += 1 }
+            return HTTPDNSHealthProbeResult(passed: passes.withLock { $0 }, error: "scripted")
+        }
+    }
+
+    func testProbesAnsweredAtOnceAndThroughTasksAreAllRecordedWithinTheBoundAndInTheMetrics() async throws {
+        var check = HTTPDNSHealthCheck(.tcp)
+        (check.interval, check.jitter, check.rise, check.fall) = (.milliseconds(100), 0.5, 1, 1)
+        let targets = (1...40).map { HTTPDNSHealthTarget(address: HTTPDNSIPAddress("192.0.2.\($0)")!, check: check) }
+        let prober = MixedProber()
+        let metrics = HTTPDNSServerMetrics()
+        let latest = HTTPDNSLock(HTTPDNSHealthSnapshot())
+        let monitor = HTTPDNSHealthMonitor(maxInFlight: 3, prober: prober, metrics: metrics) { snapshot in
+            latest.withLock { if snapshot.generation > $0.generation { $0 = snapshot } }
+        }
+        monitor.start(targets: HTTPDNSHealthTargets(names: Dictionary(uniqueKeysWithValues: targets.map { ($0, ["a.test"]) })))
+        func upLines() -> [Substring] { metrics.render().split(separator: "\n").filter { $0.hasPrefix("httpdns_origin_up{") } }
+        try await waitFor { latest.withLock { $0.down.count } == targets.count }
+        XCTAssertEqual(upLines().count, targets.count)
+        XCTAssertTrue(upLines().allSatisfy { $0.hasSuffix(" 0") }, "every address down in /metrics: \(upLines())")
+        prober.passes.withLock { $0 = true }
+        try await waitFor { latest.withLock { $0.down.isEmpty } }
+        XCTAssertTrue(upLines().allSatisfy { $0.hasSuffix(" 1") }, "every address up again in /metrics: \(upLines())")
+        monitor.stop()
+        XCTAssertLessThanOrEqual(monitor.peakInFlight, 3)
+        XCTAssertGreaterThanOrEqual(prober.probes.withLock { $0 }, 2 * targets.count)
+    }
 }
