@@ -48,6 +48,9 @@ package final class ReportEndpoint: Sendable {
         var configuration = HTTPServer.Configuration(address: ip, port: 0)
         configuration.tlsCertificatePEM = tls?.certificatePEM
         configuration.tlsKeyPEM = tls?.keyPEM
+        // A test origin on loopback: its stop need not wait the drain's 1 s quiet period (a second
+        // per test at teardown; nothing is in flight from a client that has finished).
+        configuration.limits.drainQuietPeriod = .milliseconds(50)
         let state = HTTPDNSLock(State())
         let started = self.started
         self.state = state

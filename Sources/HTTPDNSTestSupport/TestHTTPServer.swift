@@ -37,6 +37,9 @@ package final class TestHTTPServer: Sendable {
         var configuration = HTTPServer.Configuration(address: ip, port: port)
         configuration.tlsCertificatePEM = tls?.certificatePEM
         configuration.tlsKeyPEM = tls?.keyPEM
+        // A test origin on loopback: its stop need not wait the drain's 1 s quiet period (a second
+        // per test at teardown; nothing is in flight from a client that has finished).
+        configuration.limits.drainQuietPeriod = .milliseconds(50)
         let state = State()
         self.state = state
         self.server = try HTTPServer(configuration: configuration) { request in

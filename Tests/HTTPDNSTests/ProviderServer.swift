@@ -26,7 +26,10 @@ final class ProviderServer: Sendable {
     /// Starts on 127.0.0.1:0; `respond` builds the normal answer for a request.
     init(respond: @escaping @Sendable (HTTPServer.Request) -> HTTPServer.Response) throws {
         let log = self.log
-        server = try HTTPServer(configuration: .init()) { request in
+        var configuration = HTTPServer.Configuration()
+        // Loopback, stopped at teardown: no need to wait the drain's 1 s quiet period.
+        configuration.limits.drainQuietPeriod = .milliseconds(50)
+        server = try HTTPServer(configuration: configuration) { request in
             let mode = log.state.withLock { state -> Mode in
                 state.requests.append(request)
                 return state.mode
