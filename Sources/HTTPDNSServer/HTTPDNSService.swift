@@ -187,6 +187,10 @@ public final class HTTPDNSService: Sendable {
         public var listeners: [Listener] = [Listener()]
         /// Connection limits and deadlines.
         public var connections: Connections = .init()
+        /// TLS session ticket keys shared with the other instances of a fleet, for every TLS
+        /// listener (``reloadTLSTicketKeys(_:)`` replaces them). Default nil: OpenSSL's own key,
+        /// random per process.
+        public var tlsTicketKeys: HTTPDNSTLSTicketKeys? = nil
         /// Request bounds.
         public var limits: Limits = .init()
         /// DNSPod enterprise accounts.
@@ -357,6 +361,7 @@ public final class HTTPDNSService: Sendable {
         serverConfiguration.limits.idleTimeout = connections.idleTimeout
         serverConfiguration.limits.maxConcurrentStreams = connections.maxConcurrentStreams
         serverConfiguration.reusePort = connections.reusePort
+        serverConfiguration.tlsTicketKeys = configuration.tlsTicketKeys
         serverConfiguration.threads = connections.threads
         serverConfiguration.connectionEvents = Self.connectionEvents(configuration.metrics)
         serverConfiguration.proxyProtocol = Self.proxyProtocol(trusting: configuration.trustedProxies)
@@ -441,6 +446,19 @@ public final class HTTPDNSService: Sendable {
         }
         do throws(HTTPServer.StartError) {
             try running.reloadTLS(listener: index, certificatePEM: certificatePEM, keyPEM: keyPEM)
+        } catch {
+            throw HTTPDNSServiceError(.invalidConfiguration, error.detail)
+        }
+    }
+
+    /// Replaces the TLS session ticket keys of every TLS listener at once.
+    ///
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` when the service started without
+    ///   ``Configuration/tlsTicketKeys`` (the old keys stay).
+    public func reloadTLSTicketKeys(_ keys: HTTPDNSTLSTicketKeys) throws(HTTPDNSServiceError) {
+        guard let running = server.withLock({ $0 }) else { return }
+        do throws(HTTPServer.StartError) {
+            try running.reloadTLSTicketKeys(keys)
         } catch {
             throw HTTPDNSServiceError(.invalidConfiguration, error.detail)
         }

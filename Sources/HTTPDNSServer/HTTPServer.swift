@@ -102,6 +102,10 @@ package final class HTTPServer: Sendable {
         package var reusePort: Bool = false
         /// PROXY protocol headers read from trusted balancers. Default nil: none is read.
         package var proxyProtocol: ProxyProtocol? = nil
+        /// TLS session ticket keys (``HTTPDNSTLSTicketKeys``: the first encrypts, all decrypt), so
+        /// that a ticket from any instance holding the same keys resumes here. Default nil:
+        /// OpenSSL's own key, random per process (tickets resume on this process only).
+        package var tlsTicketKeys: HTTPDNSTLSTicketKeys? = nil
         /// Told of every connection opened, closed or refused, and of every request refused by a limit,
         /// on a loop thread, several at once with several loops (keep it cheap: metrics). Default nil.
         package var connectionEvents: (@Sendable (ConnectionEvent) -> Void)? = nil
@@ -233,6 +237,14 @@ package final class HTTPServer: Sendable {
     /// - Throws: ``StartError`` naming what is wrong with the material; the old pair stays.
     package func reloadTLS(listener index: Int, certificatePEM: String, keyPEM: String) throws(StartError) {
         try core.reloadTLS(listener: index, certificatePEM: certificatePEM, keyPEM: keyPEM)
+    }
+
+    /// Replaces the TLS session ticket keys for every TLS listener at once (tickets of keys no
+    /// longer listed then need a full handshake).
+    ///
+    /// - Throws: ``StartError`` when the server started without ``Configuration/tlsTicketKeys``.
+    package func reloadTLSTicketKeys(_ keys: HTTPDNSTLSTicketKeys) throws(StartError) {
+        try core.reloadTicketKeys(keys)
     }
 
     /// The first listener's bound port.

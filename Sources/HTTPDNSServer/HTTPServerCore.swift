@@ -38,6 +38,9 @@ final class HTTPServerCore: @unchecked Sendable {
     /// The `httpdns_h2o_server *` as bits, for posting without a lock: set once before the loops
     /// start, and valid for ever (the C server is never freed; after `destroy` it drops posts).
     private let postTarget = Atomic<UInt>(0)
+    /// The shared TLS session ticket keys (`httpdns_h2o_ticket_store *`), when configured; every TLS
+    /// context made here holds a reference of its own.
+    private let ticketStore: OpaquePointer?
 
     /// The `httpdns_h2o_server *`; its post functions are thread-safe.
     struct ServerHandle: @unchecked Sendable {
@@ -57,6 +60,15 @@ final class HTTPServerCore: @unchecked Sendable {
         self.responder = responder
         HTTPServerSocket.raiseDescriptorLimit()
 
+        let store = configuration.tlsTicketKeys == nil ? nil : httpdns_h2o_ticket_store_create()
+        // Until `self` is whole, the store is this function's (each TLS context holds its own reference).
+        var whole = false
+        defer { if !whole, let store { httpdns_h2o_ticket_store_release(store) } }
+        if let keys = configuration.tlsTicketKeys {
+            guard let store, Self.set(keys, in: store) else { throw HTTPServer.StartError("cannot set the TLS ticket keys") }
+        }
+        ticketStore = store
+
         // TLS first: a bad certificate must not leave a bound port behind.
         var contexts: [OpaquePointer?] = []
         defer { for context in contexts { if let context { httpdns_h2o_tls_release(context) } } }
@@ -65,7 +77,7 @@ final class HTTPServerCore: @unchecked Sendable {
                 throw HTTPServer.StartError("TLS needs both a certificate and a key")
             }
             if let certificate = listener.tlsCertificatePEM, let key = listener.tlsKeyPEM {
-                contexts.append(try Self.makeTLS(certificate: certificate, key: key))
+                contexts.append(try Self.makeTLS(certificate: certificate, key: key, tickets: store))
             } else {
                 contexts.append(nil)
             }
@@ -98,6 +110,8 @@ final class HTTPServerCore: @unchecked Sendable {
         callbacks.proceed = serverProceed
         callbacks.shed = serverShed
         server = HTTPDNSLock(nil)
+        // From here `self` is whole: its deinit releases the store, whatever happens next.
+        whole = true
         callbacks.context = Unmanaged.passUnretained(self).toOpaque()
         guard let pointer = httpdns_h2o_server_create(&settings, callbacks) else {
             for socket in sockets { close(socket.fd) }
@@ -110,10 +124,10 @@ final class HTTPServerCore: @unchecked Sendable {
         _ = Unmanaged.passRetained(self)
         server.withLock { $0 = ServerHandle(pointer: pointer) }
         postTarget.store(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pointer))), ordering: .releasing)
-        let started = httpdns_h2o_server_start(pointer)
-        guard started == 0 else {
+        let status = httpdns_h2o_server_start(pointer)
+        guard status == 0 else {
             stop(drain: .zero)
-            throw HTTPServer.StartError("cannot start the loop thread: \(String(cString: strerror(started)))")
+            throw HTTPServer.StartError("cannot start the loop thread: \(String(cString: strerror(status)))")
         }
     }
 
@@ -122,17 +136,36 @@ final class HTTPServerCore: @unchecked Sendable {
         return UInt64(max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
     }
 
-    static func makeTLS(certificate: String, key: String) throws(HTTPServer.StartError) -> OpaquePointer {
+    deinit {
+        if let ticketStore { httpdns_h2o_ticket_store_release(ticketStore) }
+    }
+
+    /// A TLS context for `certificate` and `key`, using the ticket key store `tickets` when given.
+    static func makeTLS(certificate: String, key: String, tickets: OpaquePointer?) throws(HTTPServer.StartError) -> OpaquePointer {
         var error = [CChar](repeating: 0, count: 256)
         guard let context = httpdns_h2o_tls_create(certificate, key, &error, error.count) else {
             let text = error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
             throw HTTPServer.StartError(String(decoding: text, as: UTF8.self))
         }
+        if let tickets, httpdns_h2o_tls_use_ticket_store(context, tickets) != 0 {
+            httpdns_h2o_tls_release(context)
+            throw HTTPServer.StartError("cannot use the TLS ticket keys")
+        }
         return context
     }
 
+    private static func set(_ keys: HTTPDNSTLSTicketKeys, in store: OpaquePointer) -> Bool {
+        let bytes = keys.keys.flatMap { $0 }
+        return bytes.withUnsafeBufferPointer { httpdns_h2o_ticket_store_set(store, $0.baseAddress, keys.keys.count) } == 0
+    }
+
+    func reloadTicketKeys(_ keys: HTTPDNSTLSTicketKeys) throws(HTTPServer.StartError) {
+        guard let ticketStore else { throw HTTPServer.StartError("the server started without TLS ticket keys") }
+        guard Self.set(keys, in: ticketStore) else { throw HTTPServer.StartError("cannot set the TLS ticket keys") }
+    }
+
     func reloadTLS(listener index: Int, certificatePEM: String, keyPEM: String) throws(HTTPServer.StartError) {
-        let context = try Self.makeTLS(certificate: certificatePEM, key: keyPEM)
+        let context = try Self.makeTLS(certificate: certificatePEM, key: keyPEM, tickets: ticketStore)
         defer { httpdns_h2o_tls_release(context) }
         server.withLock { handle in
             if let handle { httpdns_h2o_server_set_tls(handle.pointer, Int32(index), context) }

@@ -31,6 +31,11 @@ extension Command {
             """),
         OptionSpec("tls-cert", value: "file", help: "PEM certificate chain for HTTPS listeners; reloaded on SIGHUP. Default none."),
         OptionSpec("tls-key", value: "file", help: "PEM private key for --tls-cert; reloaded on SIGHUP. Default none."),
+        OptionSpec("tls-ticket-keys", value: "file", help: """
+            TLS session ticket keys shared with the fleet's other instances, so that a client resumes its \
+            session on any of them: one base64 key of 80 bytes a line (openssl rand 80 | base64 -w0), the \
+            first encrypting, every one decrypting; reloaded on SIGHUP. Default none (a random key per process).
+            """),
         OptionSpec("threads", value: "n", help: """
             Event-loop threads (1-256), each serving its share of the connections. Default one fewer than the \
             CPUs this process may run on (its affinity: taskset, a container's cpuset), at least 1: the CPU \
@@ -207,6 +212,15 @@ extension Command {
                 configuration.listeners[index].tlsKeyPEM = keyPEM
             }
         }
+        let ticketKeysPath = parsed.last("tls-ticket-keys")
+        if let ticketKeysPath {
+            guard !tlsListeners.isEmpty else { throw bad("--tls-ticket-keys needs an HTTPS --listen") }
+            do {
+                configuration.tlsTicketKeys = try HTTPDNSTLSTicketKeys(contentsOfFile: ticketKeysPath)
+            } catch {
+                throw ToolFailure(error.detail)
+            }
+        }
         let zonePath = parsed.last("zone") ?? section?.zone
         let viewsPath = parsed.last("views") ?? section?.views
         if let viewsPath {
@@ -246,7 +260,7 @@ extension Command {
         } catch {
             throw ToolFailure("cannot serve: \(error.detail)")
         }
-        try await runUntilStopped(service, files: ReloadFiles(zone: zonePath, views: viewsPath, tls: tlsFiles), tlsListeners: tlsListeners) {
+        try await runUntilStopped(service, files: ReloadFiles(zone: zonePath, views: viewsPath, tls: tlsFiles, ticketKeys: ticketKeysPath), tlsListeners: tlsListeners) {
             for (index, listener) in configuration.listeners.enumerated() {
                 let scheme = listener.tlsCertificatePEM == nil ? "http" : "https"
                 try Output.line("listening on \(scheme)://\(listener.address.uriText):\(service.ports[index])")
@@ -296,11 +310,12 @@ extension Command {
         var zone: String?
         var views: String?
         var tls: (certificate: String, key: String)?
+        var ticketKeys: String?
     }
 
     /// Says it is ready with `announce`, then serves until SIGINT or SIGTERM (then drains and
-    /// stops); SIGHUP reloads the zone with the views, and the certificate, each only when the new
-    /// one is valid.
+    /// stops); SIGHUP reloads the zone with the views, the certificate and the TLS ticket keys, each
+    /// only when the new one is valid.
     ///
     /// The signals are watched before `announce` prints `listening on`: a supervisor (or a test)
     /// may signal as soon as it reads that line, and a signal that came before the watcher ended
@@ -369,6 +384,14 @@ extension Command {
                 Output.diagnostic("httpdns: reload: keeping the old certificate: \(error.detail)")
             } catch {
                 Output.diagnostic("httpdns: reload: keeping the old certificate: \(error)")
+            }
+        }
+        if let path = files.ticketKeys {
+            do throws(HTTPDNSServiceError) {
+                try service.reloadTLSTicketKeys(try HTTPDNSTLSTicketKeys(contentsOfFile: path))
+                Output.diagnostic("httpdns: reloaded TLS ticket keys \(path)")
+            } catch {
+                Output.diagnostic("httpdns: reload: keeping the old TLS ticket keys: \(error.detail)")
             }
         }
     }

@@ -105,6 +105,19 @@ int httpdns_h2o_server_open_connections(httpdns_h2o_server *server);
 httpdns_h2o_tls *httpdns_h2o_tls_create(const char *certificate_pem, const char *key_pem, char *error, size_t error_size);
 void httpdns_h2o_tls_release(httpdns_h2o_tls *tls);
 
+/* TLS session ticket keys shared across instances (see httpdns_h2o_tickets.c). A key is 80 bytes in
+ * nginx's layout: 16 of name, 32 of HMAC-SHA256 key, 32 of AES-256-CBC key. */
+#define HTTPDNS_H2O_TICKET_KEY_BYTES 80
+typedef struct httpdns_h2o_ticket_store httpdns_h2o_ticket_store;
+/* An empty store (no keys: no tickets are issued or accepted until some are set); one reference. */
+httpdns_h2o_ticket_store *httpdns_h2o_ticket_store_create(void);
+/* Replaces the keys with `count` keys of HTTPDNS_H2O_TICKET_KEY_BYTES each (copied), the first
+ * encrypting new tickets, every one decrypting; 0 on success. Any thread, atomically for handshakes. */
+int httpdns_h2o_ticket_store_set(httpdns_h2o_ticket_store *store, const uint8_t *keys, size_t count);
+void httpdns_h2o_ticket_store_release(httpdns_h2o_ticket_store *store);
+/* Makes `tls` issue and accept tickets with the store's keys (it takes a reference); 0 on success. */
+int httpdns_h2o_tls_use_ticket_store(httpdns_h2o_tls *tls, httpdns_h2o_ticket_store *store);
+
 /* Request accessors: valid during the `request` callback only. */
 void *httpdns_h2o_request_token(httpdns_h2o_request *request);
 const char *httpdns_h2o_request_method(httpdns_h2o_request *request, size_t *length);
