@@ -89,7 +89,7 @@ extension Command {
             on shared machines. Without it /status answers 404. Default none.
             """),
         OptionSpec("config", value: "file", help: """
-            A JSON config file; its "serve" object may hold listen, zone, upstreams, tlsCert, tlsKey, views, \
+            A JSON config file; its "serve" object may hold listen, zone, upstreams, tlsCert, tlsKey, tlsTicketKeys, views, \
             adminToken, reportTokens, reportWindow, reportThreshold, reportHold. Default none.
             """),
     ] + serveReportSpecs + [HelpText.helpOption]
@@ -212,7 +212,7 @@ extension Command {
                 configuration.listeners[index].tlsKeyPEM = keyPEM
             }
         }
-        let ticketKeysPath = parsed.last("tls-ticket-keys")
+        let ticketKeysPath = parsed.last("tls-ticket-keys") ?? section?.tlsTicketKeys
         if let ticketKeysPath {
             guard !tlsListeners.isEmpty else { throw bad("--tls-ticket-keys needs an HTTPS --listen") }
             do {

@@ -17,7 +17,8 @@ import Foundation
 ///   "resolve": ["api.example.com:443:203.0.113.7"],
 ///   "fallbackIPs": "https://ips.example.com/ips",
 ///   "serve": { "listen": "127.0.0.1:8053", "zone": "zone.txt", "upstreams": ["doh=…"],
-///              "tlsCert": "cert.pem", "tlsKey": "key.pem", "views": "views.json", "adminToken": "…",
+///              "tlsCert": "cert.pem", "tlsKey": "key.pem", "tlsTicketKeys": "ticket.keys",
+///              "views": "views.json", "adminToken": "…",
 ///              "reportTokens": ["…"], "reportWindow": 300, "reportThreshold": 3, "reportHold": 600 }
 /// }
 /// ```
@@ -30,6 +31,7 @@ struct ConfigFile: Sendable, Equatable {
         var upstreams: [String]?
         var tlsCert: String?
         var tlsKey: String?
+        var tlsTicketKeys: String? = nil
         var views: String? = nil
         /// The bearer token of `/status` (kept out of the process list, unlike `--admin-token`).
         var adminToken: String?
@@ -60,7 +62,7 @@ struct ConfigFile: Sendable, Equatable {
         "fallbackIPs", "serve",
     ]
     static let knownServeKeys: Set<String> = [
-        "listen", "zone", "upstreams", "tlsCert", "tlsKey", "views", "adminToken", "reportTokens", "reportWindow", "reportThreshold",
+        "listen", "zone", "upstreams", "tlsCert", "tlsKey", "tlsTicketKeys", "views", "adminToken", "reportTokens", "reportWindow", "reportThreshold",
         "reportHold",
     ]
 
@@ -118,7 +120,7 @@ struct ConfigFile: Sendable, Equatable {
             config.serve = Serve(
                 listen: try string(serve, "listen"), zone: try string(serve, "zone"),
                 upstreams: try stringList(serve, "upstreams"), tlsCert: try string(serve, "tlsCert"),
-                tlsKey: try string(serve, "tlsKey"), views: try string(serve, "views"), adminToken: try string(serve, "adminToken"),
+                tlsKey: try string(serve, "tlsKey"), tlsTicketKeys: try string(serve, "tlsTicketKeys"), views: try string(serve, "views"), adminToken: try string(serve, "adminToken"),
                 reportTokens: try stringList(serve, "reportTokens"), reportWindow: try number(serve, "reportWindow"),
                 reportThreshold: try number(serve, "reportThreshold"), reportHold: try number(serve, "reportHold"))
         }
@@ -136,6 +138,7 @@ struct ConfigFile: Sendable, Equatable {
             section.zone = absolute(section.zone)
             section.tlsCert = absolute(section.tlsCert)
             section.tlsKey = absolute(section.tlsKey)
+            section.tlsTicketKeys = absolute(section.tlsTicketKeys)
             section.views = absolute(section.views)
             serve = section
         }
