@@ -57,7 +57,7 @@ public final class HTTPDNSServerMetrics: Sendable {
             switch path {
             case "/d": self = .dnspod
             case "/ips": self = .ips
-            case "/health": self = .health
+            case "/health", "/ready": self = .health
             case "/report": self = .report
             case "/resolve": self = .dohJSON
             case "/dns-query":

@@ -19,8 +19,8 @@ import HTTPDNSCore
 /// upstream answers are cached and concurrent questions for one name share one upstream request.
 /// Requests arrive on the HTTP server's event loops (HTTP/1.1 and HTTP/2, plain and TLS; one loop
 /// thread per online CPU) and are answered there when the zone has the name; names that need
-/// upstream are fetched on the cooperative pool while the loops serve other connections. `/health` answers `200 ready`
-/// (`503 draining` once stopping).
+/// upstream are fetched on the cooperative pool while the loops serve other connections. `/health` answers `200 alive`
+/// while the process answers (liveness); `/ready` answers `200 ready` (`503 draining` once stopping: readiness).
 ///
 /// ```swift
 /// var configuration = HTTPDNSService.Configuration()
@@ -534,7 +534,11 @@ public final class HTTPDNSService: Sendable {
             guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
             return handleStatus(request)
         case "/health":
-            // Ready once listening with its zone loaded; 503 while draining, so balancers move on.
+            // Liveness: the process answers, draining or not (a supervisor must not restart a
+            // process that is finishing its requests).
+            return Self.text("alive\n")
+        case "/ready":
+            // Readiness: listening with its zone loaded; 503 while draining, so balancers move on.
             return draining.withLock { $0 } ? Self.text("draining\n", status: 503) : Self.text("ready\n")
         default:
             let parts = path.split(separator: "/", omittingEmptySubsequences: false)

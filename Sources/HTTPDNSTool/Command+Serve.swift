@@ -99,10 +99,10 @@ extension Command {
             Run an HTTPDNS server: answers DNSPod (/d?dn=), Alibaba (/ACCOUNT/d?host=), IP-list (/ips?host=) \
             and DNS-over-HTTPS (/dns-query, wire and JSON) requests from a zone file and upstream resolvers, \
             and takes apps' failure reports (POST /report), \
-            over HTTP/1.1 and HTTP/2 on --threads event loops. /health answers 200 "ready" (503 "draining" while \
-            stopping), /metrics Prometheus text, /status (with --admin-token) the health of checked origins. \
+            over HTTP/1.1 and HTTP/2 on --threads event loops. /health answers 200 "alive" while the process answers \
+            (liveness), /ready 200 "ready" (503 "draining" while stopping: readiness), /metrics Prometheus text, /status (with --admin-token) the health of checked origins. \
             Zone entries with a "check" have their addresses probed; a down address leaves the answers \
-            (unless all of a name's are down). SIGHUP reloads the zone, the views and the certificate (a bad new one is refused, the old one kept, \
+            (unless all of a name's are down). SIGHUP reloads the zone, the views, the certificate and the TLS ticket keys (a bad new one is refused, the old one kept, \
             and the reason printed). SIGTERM or SIGINT stops accepting, lets requests in flight finish within \
             --drain-timeout, then exits 0.
             """,

@@ -116,6 +116,7 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
         XCTAssertEqual(Endpoint(method: "PUT", path: "/dns-query", hasDNSParameter: false), .other)
         XCTAssertEqual(Endpoint(method: "GET", path: "/resolve", hasDNSParameter: false), .dohJSON)
         XCTAssertEqual(Endpoint(method: "GET", path: "/health", hasDNSParameter: false), .health)
+        XCTAssertEqual(Endpoint(method: "GET", path: "/ready", hasDNSParameter: false), .health)
         XCTAssertEqual(Endpoint(method: "GET", path: "/metrics", hasDNSParameter: false), .other)
     }
 

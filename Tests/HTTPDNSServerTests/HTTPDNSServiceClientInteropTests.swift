@@ -78,6 +78,8 @@ final class HTTPDNSServiceClientInteropTests: HTTPDNSServiceInteropTestsBase {
             XCTAssertEqual(result.output, "200 \(version) application/dns-message", "\(arguments)")
         }
         let health = try run("/usr/bin/curl", ["-sS", "--noproxy", "*", "--http2-prior-knowledge", "http://127.0.0.1:\(ports[1])/health"])
-        XCTAssertEqual(health.output, "ready\n")
+        XCTAssertEqual(health.output, "alive\n")
+        let ready = try run("/usr/bin/curl", ["-sS", "--noproxy", "*", "--http2-prior-knowledge", "http://127.0.0.1:\(ports[1])/ready"])
+        XCTAssertEqual(ready.output, "ready\n")
     }
 }

@@ -4,7 +4,7 @@ import HTTPDNSServer
 import HTTPDNSTestSupport
 import XCTest
 
-/// `httpdns serve` as an operator runs it: several listeners, /health, SIGHUP reload, errors that
+/// `httpdns serve` as an operator runs it: several listeners, /health and /ready, SIGHUP reload, errors that
 /// name their cause, every default in --help, and SIGTERM under load.
 final class ServeCommandOperationsTests: ToolTestCase {
     /// The `listening on` URLs, once `count` of them are printed.
@@ -32,7 +32,7 @@ final class ServeCommandOperationsTests: ToolTestCase {
         XCTAssertEqual(help.status, 0)
         for expected in [
             "Default 127.0.0.1:8053", "Default 10000", "Default 1000.", "request-timeout", "Default 10.", "Default 30.",
-            "Default 100.", "Default 5.", "SO_REUSEPORT", "https://", "SIGHUP", "/health",
+            "Default 100.", "Default 5.", "SO_REUSEPORT", "https://", "SIGHUP", "/health", "/ready",
         ] {
             XCTAssertTrue(help.stdoutText.contains(expected), "help lacks '\(expected)':\n\(help.stdoutText)")
         }
@@ -88,8 +88,9 @@ final class ServeCommandOperationsTests: ToolTestCase {
         XCTAssertTrue(urls[0].hasPrefix("http://127.0.0.1:"), "\(urls)")
         XCTAssertTrue(urls[1].hasPrefix("https://127.0.0.1:"), "\(urls)")
         let trust = ["--cacert", certificates.caCertificatePath]
-        XCTAssertEqual(try curl(["\(urls[0])/health"]).output, "ready\n")
-        XCTAssertEqual(try curl(trust + ["--http2", "\(urls[1])/health"]).output, "ready\n")
+        XCTAssertEqual(try curl(["\(urls[0])/health"]).output, "alive\n")
+        XCTAssertEqual(try curl(["\(urls[0])/ready"]).output, "ready\n")
+        XCTAssertEqual(try curl(trust + ["--http2", "\(urls[1])/ready"]).output, "ready\n")
         XCTAssertEqual(try curl(trust + ["\(urls[1])/d?dn=www.example.test"]).output, "192.0.2.10")
 
         // A new zone replaces the old at once.

@@ -37,15 +37,16 @@ final class ServeDrainTests: ToolTestCase {
     }
 
     /// A request sent on an open keep-alive connection once the drain has begun (the listener is
-    /// closed) is answered in full, says `Connection: close`, and the server then closes; `/health`
-    /// answers `503 draining` the same way; a request sent the instant SIGTERM goes is answered too.
+    /// closed) is answered in full, says `Connection: close`, and the server then closes; `/ready`
+    /// answers `503 draining` and `/health` `200 alive` (the process still answers) the same way; a
+    /// request sent the instant SIGTERM goes is answered too.
     func testKeepAliveRequestAfterSIGTERMIsAnsweredWithConnectionClose() throws {
         let zone = try zoneFile()
         let server = try runner.start(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path, "--threads", "2", "--drain-timeout", "10"])
         let url = try listeningURL(server)
         let port = try XCTUnwrap(url.split(separator: ":").last.flatMap { Int($0) })
         let request = "GET /d?dn=www.example.test HTTP/1.1\r\nHost: t\r\n\r\n"
-        let clients = try (0..<3).map { _ in try RawHTTPClient(port: port) }
+        let clients = try (0..<4).map { _ in try RawHTTPClient(port: port) }
         for client in clients {
             client.send(request)
             XCTAssertEqual(client.readResponse(timeout: 10).body, "192.0.2.10", "before the signal")
@@ -59,12 +60,15 @@ final class ServeDrainTests: ToolTestCase {
         XCTAssertThrowsError(try RawHTTPClient(port: port), "the listener closes first")
         XCTAssertTrue(server.isRunning, "still draining: the keep-alive connections are open")
         clients[1].send(request)
-        clients[2].send("GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
+        clients[2].send("GET /ready HTTP/1.1\r\nHost: t\r\n\r\n")
+        clients[3].send("GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
 
         let racing = clients[0].readResponse(timeout: 10)
         XCTAssertEqual(racing.status, 200)
         XCTAssertEqual(racing.body, "192.0.2.10")
-        for (client, status, body) in [(clients[1], "200 OK", "192.0.2.10"), (clients[2], "503 Service Unavailable", "draining\n")] {
+        for (client, status, body) in [
+            (clients[1], "200 OK", "192.0.2.10"), (clients[2], "503 Service Unavailable", "draining\n"), (clients[3], "200 OK", "alive\n"),
+        ] {
             let answer = client.readAll(timeout: 10)
             let text = String(decoding: answer.data, as: UTF8.self)
             XCTAssertTrue(text.hasPrefix("HTTP/1.1 \(status)\r\n"), text)
