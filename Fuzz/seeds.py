@@ -169,6 +169,9 @@ def main():
     write("cidr-list", "carrier", "# carrier A\r\n1.0.1.0/24\r\n\r\n240e::/20  # v6\n192.0.2.7\n::ffff:10.0.0.0/104\n")
     write("cidr-list", "nested", "10.0.0.0/8\n10.1.0.0/16\n10.1.2.3/32\n2001:db8::/32\n2001:db8:0:1::1/128\n0.0.0.0/0\n::/0\n")
     write("cidr-list", "bad-bits", "10.0.0.0/8\n10.0.0.1/8\n")
+    write("ticket-keys", "two", "# encrypting key first\r\nHyYtNDtCSVBXXmVsc3qBiI+WnaSrsrnAx87V3OPq8fj/Bg0UGyIpMDc+RUxTWmFob3Z9hIuSmaCnrrW8w8rR2N/m7fT7AgkQFx4lLDM6QUg=\n\n  PkVMU1phaG92fYSLkpmgp661vMPK0djf5u30+wIJEBceJSwzOkFIT1ZdZGtyeYCHjpWco6qxuL/GzdTb4unw9/4FDBMaISgvNj1ES1JZYGc=  \n")
+    write("ticket-keys", "same-name", "HyYtNDtCSVBXXmVsc3qBiI+WnaSrsrnAx87V3OPq8fj/Bg0UGyIpMDc+RUxTWmFob3Z9hIuSmaCnrrW8w8rR2N/m7fT7AgkQFx4lLDM6QUg=\nHyYtNDtCSVBXXmVsc3qBiI+WnaSrsrnAx87V3OPq8fj/Bg0UGyIpMDc+RUxTWmFob3Z9hIuSmaCnrrW8w8rR2N/m7fT7AgkQFx4lLDM6QUg=\n")
+    write("ticket-keys", "short", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n")
     write("forwarded-for", "unknown", "10.0.0.0/8\n10.0.0.1\nunknown, 10.1.2.3\n203.0.113.9")
 
     entry = ('{"addresses":["198.51.100.1","2001:db8::5"],"family":"both","host":"p1.example","origin":"httpdns",'

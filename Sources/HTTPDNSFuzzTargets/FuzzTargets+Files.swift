@@ -122,3 +122,18 @@ extension HTTPDNSFuzzTarget {
         }
     }
 }
+
+/// `--tls-ticket-keys` files: loaded whole or refused; what loads writes back and loads the same.
+extension HTTPDNSFuzzTarget {
+    static let ticketKeys = HTTPDNSFuzzTarget(
+        "ticket-keys", "a TLS ticket key file loads whole or not at all: 1-16 keys of 80 bytes with distinct names, written back the same"
+    ) { bytes throws(HTTPDNSFuzzFailure) in
+        guard let keys = try? HTTPDNSTLSTicketKeys.parse(bytes, source: "fuzz") else { return }
+        try require((1...HTTPDNSTLSTicketKeys.maxKeys).contains(keys.keys.count), "\(keys.keys.count) keys")
+        try require(keys.keys.allSatisfy { $0.count == HTTPDNSTLSTicketKeys.keyBytes }, "a key of another length")
+        try require(Set(keys.keys.map { Array($0[0..<16]) }).count == keys.keys.count, "two keys with one name")
+        let written = keys.keys.map { Data($0).base64EncodedString() }.joined(separator: "\n")
+        let reread = try? HTTPDNSTLSTicketKeys.parse(Array(written.utf8), source: "fuzz")
+        try require(reread == keys, "written back, the keys load differently")
+    }
+}

@@ -46,6 +46,27 @@ public struct HTTPDNSTLSTicketKeys: Sendable, Hashable, CustomStringConvertible 
         self.keys = keys
     }
 
+    /// Parses a key file's bytes (see ``init(contentsOfFile:)``); `source` names it in errors.
+    package static func parse(_ bytes: [UInt8], source: String) throws(HTTPDNSServiceError) -> HTTPDNSTLSTicketKeys {
+        guard bytes.count <= maxFileBytes else {
+            throw HTTPDNSServiceError(.invalidConfiguration, "\(source): larger than \(maxFileBytes) bytes")
+        }
+        var keys: [[UInt8]] = []
+        for (index, rawLine) in String(decoding: bytes, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
+            guard let key = Data(base64Encoded: line), key.count == keyBytes else {
+                throw HTTPDNSServiceError(.invalidConfiguration, "\(source):\(index + 1): not a base64 TLS ticket key of \(keyBytes) bytes")
+            }
+            keys.append([UInt8](key))
+        }
+        do throws(HTTPDNSServiceError) {
+            return try HTTPDNSTLSTicketKeys(keys: keys)
+        } catch {
+            throw HTTPDNSServiceError(.invalidConfiguration, "\(source): \(error.detail)")
+        }
+    }
+
     /// Reads a key file: one key a line in base64 (`openssl rand 80 | base64 -w0`, HAProxy's
     /// `tls-ticket-keys` form), the encrypting key first; blank lines and `#` comments allowed.
     ///
@@ -60,19 +81,6 @@ public struct HTTPDNSTLSTicketKeys: Sendable, Hashable, CustomStringConvertible 
         guard let data = FileManager.default.contents(atPath: path), data.count <= Self.maxFileBytes else {
             throw HTTPDNSServiceError(.invalidConfiguration, "\(path): cannot read the TLS ticket keys")
         }
-        var keys: [[UInt8]] = []
-        for (index, rawLine) in String(decoding: data, as: UTF8.self).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
-            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
-            guard let key = Data(base64Encoded: line), key.count == Self.keyBytes else {
-                throw HTTPDNSServiceError(.invalidConfiguration, "\(path):\(index + 1): not a base64 TLS ticket key of \(Self.keyBytes) bytes")
-            }
-            keys.append([UInt8](key))
-        }
-        do throws(HTTPDNSServiceError) {
-            try self.init(keys: keys)
-        } catch {
-            throw HTTPDNSServiceError(.invalidConfiguration, "\(path): \(error.detail)")
-        }
+        self = try Self.parse([UInt8](data), source: path)
     }
 }
