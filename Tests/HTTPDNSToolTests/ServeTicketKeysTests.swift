@@ -99,6 +99,68 @@ final class ServeTicketKeysTests: ToolTestCase {
         XCTAssertTrue(try resumes(from: b.url, to: b.url, ca: ca))
     }
 
+    /// Issue 24's acceptance: a client population cycling over three instances (each handshake on
+    /// the next instance, offering the ticket the previous one gave) resumes at least 90 % of its
+    /// handshakes with shared keys, and about none without them.
+    func testAPopulationCyclingOverThreeInstancesResumesWithSharedKeysOnly() throws {
+        let directory = try temporaryDirectory()
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let leaf = try certificates.issue(dnsNames: ["localhost"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
+        let keys = try keyFile([key(7), key(8)], in: directory, name: "fleet.keys")
+        func fleet(shared: Bool) throws -> [(server: RunningTool, url: String)] {
+            try (0..<3).map { _ in
+                let (server, urls) = try startServe(
+                    ["--listen", "https://127.0.0.1:0", "--tls-cert", leaf.certificatePath, "--tls-key", leaf.keyPath]
+                        + (shared ? ["--tls-ticket-keys", keys] : []))
+                return (server, urls[0])
+            }
+        }
+        let script = """
+            import socket, ssl, sys
+            context = ssl.create_default_context(cafile=sys.argv[1])
+            ports = [int(p) for p in sys.argv[2:]]
+            resumed = handshakes = 0
+            for client in range(10):
+                session = None
+                for turn in range(7):
+                    with socket.create_connection(("127.0.0.1", ports[(client + turn) % 3]), timeout=10) as raw:
+                        with context.wrap_socket(raw, server_hostname="localhost", session=session) as tls:
+                            tls.sendall(b"GET /health HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n")
+                            answer = b""
+                            while True:
+                                chunk = tls.recv(4096)
+                                if not chunk: break
+                                answer += chunk
+                            assert answer.startswith(b"HTTP/1.1 200"), answer
+                            if session is not None:
+                                handshakes += 1
+                                resumed += tls.session_reused
+                            session = tls.session
+            print(resumed, handshakes)
+            """
+        func resumedShare(_ instances: [(server: RunningTool, url: String)]) throws -> Double {
+            let ports = try instances.map { String(try port(of: $0.url)) }
+            let python = try RunningTool(
+                executable: URL(fileURLWithPath: "/usr/bin/python3"), arguments: ["-c", script, certificates.caCertificatePath] + ports)
+            XCTAssertEqual(try python.wait(timeout: .seconds(60)), 0, String(decoding: python.stderr, as: UTF8.self))
+            let numbers = String(decoding: python.stdout, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+            guard numbers.count == 2, numbers[1] == 60 else {
+                XCTFail("python3 printed \(String(decoding: python.stdout, as: UTF8.self))")
+                return -1
+            }
+            return numbers[0] / numbers[1]
+        }
+        let shared = try fleet(shared: true)
+        let sharedShare = try resumedShare(shared)
+        shared.forEach { assertStopsCleanly($0.server) }
+        let alone = try fleet(shared: false)
+        let aloneShare = try resumedShare(alone)
+        alone.forEach { assertStopsCleanly($0.server) }
+        XCTAssertGreaterThanOrEqual(sharedShare, 0.9, "resumed with shared keys")
+        XCTAssertLessThanOrEqual(aloneShare, 0.05, "resumed with a key per process")
+    }
+
     func testABadKeyFileOrNoHTTPSListenerIsRefusedAtStart() throws {
         let directory = try temporaryDirectory()
         let certificates = try TestCertificates()
