@@ -117,10 +117,11 @@ struct StreamSigner {
     private var pending: [UInt8] = []
     private var serial = 0
 
-    init(key: DNSTSIGKey, now: UInt64) throws {
+    init(key: DNSTSIGKey, now: UInt64, query: DNSMessage? = nil) throws {
         self.key = key
         self.now = now
-        requestMAC = try DNSTSIG.sign(DNSMessage.axfrQuery(zone: try DNSName("example.com"), id: 9), key: key, now: now).mac
+        let query = try query ?? DNSMessage.axfrQuery(zone: try DNSName("example.com"), id: 9)
+        requestMAC = try DNSTSIG.sign(query, key: key, now: now).mac
     }
 
     /// The next response message (one A record), signed or not.
@@ -130,6 +131,11 @@ struct StreamSigner {
             DNSRecord(name: try DNSName("h\(serial).example.com"), ttl: 60, data: .a([192, 0, 2, UInt8(serial % 256)])),
         ])
         message.isResponse = true
+        return try self.sign(message, sign: sign)
+    }
+
+    /// `message` as the next message of the stream, signed or not (the first is always signed).
+    mutating func sign(_ message: DNSMessage, sign: Bool = true) throws -> DNSReceivedMessage {
         let bytes = try message.encode()
         guard let prior = priorMAC else {
             let signed = try DNSTSIG.sign(bytes, key: key, now: now, requestMAC: requestMAC)
@@ -141,7 +147,8 @@ struct StreamSigner {
             return try DNSReceivedMessage(decoding: bytes)
         }
         var record = DNSTSIGRecord(
-            keyName: key.name, algorithm: key.algorithm.name, timeSigned: now, fudge: 300, mac: [], originalID: 9
+            keyName: key.name, algorithm: key.algorithm.name, timeSigned: now, fudge: 300, mac: [],
+            originalID: message.id
         )
         let input = [UInt8(prior.count >> 8), UInt8(prior.count & 0xFF)] + prior + pending + bytes
             + record.digestVariables(timersOnly: true)

@@ -130,6 +130,10 @@ package struct DNSZoneTransfer: Sendable {
             try checkHeader(message)
             try count(message, wireSize: wireSize)
             let answers = message.answers
+            // RFC 5936 §2.2: the first message begins with the SOA; an empty one cannot.
+            if messageCount == 1, answers.isEmpty {
+                throw DNSZoneTransferError(.missingSOA, message: messageCount, "no answer records")
+            }
             for (position, record) in answers.enumerated() {
                 try checkRecord(record)
                 if let result = try take(record) {
