@@ -86,15 +86,10 @@ extension DNSTSIGKey {
     }
 
     private static func keyName(_ text: String) throws(DNSTSIGError) -> DNSName {
-        do {
-            let name = try DNSName(text)
-            guard !name.isRoot else { throw DNSTSIGError(.invalidKey, "key name is the root") }
-            return name
-        } catch let error as DNSTSIGError {
-            throw error
-        } catch {
-            throw DNSTSIGError(.invalidKey, "bad key name \(text)")
-        }
+        let name: DNSName
+        do { name = try DNSName(text) } catch { throw DNSTSIGError(.invalidKey, "bad key name \(text)") }
+        guard !name.isRoot else { throw DNSTSIGError(.invalidKey, "key name is the root") }
+        return name
     }
 
     /// Strict base64 (RFC 4648 §4, padding required), as BIND and Knot write secrets.

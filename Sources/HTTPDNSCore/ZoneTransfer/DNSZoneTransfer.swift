@@ -123,7 +123,7 @@ package struct DNSZoneTransfer: Sendable {
             return .failed(DNSZoneTransferError(.alreadyFinished, message: messageCount + 1))
         }
         messageCount += 1
-        do {
+        do throws(DNSZoneTransferError) {
             if case .rejected(let error) = signature {
                 throw DNSZoneTransferError(.tsig, message: messageCount, "\(error)", tsigError: error)
             }
@@ -149,12 +149,9 @@ package struct DNSZoneTransfer: Sendable {
                 }
             }
             return .needMore
-        } catch let error as DNSZoneTransferError {
-            state = .finished
-            return .failed(error)
         } catch {
             state = .finished
-            return .failed(DNSZoneTransferError(.incomplete, message: messageCount, "\(error)"))
+            return .failed(error)
         }
     }
 
