@@ -124,10 +124,12 @@ package struct DNSZoneTransfer: Sendable {
         }
         messageCount += 1
         do throws(DNSZoneTransferError) {
+            // The header first: a primary refusing us (NOTAUTH, REFUSED) answers unsigned, and its
+            // RCODE says more than the missing TSIG does. Either way the transfer fails.
+            try checkHeader(message)
             if case .rejected(let error) = signature {
                 throw DNSZoneTransferError(.tsig, message: messageCount, "\(error)", tsigError: error)
             }
-            try checkHeader(message)
             try count(message, wireSize: wireSize)
             let answers = message.answers
             // RFC 5936 §2.2: the first message begins with the SOA; an empty one cannot.
