@@ -203,5 +203,43 @@ def main():
     write("report-body", "signed", "HTTPDNS-HMAC-SHA256 account=100000, expires=1796300600, signature=" + "0a" * 32)
 
 
+    # TSIG keys (issue 24): the -y forms and a BIND key clause as tsig-keygen prints it.
+    secret = "nrlFzrWOJ5SxpTUBZnRDCFA1MfaLoabL+rNBXYHm9Nk="
+    write("tsig-key", "dig-y", "hmac-sha256:xfr-key.example.:" + secret)
+    write("tsig-key", "name-alg-secret", "xfr-key.example:hmac-sha256:" + secret)
+    write("tsig-key", "bind-clause", 'key "xfr-key.example" {\n\talgorithm hmac-sha256;\n\tsecret "%s";\n};\n' % secret)
+
+    # Zone transfers: a choice byte (0 AXFR, 1 IXFR from serial 1), then TCP-framed messages. The
+    # TSIG-signed AXFR of Tests/HTTPDNSCoreTests/TSIGVectors.swift, and hand-built unsigned streams.
+    def frame(message):
+        return struct.pack(">H", len(message)) + message
+
+    signed = [bytes.fromhex(m) for m in (
+        "123484000001000200000001076578616d706c6503636f6d0000fc0001c00c0006000100000e100027036e7331c00c0a686f73746d6173746572c00c78a3f17500000e1000000258000151800000012c03777777c00c000100010000012c0004c0000201077866722d6b6579076578616d706c650000fa00ff00000000003d0b686d61632d7368613235360000006553f101012c002099c6b1a9a28c5892691149811c1010abd472367d39bc6350c9ea0abba7e0cd6b123400000000",
+        "123484000000000100000000046d61696c076578616d706c6503636f6d00000100010000012c0004c0000202",
+        "12348400000000020000000103667470076578616d706c6503636f6d00000100010000012c0004c0000203076578616d706c6503636f6d000006000100000e10003d036e7331076578616d706c6503636f6d000a686f73746d6173746572076578616d706c6503636f6d0078a3f17500000e1000000258000151800000012c077866722d6b6579076578616d706c650000fa00ff00000000003d0b686d61632d7368613235360000006553f102012c002046fdd41468c3ae1142b023e2319177264138e93492b28b24db0eb394f7ac5789123400000000",
+    )]
+    write("zone-transfer", "axfr-tsig-vectors", b"\0" + b"".join(frame(m) for m in signed))
+    write("zone-transfer", "ixfr-tsig-vectors", b"\1" + b"".join(frame(m) for m in signed))
+
+    def soa(serial):
+        rdata = dns_name("ns1.example.com") + dns_name("ns1.example.com") + struct.pack(">5I", serial, 1, 1, 1, 1)
+        return dns_name("example.com") + struct.pack(">HHIH", 6, 1, 60, len(rdata)) + rdata
+
+    def a_record(name, last):
+        return dns_name(name) + struct.pack(">HHIH", 1, 1, 60, 4) + bytes([192, 0, 2, last])
+
+    def transfer(qtype, records, question=True):
+        header = struct.pack(">HHHHHH", 0x1234, 0x8400, 1 if question else 0, len(records), 0, 0)
+        body = dns_name("example.com") + struct.pack(">HH", qtype, 1) if question else b""
+        return header + body + b"".join(records)
+
+    write("zone-transfer", "axfr-two-messages", b"\0" + frame(transfer(252, [soa(2), a_record("www.example.com", 1)]))
+          + frame(transfer(252, [a_record("mail.example.com", 2), soa(2)], question=False)))
+    write("zone-transfer", "ixfr-incremental", b"\1" + frame(transfer(251, [
+        soa(3), soa(1), a_record("ns1.example.com", 1), soa(2), a_record("www.example.com", 3),
+        soa(2), soa(3), a_record("ftp.example.com", 4), soa(3)])))
+    write("zone-transfer", "ixfr-up-to-date", b"\1" + frame(transfer(251, [soa(1)])))
+
 if __name__ == "__main__":
     main()

@@ -8,6 +8,11 @@ extension DNSMessage {
     ///
     /// - Throws: ``DNSWireError`` with the offset, section, record index and field.
     package init(decoding bytes: [UInt8]) throws {
+        self = try Self.decode(bytes).message
+    }
+
+    /// Decodes `bytes` and also returns where the last additional record starts, for TSIG.
+    static func decode(_ bytes: [UInt8]) throws -> (message: DNSMessage, lastAdditionalOffset: Int?) {
         var reader = DNSWireReader(bytes)
         reader.field = "header"
         let id = try reader.readUInt16()
@@ -33,26 +38,38 @@ extension DNSMessage {
         }
         let answers = try Self.readRecords(&reader, count: answerCount, section: .answer)
         let authorities = try Self.readRecords(&reader, count: authorityCount, section: .authority)
-        let additionals = try Self.readRecords(&reader, count: additionalCount, section: .additional)
+        var lastAdditionalOffset: Int?
+        let additionals = try Self.readRecords(
+            &reader, count: additionalCount, section: .additional, lastOffset: &lastAdditionalOffset
+        )
         if reader.remaining > 0 {
             reader.index = nil
             reader.field = nil
             throw reader.error(.trailingData)
         }
-        self.init(
+        let message = DNSMessage(
             id: id, flags: flags, questions: questions, answers: answers, authorities: authorities,
             additionals: additionals
         )
+        return (message, lastAdditionalOffset)
     }
 
     private static func readRecords(
         _ reader: inout DNSWireReader, count: Int, section: DNSWireError.Section
+    ) throws -> [DNSRecord] {
+        var lastOffset: Int?
+        return try readRecords(&reader, count: count, section: section, lastOffset: &lastOffset)
+    }
+
+    private static func readRecords(
+        _ reader: inout DNSWireReader, count: Int, section: DNSWireError.Section, lastOffset: inout Int?
     ) throws -> [DNSRecord] {
         reader.section = section
         var records: [DNSRecord] = []
         records.reserveCapacity(min(count, reader.remaining / 11))
         for number in 0..<count {
             reader.index = number + 1
+            lastOffset = reader.offset
             records.append(try readRecord(&reader))
         }
         return records

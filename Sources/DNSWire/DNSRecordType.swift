@@ -28,12 +28,18 @@ package struct DNSRecordType: RawRepresentable, Sendable, Hashable, CustomString
     package static let SVCB = DNSRecordType(64)
     /// HTTPS service binding (RFC 9460).
     package static let HTTPS = DNSRecordType(65)
+    /// Transaction signature, in the additional section only (RFC 8945 §4.2).
+    package static let TSIG = DNSRecordType(250)
+    /// Incremental zone transfer, in questions only (RFC 1995).
+    package static let IXFR = DNSRecordType(251)
+    /// Full zone transfer, in questions only (RFC 5936).
+    package static let AXFR = DNSRecordType(252)
     /// Any type, in questions only (RFC 1035 QTYPE `*`).
     package static let ANY = DNSRecordType(255)
 
     private static let names: [UInt16: String] = [
         1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA", 33: "SRV",
-        41: "OPT", 64: "SVCB", 65: "HTTPS", 255: "ANY",
+        41: "OPT", 64: "SVCB", 65: "HTTPS", 250: "TSIG", 251: "IXFR", 252: "AXFR", 255: "ANY",
     ]
 
     /// The mnemonic (`AAAA`), or `TYPE<n>` as in RFC 3597 for unknown types.

@@ -11,6 +11,8 @@ package struct DNSResponseCode: RawRepresentable, Sendable, Hashable, CustomStri
     package static let nameError = DNSResponseCode(3)
     package static let notImplemented = DNSResponseCode(4)
     package static let refused = DNSResponseCode(5)
+    /// The server is not authoritative for the zone, or a TSIG failed (RFC 8945 §5.3.2, RFC 1996 §3).
+    package static let notAuthoritative = DNSResponseCode(9)
 
     package var description: String {
         switch rawValue {
@@ -20,6 +22,7 @@ package struct DNSResponseCode: RawRepresentable, Sendable, Hashable, CustomStri
         case 3: "NXDOMAIN"
         case 4: "NOTIMP"
         case 5: "REFUSED"
+        case 9: "NOTAUTH"
         default: "RCODE\(rawValue)"
         }
     }
