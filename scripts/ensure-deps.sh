@@ -16,6 +16,7 @@ packages=(
   curl                   # interoperability tests: curl --doh-url against httpdns serve
   dnsutils               # dig, for captured fixtures and interoperability (dig +https against serve)
   knot-dnsutils          # kdig +https against httpdns serve (interoperability)
+  knot                   # knotd, a real primary: zone transfers (AXFR, IXFR, TSIG) in tests
   dnsperf                # dnsperf -m doh against httpdns serve (interoperability)
   nghttp2-client         # h2load, the HTTP/2 load generator of `make bench`
   iproute2               # ip netns / veth: tests build their own networks (network changes, NAT64, blackholed addresses)
@@ -58,6 +59,7 @@ if [[ $(id -u) -eq 0 ]]; then
   if command -v systemctl >/dev/null 2>&1; then
     systemctl stop nginx >/dev/null 2>&1 || true
     systemctl stop unbound >/dev/null 2>&1 || true
+    systemctl stop knot >/dev/null 2>&1 || true
     systemctl stop dnsdist >/dev/null 2>&1 || true
   fi
 else

@@ -106,6 +106,10 @@ extension BlockingPool {
     static let lookups = BlockingPool(
         name: "DNS lookup", threadLimit: DNSSystemResolver.threadLimit, queueLimit: sharedQueueLimit)
 
+    /// Zone transfers (``DNSZoneTransferClient``): seconds long each, so apart from the exchanges
+    /// that answer queries; a secondary runs one per zone at a time.
+    static let transfers = BlockingPool(name: "zone transfer", threadLimit: 8, queueLimit: 1_024)
+
     /// Socket exchanges for ``DNSSocketClient``; see ``lookups`` for why the pools are separate.
     static let exchanges = BlockingPool(
         name: "DNS exchange", threadLimit: DNSSocketClient.threadLimit, queueLimit: sharedQueueLimit)

@@ -26,6 +26,7 @@ package struct DNSZoneTransferError: Error, Sendable, Hashable, CustomStringConv
             case incomplete
             case alreadyFinished
             case tsig
+            case malformed
         }
 
         private let base: Base
@@ -67,6 +68,8 @@ package struct DNSZoneTransferError: Error, Sendable, Hashable, CustomStringConv
         package static let alreadyFinished = Code(.alreadyFinished)
         /// TSIG verification failed (see ``DNSZoneTransferError/tsigError``), or the last message was unsigned.
         package static let tsig = Code(.tsig)
+        /// A response message does not decode (the I/O layer's finding: the reader takes decoded messages).
+        package static let malformed = Code(.malformed)
 
         package var description: String { base.rawValue }
     }
