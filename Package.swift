@@ -87,7 +87,7 @@ let package = Package(
         .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSDirect", "HTTPDNSLoopbackProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
-        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CMaxMindDB", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CMaxMindDB", "DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.

@@ -26,8 +26,12 @@ package final class KnotServer: Sendable {
     private let process: HTTPDNSLock<ChildProcess?>
 
     /// Starts knotd serving `zone` with `records` (zone-file lines relative to the origin, e.g.
-    /// `www 300 A 192.0.2.1`) under an SOA of serial `serial`; transfers need the key.
-    package init(zone: String = "example.test", serial: UInt32 = 1, records: [String], keyName: String = "xfr-key") throws {
+    /// `www 300 A 192.0.2.1`) under an SOA of serial `serial` and timers `refresh`, `retry` and
+    /// `expire` (seconds); transfers need the key.
+    package init(
+        zone: String = "example.test", serial: UInt32 = 1, refresh: UInt32 = 60, retry: UInt32 = 10, expire: UInt32 = 3600,
+        records: [String], keyName: String = "xfr-key"
+    ) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.knotd) else {
             throw Failure(description: "knotd not found at \(Self.knotd): install the Debian package knot (apt-get install knot)")
         }
@@ -41,7 +45,7 @@ package final class KnotServer: Sendable {
         for sub in ["run", "db", "zones"] {
             try FileManager.default.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
-        let zoneText = (["$ORIGIN \(zone).", "$TTL 300", "@ 3600 SOA ns1 hostmaster \(serial) 60 10 3600 30", "@ 3600 NS ns1", "ns1 A 192.0.2.53"]
+        let zoneText = (["$ORIGIN \(zone).", "$TTL 300", "@ 3600 SOA ns1 hostmaster \(serial) \(refresh) \(retry) \(expire) 30", "@ 3600 NS ns1", "ns1 A 192.0.2.53"]
             + records).joined(separator: "\n") + "\n"
         try zoneText.write(to: directory.appendingPathComponent("zones/\(zone).zone"), atomically: true, encoding: .utf8)
         var lastError: (any Error)?

@@ -1,0 +1,54 @@
+import DNSWire
+
+/// When a secondary asks its primary again, and whether its copy has expired (RFC 1035 §4.3.5,
+/// RFC 1996 §4): a value with an explicit `now`, so the rules are tested without clocks.
+///
+/// - After a transfer or a check that found the zone up to date: the zone's SOA REFRESH later.
+/// - After a failure: RETRY later (with no zone yet, ``initialRetry``).
+/// - A zone not confirmed by the primary for its SOA EXPIRE since the last success has expired; it is
+///   still what the service answers (stale beats nothing for HTTPDNS, whose clients fall back to
+///   LocalDNS anyway), but `/ready` says so.
+/// - A NOTIFY asks at once (``notified(now:)``), however long the timer would wait.
+///
+/// Every interval is clamped to ``bounds`` so that a hostile or careless SOA (REFRESH 0, RETRY
+/// 2^32 − 1) neither hammers the primary nor stops following it.
+package struct HTTPDNSSecondaryTimers: Sendable, Hashable {
+    /// The shortest and longest wait between two attempts, in seconds. Default 1...86,400.
+    package var bounds: ClosedRange<Double> = 1...86_400
+    /// The wait after a failure before any zone was loaded, in seconds. Default 10.
+    package var initialRetry: Double = 10
+
+    /// The SOA of the zone held; nil before the first transfer.
+    package private(set) var soa: DNSSOA?
+    /// When the primary last confirmed the zone (a transfer or an up-to-date check).
+    package private(set) var confirmedAt: Double?
+    /// When the next attempt is due.
+    package private(set) var nextAttempt: Double = 0
+
+    package init() {}
+
+    /// A transfer gave `soa`'s zone, or the primary said the zone with `soa` is current.
+    package mutating func succeeded(_ soa: DNSSOA, now: Double) {
+        self.soa = soa
+        confirmedAt = now
+        nextAttempt = now + clamp(Double(soa.refresh))
+    }
+
+    /// An attempt failed.
+    package mutating func failed(now: Double) {
+        nextAttempt = now + clamp(soa.map { Double($0.retry) } ?? initialRetry)
+    }
+
+    /// The primary sent a NOTIFY: ask now.
+    package mutating func notified(now: Double) {
+        nextAttempt = min(nextAttempt, now)
+    }
+
+    /// Whether the zone held has gone unconfirmed for longer than its SOA EXPIRE.
+    package func isExpired(now: Double) -> Bool {
+        guard let soa, let confirmedAt else { return false }
+        return now - confirmedAt > Double(soa.expire)
+    }
+
+    private func clamp(_ seconds: Double) -> Double { min(max(seconds, bounds.lowerBound), bounds.upperBound) }
+}
