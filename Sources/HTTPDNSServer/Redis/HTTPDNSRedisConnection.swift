@@ -39,23 +39,18 @@ final class HTTPDNSRedisConnection {
             redisFree(opened)
             throw HTTPDNSRedisError(.connect, detail)
         }
+        // From here a throw releases the object, and deinit frees the context (once).
         context = opened
         guard redisSetTimeout(context, Self.timeval(settings.commandTimeout)) == REDIS_OK else {
-            redisFree(context)
             throw HTTPDNSRedisError(.connect, "cannot set the command timeout")
         }
-        do throws(HTTPDNSRedisError) {
-            if let password = settings.password {
-                let auth = settings.user.map { ["AUTH", $0, password] } ?? ["AUTH", password]
-                // The detail never echoes the command: it holds the password.
-                if case .error(let message) = try pipeline([auth])[0] { throw HTTPDNSRedisError(.auth, Self.firstWord(message)) }
-            }
-            if settings.database != 0, case .error(let message) = try pipeline([["SELECT", String(settings.database)]])[0] {
-                throw HTTPDNSRedisError(.select, message)
-            }
-        } catch {
-            redisFree(context)
-            throw error
+        if let password = settings.password {
+            let auth = settings.user.map { ["AUTH", $0, password] } ?? ["AUTH", password]
+            // The detail never echoes the command: it holds the password.
+            if case .error(let message) = try pipeline([auth])[0] { throw HTTPDNSRedisError(.auth, Self.firstWord(message)) }
+        }
+        if settings.database != 0, case .error(let message) = try pipeline([["SELECT", String(settings.database)]])[0] {
+            throw HTTPDNSRedisError(.select, Self.firstWord(message))
         }
     }
 
