@@ -99,7 +99,6 @@ final class HTTPDNSRedisSharingTests: HTTPDNSServiceTestCase {
         }
         let decided = await pollUntil { fleet[2].reportState.decisions().count == 1 }
         XCTAssertTrue(decided, "the third instance decided nothing")
-        let start = ContinuousClock.now
         let everywhere = await pollUntil(within: .seconds(1)) { fleet.allSatisfy(demoted) }
         XCTAssertTrue(everywhere, "not demoted on every instance within 1 s: \(fleet.map(demoted))")
 
