@@ -32,7 +32,10 @@ final class HTTPDNSReportSharingTests: XCTestCase {
         XCTAssertEqual(try Redis(url: "redis://[::1]:7000/").endpoint, .tcp(host: "::1", port: 7000))
         XCTAssertEqual(try Redis(url: "redis://localhost").endpoint, .tcp(host: "localhost", port: 6379))
         XCTAssertEqual(try Redis(url: "unix:/run/redis/redis.sock").endpoint, .unix(path: "/run/redis/redis.sock"))
-        for bad in ["http://x:1", "redis://:pw@", "redis://h:0", "redis://h:99999", "redis://h:1/x", "unix:relative.sock", "redis://h:port"] {
+        let socket = try Redis(url: "unix://:s%2Fcret@/run/redis/redis.sock")
+        XCTAssertEqual(socket.endpoint, .unix(path: "/run/redis/redis.sock"))
+        XCTAssertEqual(socket.password, "s/cret")
+        for bad in ["http://x:1", "redis://:pw@", "redis://h:0", "redis://h:99999", "redis://h:1/x", "unix:relative.sock", "redis://h:port", "redis://@h", "unix://@/x"] {
             XCTAssertThrowsError(try Redis(url: bad), bad) { error in
                 XCTAssertEqual((error as? HTTPDNSServiceError)?.code, .invalidConfiguration)
                 XCTAssertFalse("\(error)".contains("pw"), "\(error)")

@@ -37,29 +37,30 @@ extension HTTPDNSService.Reports {
             self.endpoint = endpoint
         }
 
-        /// Reads `redis://[user:password@]host:port[/db]` or `unix:/path/to/socket`.
+        /// Reads `redis://[user:password@]host:port[/db]`, `unix:/path/to/socket` or
+        /// `unix://[user:]password@/path/to/socket`; `%XX` escapes in the user and password.
         ///
         /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` naming what is wrong (never the password).
         public init(url: String) throws(HTTPDNSServiceError) {
             func bad(_ detail: String) -> HTTPDNSServiceError { HTTPDNSServiceError(.invalidConfiguration, "redis: \(detail)") }
             if url.hasPrefix("unix:") {
-                let path = String(url.dropFirst(5))
+                var path = Substring(url.dropFirst(5))
+                if path.hasPrefix("//") {
+                    // unix://[user:]password@/path: the socket of a Redis with requirepass.
+                    let rest = path.dropFirst(2)
+                    guard let at = rest.firstIndex(of: "@") else { throw bad("expected unix://[user:]password@/path/to/socket") }
+                    try readCredentials(rest[..<at])
+                    path = rest[rest.index(after: at)...]
+                }
                 guard path.hasPrefix("/") else { throw bad("a unix socket path must be absolute (unix:/path/to/socket)") }
-                endpoint = .unix(path: path)
+                endpoint = .unix(path: String(path))
                 return
             }
             guard url.hasPrefix("redis://") else { throw bad("expected redis://[user:password@]host:port[/db] or unix:/path") }
             var rest = Substring(url.dropFirst(8))
             if let at = rest.lastIndex(of: "@") {
-                let credentials = rest[..<at]
+                try readCredentials(rest[..<at])
                 rest = rest[rest.index(after: at)...]
-                if let colon = credentials.firstIndex(of: ":") {
-                    let user = String(credentials[..<colon])
-                    self.user = user.isEmpty ? nil : user
-                    password = Self.percentDecoded(String(credentials[credentials.index(after: colon)...]))
-                } else {
-                    password = Self.percentDecoded(String(credentials))
-                }
             }
             var hostPort = rest
             if let slash = rest.firstIndex(of: "/") {
@@ -88,6 +89,18 @@ extension HTTPDNSService.Reports {
             }
             guard !host.isEmpty else { throw bad("no host") }
             endpoint = .tcp(host: host, port: port)
+        }
+
+        /// `user:password`, `:password` or `password`, percent-decoded.
+        private mutating func readCredentials(_ credentials: Substring) throws(HTTPDNSServiceError) {
+            guard !credentials.isEmpty else { throw HTTPDNSServiceError(.invalidConfiguration, "redis: an empty password before @") }
+            if let colon = credentials.firstIndex(of: ":") {
+                let user = String(credentials[..<colon])
+                self.user = user.isEmpty ? nil : Self.percentDecoded(user)
+                password = Self.percentDecoded(String(credentials[credentials.index(after: colon)...]))
+            } else {
+                password = Self.percentDecoded(String(credentials))
+            }
         }
 
         /// `%XX` escapes decoded (a password may hold `@` or `:`); the text as is when malformed.
