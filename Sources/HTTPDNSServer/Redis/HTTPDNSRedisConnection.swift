@@ -5,16 +5,6 @@ import Musl
 #endif
 import CHiredis
 
-/// One reply of Redis (RESP2), copied out of hiredis' memory.
-package enum HTTPDNSRedisReply: Sendable, Hashable {
-    case string(String)
-    case status(String)
-    case integer(Int)
-    case array([HTTPDNSRedisReply])
-    case null
-    case error(String)
-}
-
 /// A blocking hiredis connection: connect, `AUTH`, `SELECT`, then pipelined commands, each call
 /// bounded by its timeout.
 ///
