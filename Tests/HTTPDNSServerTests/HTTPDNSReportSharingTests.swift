@@ -79,16 +79,30 @@ final class HTTPDNSReportSharingTests: XCTestCase {
             ["ZADD", "fleet:decisions", "1796300600.000", member],
             ["ZREMRANGEBYSCORE", "fleet:decisions", "-inf", "1796300100.000"],
             ["PEXPIRE", "fleet:decisions", "600000"],
+            ["INCR", "fleet:decisions:version"],
+            ["PEXPIRE", "fleet:decisions:version", "600000"],
         ])
         XCTAssertEqual(sharing.commands(for: demoted, now: 1_796_300_600), [], "an ended hold is not published")
         XCTAssertEqual(sharing.decisionKey(down), "fleet:decision:down:2001:db8::1")
-        XCTAssertEqual(sharing.pollCommand(now: 1_796_300_100), ["ZRANGEBYSCORE", "fleet:decisions", "(1796300100.000", "+inf"])
+        XCTAssertEqual(sharing.pollCommand, ["GET", "fleet:decisions:version"])
+        XCTAssertEqual(sharing.readCommand(now: 1_796_300_100), ["ZRANGEBYSCORE", "fleet:decisions", "(1796300100.000", "+inf"])
         let poll = HTTPDNSRedisReply.array([
             .string(member), .string(HTTPDNSReportSharing.encode(down)), .string("garbage"), .string("down 192.0.2.1 view 1 1 1 2 h"), .integer(1),
         ])
         XCTAssertEqual(HTTPDNSReportSharing.decisions(poll), [demoted, down])
         XCTAssertFalse(HTTPDNSReportSharing.isShareable(view: "two words"))
         XCTAssertTrue(HTTPDNSReportSharing.isShareable(view: "carrier-a"))
+    }
+
+    func testTheDecisionsAreReadWhenTheirVersionMovedOrRedisWasAway() {
+        var sharing = sharing()
+        XCTAssertTrue(sharing.versionChanged(.null), "the first poll reads")
+        XCTAssertFalse(sharing.versionChanged(.null))
+        XCTAssertTrue(sharing.versionChanged(.string("1")))
+        XCTAssertFalse(sharing.versionChanged(.string("1")))
+        sharing.failed(now: 0)
+        XCTAssertTrue(sharing.versionChanged(.string("1")), "after a failure (a restarted Redis may count again from 1) it reads")
+        XCTAssertTrue(sharing.versionChanged(.null), "a Redis that lost everything is read too")
     }
 
     func testTheOutboxIsBoundedAndPutsBackInOrder() {

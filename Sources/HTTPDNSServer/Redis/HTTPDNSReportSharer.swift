@@ -7,7 +7,8 @@ import HTTPDNSCore
 /// I/O (hiredis blocks; it never runs on the cooperative pool, and no query ever waits for it).
 ///
 /// Each round the thread sends the pending reports and decisions and the poll in one pipeline,
-/// hands the fleet's sightings and decisions back through ``Sink``, then sleeps for the poll
+/// reads the decisions when their version moved, hands the fleet's sightings and decisions back
+/// through ``Sink``, then sleeps for the poll
 /// interval (or less, when more work arrives). A failed round puts its work back (bounded), drops
 /// the connection, counts the error and waits out the backoff; the first round that works again
 /// re-publishes the decisions in force here.
@@ -150,7 +151,7 @@ package final class HTTPDNSReportSharer: Sendable {
         var commands: [[String]] = []
         for report in batch.reports { commands += sharing.commands(for: report) }
         for decision in batch.decisions { commands += sharing.commands(for: decision, now: now) }
-        commands.append(sharing.pollCommand(now: now))
+        commands.append(sharing.pollCommand)
         let replies: [HTTPDNSRedisReply]
         do {
             replies = try connection.pipeline(commands)
@@ -176,7 +177,10 @@ package final class HTTPDNSReportSharer: Sendable {
         for (index, report) in batch.reports.enumerated() {
             if let sightings = HTTPDNSReportSharing.sightings(replies[index * 4 + 3]) { sink.merge(report, sightings) }
         }
-        if let decisions = replies.last.flatMap(HTTPDNSReportSharing.decisions), !decisions.isEmpty { sink.adopt(decisions) }
+        if state.withLock({ $0.sharing.versionChanged(replies[replies.count - 1]) }) {
+            let read = try connection.pipeline([sharing.readCommand(now: clock.now())])
+            if let decisions = HTTPDNSReportSharing.decisions(read[0]), !decisions.isEmpty { sink.adopt(decisions) }
+        }
         if wasDown { publish(sink.inForce()) }
     }
 }

@@ -10,13 +10,14 @@ import HTTPDNSCore
 /// - `NS:decision:down:ADDRESS` and `NS:decision:demoted:VIEW:ADDRESS`: one decision, expiring
 ///   when its hold ends (for people and tools reading Redis);
 /// - `NS:decisions`: sorted set of every decision in force (the encoded decision, scored by the end
-///   of its hold), the one key the instances poll; trimmed at each write, expiring one hold after
-///   the last.
+///   of its hold); trimmed at each write, expiring one hold after the last;
+/// - `NS:decisions:version`: a counter raised at each decision written, expiring with the index;
+///   the one key the instances poll, reading the index only when it moved.
 ///
-/// Polling the index, not SUBSCRIBE: a poll reads the state itself, so an instance that was away
-/// (or just started) catches up by its next poll, where a missed message would be lost for good;
-/// and one connection on one thread serves writes and reads alike. Every 250 ms is one small
-/// command per instance, well within the second a decision may take to reach the fleet.
+/// Polling, not SUBSCRIBE: a poll reads the state itself, so an instance that was away (or just
+/// started, or whose Redis restarted empty) catches up by its next poll, where a missed message
+/// would be lost for good; and one connection on one thread serves writes and reads alike. Every
+/// 250 ms is one `GET` per instance, well within the second a decision may take to reach the fleet.
 package struct HTTPDNSReportSharing: Sendable {
     /// One accepted report item, as shared.
     package struct Report: Sendable, Hashable {
@@ -53,6 +54,8 @@ package struct HTTPDNSReportSharing: Sendable {
     package private(set) var retryAt: Double = 0
     /// Whether the last exchange worked.
     package private(set) var up = false
+    /// The version of the decisions last read; nil: read them at the next poll.
+    package private(set) var seenVersion: HTTPDNSRedisReply?
 
     package init(namespace: String, window: Double, hold: Double, maxNetworks: Int, maxPending: Int) {
         self.namespace = namespace
@@ -113,6 +116,7 @@ package struct HTTPDNSReportSharing: Sendable {
     package mutating func failed(now: Double) {
         failures += 1
         up = false
+        seenVersion = nil
         retryAt = now + min(2, 0.1 * Double(1 << min(failures - 1, 5)))
     }
 
@@ -131,6 +135,8 @@ package struct HTTPDNSReportSharing: Sendable {
     package func reportsKey(_ key: HTTPDNSReportAggregator.Key) -> String { "\(namespace):reports:\(key.view):\(key.address)" }
     /// `NS:decisions`.
     package var indexKey: String { "\(namespace):decisions" }
+    /// `NS:decisions:version`.
+    package var versionKey: String { "\(namespace):decisions:version" }
     /// `NS:decision:down:ADDRESS` or `NS:decision:demoted:VIEW:ADDRESS`.
     package func decisionKey(_ decision: HTTPDNSReportDecisions.Decision) -> String {
         switch decision.kind {
@@ -161,11 +167,23 @@ package struct HTTPDNSReportSharing: Sendable {
             ["ZADD", indexKey, Self.number(decision.until), member],
             ["ZREMRANGEBYSCORE", indexKey, "-inf", Self.number(now)],
             ["PEXPIRE", indexKey, Self.milliseconds(hold)],
+            ["INCR", versionKey],
+            ["PEXPIRE", versionKey, Self.milliseconds(hold)],
         ]
     }
 
+    /// The command of each poll: the decisions' version (``versionChanged(_:)`` reads its reply).
+    package var pollCommand: [String] { ["GET", versionKey] }
+
+    /// Whether the version a poll read differs from the one last seen (then the decisions are read
+    /// with ``readCommand(now:)``); remembers it.
+    package mutating func versionChanged(_ version: HTTPDNSRedisReply) -> Bool {
+        defer { seenVersion = version }
+        return version != seenVersion
+    }
+
     /// The command that reads the decisions in force at `now` (``decisions(_:)`` reads its reply).
-    package func pollCommand(now: Double) -> [String] {
+    package func readCommand(now: Double) -> [String] {
         ["ZRANGEBYSCORE", indexKey, "(" + Self.number(now), "+inf"]
     }
 
