@@ -3,8 +3,9 @@ import HTTPDNSTestSupport
 import XCTest
 
 /// `httpdns serve` with the config file's `serve.redis` (the password stays out of the command
-/// line): two built binaries sharing one real redis-server count each other's reports, and the
-/// decision one makes reaches the other's answers; a bad `--redis` is a usage error.
+/// line; database 2, so `SELECT` is exercised): two built binaries sharing one real redis-server
+/// count each other's reports, and the decision one makes reaches the other's answers; a bad
+/// `--redis` is a usage error.
 final class ServeRedisCommandTests: ToolTestCase {
     func testTwoInstancesShareReportsAndDecisionsThroughTheConfiguredRedis() throws {
         let redis = try RedisServer()
@@ -13,7 +14,7 @@ final class ServeRedisCommandTests: ToolTestCase {
         let zone = directory.appendingPathComponent("zone.json")
         try Data(#"{"www.example.test": {"A": ["127.0.0.1", "127.0.0.2"], "ttl": 60}}"#.utf8).write(to: zone)
         let config = directory.appendingPathComponent("config.json")
-        try Data(#"{"serve": {"reportTokens": ["t0ken"], "reportThreshold": 2, "redis": "\#(redis.url())", "redisNamespace": "tool"}}"#.utf8)
+        try Data(#"{"serve": {"reportTokens": ["t0ken"], "reportThreshold": 2, "redis": "\#(redis.url())/2", "redisNamespace": "tool"}}"#.utf8)
             .write(to: config)
         let arguments = ["serve", "--listen", "127.0.0.1:0", "--zone", zone.path, "--config", config.path, "--trusted-proxy", "127.0.0.1/32"]
         let first = try runner.start(arguments)
@@ -42,6 +43,13 @@ final class ServeRedisCommandTests: ToolTestCase {
             XCTAssertTrue(metrics.contains("httpdns_redis_up 1\n"), metrics)
         }
         XCTAssertEqual(try redisCLI(redis, ["EXISTS", "tool:decision:down:127.0.0.1"]), "1")
+        // The reference parser reads the Redis families too.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let check = try RunningTool(
+            executable: URL(fileURLWithPath: "/usr/bin/python3"),
+            arguments: [root.appendingPathComponent("scripts/check-metrics.py").path, "\(bases[1])/metrics", "--require", "reports,redis",
+                        "--expect", "httpdns_redis_up=1", "--expect", "httpdns_redis_errors_total{code=\"auth\"}=0"])
+        XCTAssertEqual(try check.wait(timeout: .seconds(60)), 0, String(decoding: check.stdout + check.stderr, as: UTF8.self))
 
         assertUsage(try run(["serve", "--redis", "http://127.0.0.1:6379"]))
         assertUsage(try run(["serve", "--redis", "redis://127.0.0.1:0"]))
@@ -57,7 +65,7 @@ final class ServeRedisCommandTests: ToolTestCase {
     private func redisCLI(_ redis: RedisServer, _ command: [String]) throws -> String {
         let tool = try RunningTool(
             executable: URL(fileURLWithPath: "/usr/bin/redis-cli"),
-            arguments: ["-h", "127.0.0.1", "-p", String(redis.port), "-a", redis.configuration.password, "--no-auth-warning"] + command)
+            arguments: ["-h", "127.0.0.1", "-p", String(redis.port), "-n", "2", "-a", redis.configuration.password, "--no-auth-warning"] + command)
         _ = try tool.wait(timeout: .seconds(10))
         return String(decoding: tool.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
