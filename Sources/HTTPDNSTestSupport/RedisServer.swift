@@ -20,6 +20,8 @@ package final class RedisServer: Sendable {
         package var executable: String = "/usr/bin/redis-server"
         /// How long to wait for the first reply. Default 10 s.
         package var startTimeout: Duration = .seconds(10)
+        /// More lines for the config file (`user fleet on >pw ~httpdns:* +@all`). Default none.
+        package var extraDirectives: [String] = []
 
         package init() {}
     }
@@ -92,10 +94,10 @@ package final class RedisServer: Sendable {
     }
 
     static func launch(_ configuration: Configuration, port: UInt16, directory: URL) throws -> ChildProcess {
-        let config = [
+        let config = ([
             "bind 127.0.0.1", "port \(port)", "requirepass \(configuration.password)", "save \"\"", "appendonly no",
             "daemonize no", "dir \(directory.path)", "databases 4",
-        ].joined(separator: "\n") + "\n"
+        ] + configuration.extraDirectives).joined(separator: "\n") + "\n"
         let configPath = directory.appendingPathComponent("redis.conf")
         try config.write(to: configPath, atomically: true, encoding: .utf8)
         let logPath = directory.appendingPathComponent("redis.log")

@@ -31,8 +31,8 @@ final class HTTPDNSRedisSharingTests: HTTPDNSServiceTestCase {
         redis = nil
     }
 
-    private func startRedis() throws -> RedisServer {
-        let server = try RedisServer()
+    private func startRedis(_ configuration: RedisServer.Configuration = .init()) throws -> RedisServer {
+        let server = try RedisServer(configuration)
         redis = server
         return server
     }
@@ -141,6 +141,20 @@ final class HTTPDNSRedisSharingTests: HTTPDNSServiceTestCase {
         XCTAssertTrue(decided)
         let answered = try await answer(fleet[0])
         XCTAssertTrue(answered.hasPrefix("192.0.2.2"), answered)
+    }
+
+    func testARedis6ACLUserAuthenticatesAndAWrongOneIsRefused() async throws {
+        var configuration = RedisServer.Configuration()
+        configuration.extraDirectives = ["user fleet on >fleet-pass ~fleet:* +@all"]
+        let redis = try startRedis(configuration)
+        let probe = CountingProbe()
+        let member = try instance("redis://fleet:fleet-pass@127.0.0.1:\(redis.port)/0", probe: probe, namespace: "fleet")
+        let outsider = try instance("redis://fleet:fleet-guess@127.0.0.1:\(redis.port)", probe: probe, namespace: "fleet")
+        let up = await pollUntil { metric(member, "httpdns_redis_up 1") }
+        XCTAssertTrue(up, member.metrics.render())
+        let refused = await pollUntil { outsider.reportState.sharer?.lastError?.code == .auth }
+        XCTAssertTrue(refused, "\(String(describing: outsider.reportState.sharer?.lastError))")
+        XCTAssertTrue(metric(outsider, "httpdns_redis_up 0"))
     }
 
     func testRedisStoppedMidRunFallsBackAloneAndTheFleetCatchesUpWhenItReturns() async throws {
