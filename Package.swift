@@ -50,6 +50,11 @@ let package = Package(
             providers: [.apt(["libmaxminddb-dev"])]
         ),
 
+        // hiredis (Redis, Debian libhiredis-dev): the fleet's shared report state (`httpdns serve --redis`).
+        // No pkgConfig: hiredis.pc's cflags carry -D_FILE_OFFSET_BITS=64, which SwiftPM refuses
+        // with a warning on every build; the shim includes <hiredis/hiredis.h> instead.
+        .systemLibrary(name: "CHiredis"),
+
         // Linux rtnetlink headers, for the network-change watcher.
         .systemLibrary(name: "CNetlink"),
 
@@ -87,7 +92,7 @@ let package = Package(
         .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSDirect", "HTTPDNSLoopbackProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
-        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CMaxMindDB", "DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.

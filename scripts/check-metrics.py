@@ -60,6 +60,11 @@ GROUPS = {
         "httpdns_report_tracked_networks": "gauge",
         "httpdns_report_decisions_in_force": "gauge",
     },
+    "redis": {
+        "httpdns_redis_up": "gauge",
+        "httpdns_redis_errors": "counter",
+        "httpdns_redis_dropped": "counter",
+    },
 }
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?=(.+)$')

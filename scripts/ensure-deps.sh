@@ -9,6 +9,8 @@ packages=(
   libssl-dev             # libcrypto: MD5, HMAC-SHA256, AES, DES for provider signatures
   libh2o-evloop-dev      # the HTTP/1.1 + HTTP/2 event loop of `httpdns serve` and of test servers
   libmaxminddb-dev       # MaxMind DB files: `httpdns serve --views` matching clients by country and ASN
+  libhiredis-dev         # hiredis: `httpdns serve --redis` shares report state across a fleet
+  redis-server           # the real Redis of the report-sharing tests
   pkg-config             # SwiftPM finds the C libraries through it
   openssl                # tests and the demo make a private CA and certificates on the fly
   nginx-light            # the real HTTPS origin in tests and the demo

@@ -325,6 +325,7 @@ public final class HTTPDNSService: Sendable {
 
     deinit {
         health.stop()
+        reportState.stopSharing()
         server.withLock { $0 }?.stop(drain: .zero)
     }
 
@@ -378,6 +379,7 @@ public final class HTTPDNSService: Sendable {
             }
         }
         health.start(targets: HTTPDNSHealthTargets(zone: zone))
+        reportState.startSharing()
     }
 
     /// Stops accepting connections, lets requests in flight finish within
@@ -385,6 +387,7 @@ public final class HTTPDNSService: Sendable {
     public func stop() {
         draining.withLock { $0 = true }
         health.stop()
+        reportState.stopSharing()
         let running = server.withLock { server -> HTTPServer? in
             defer { server = nil }
             return server

@@ -17,6 +17,15 @@ extension Command {
             last in that view's answers (1-32). Default 3.
             """),
         OptionSpec("report-hold", value: "seconds", help: "How long a decision from reports holds. Default 600."),
+        OptionSpec("redis", value: "url", help: """
+            Share report state with the other instances of a fleet through one Redis: \
+            redis://[user:password@]host:port[/db] or unix:/path/to/socket. A report that reaches any \
+            instance counts for all, and a decision reaches every instance within a second; while Redis \
+            is unreachable each instance decides alone (httpdns_redis_up, httpdns_redis_errors_total). \
+            Prefer the config file's serve.redis for a URL with a password: ps shows command lines. \
+            Default none (this instance alone).
+            """),
+        OptionSpec("redis-namespace", value: "name", help: "Prefix of every Redis key, so fleets can share one Redis. Default httpdns."),
     ]
 
     /// The report settings from their options, then the config file's `serve` section.
@@ -39,6 +48,17 @@ extension Command {
                 throw bad("bad --report-threshold '\(text)': 1-\(reports.maxNetworksPerAddress)")
             }
             reports.threshold = value
+        }
+        if let url = parsed.last("redis") ?? section?.redis {
+            do {
+                var redis = try HTTPDNSService.Reports.Redis(url: url)
+                if let namespace = parsed.last("redis-namespace") ?? section?.redisNamespace { redis.namespace = namespace }
+                reports.redis = redis
+            } catch {
+                throw bad("bad --\(error.detail)")
+            }
+        } else if parsed.has("redis-namespace") {
+            throw bad("--redis-namespace needs --redis")
         }
     }
 }

@@ -19,7 +19,8 @@ import Foundation
 ///   "serve": { "listen": "127.0.0.1:8053", "zone": "zone.txt", "upstreams": ["doh=…"],
 ///              "tlsCert": "cert.pem", "tlsKey": "key.pem", "tlsTicketKeys": "ticket.keys",
 ///              "views": "views.json", "adminToken": "…",
-///              "reportTokens": ["…"], "reportWindow": 300, "reportThreshold": 3, "reportHold": 600 }
+///              "reportTokens": ["…"], "reportWindow": 300, "reportThreshold": 3, "reportHold": 600,
+///              "redis": "redis://:password@10.0.0.5:6379/0", "redisNamespace": "httpdns" }
 /// }
 /// ```
 /// Unknown keys are errors, so a misspelt `"provider"` cannot silently fall back to the defaults.
@@ -40,6 +41,9 @@ struct ConfigFile: Sendable, Equatable {
         var reportWindow: Double? = nil
         var reportThreshold: Double? = nil
         var reportHold: Double? = nil
+        /// The fleet's Redis URL, password included (kept here rather than on the command line).
+        var redis: String? = nil
+        var redisNamespace: String? = nil
     }
 
     var providers: [String]?
@@ -63,7 +67,7 @@ struct ConfigFile: Sendable, Equatable {
     ]
     static let knownServeKeys: Set<String> = [
         "listen", "zone", "upstreams", "tlsCert", "tlsKey", "tlsTicketKeys", "views", "adminToken", "reportTokens", "reportWindow", "reportThreshold",
-        "reportHold",
+        "reportHold", "redis", "redisNamespace",
     ]
 
     init() {}
@@ -122,7 +126,8 @@ struct ConfigFile: Sendable, Equatable {
                 upstreams: try stringList(serve, "upstreams"), tlsCert: try string(serve, "tlsCert"),
                 tlsKey: try string(serve, "tlsKey"), tlsTicketKeys: try string(serve, "tlsTicketKeys"), views: try string(serve, "views"), adminToken: try string(serve, "adminToken"),
                 reportTokens: try stringList(serve, "reportTokens"), reportWindow: try number(serve, "reportWindow"),
-                reportThreshold: try number(serve, "reportThreshold"), reportHold: try number(serve, "reportHold"))
+                reportThreshold: try number(serve, "reportThreshold"), reportHold: try number(serve, "reportHold"),
+                redis: try string(serve, "redis"), redisNamespace: try string(serve, "redisNamespace"))
         }
         return config
     }

@@ -101,6 +101,30 @@ package struct HTTPDNSReportAggregator: Sendable {
         return count
     }
 
+    /// Takes in the fleet's sightings of `key` (read back from Redis, ``HTTPDNSReportSharing``): a
+    /// network not held yet is added with its time, a held one keeps the later time. Returns the
+    /// distinct networks within the window at `now`, as ``record(_:network:host:port:now:)`` does.
+    @discardableResult
+    package mutating func merge(_ key: Key, sightings: [HTTPDNSReportSharing.Sighting], host: String, port: Int, now: Double) -> Int {
+        let horizon = now - window
+        let fresh = sightings.filter { $0.time >= horizon }
+        guard !fresh.isEmpty else { return networks(key, now: now) }
+        if entries[key] == nil, entries.count >= bounds.maxKeys { makeRoom(now: now) }
+        var entry = entries.removeValue(forKey: key) ?? Entry(lastReport: now, host: host, port: port)
+        entry.lastReport = max(entry.lastReport, fresh.map(\.time).max() ?? now)
+        for sighting in fresh {
+            if let index = entry.sightings.firstIndex(where: { $0.network == sighting.network }) {
+                entry.sightings[index].time = max(entry.sightings[index].time, sighting.time)
+            } else if entry.sightings.count < bounds.maxNetworksPerKey {
+                entry.sightings.append(Sighting(network: sighting.network, time: sighting.time))
+                trackedNetworks += 1
+            }
+        }
+        let count = entry.sightings.count { $0.time >= horizon }
+        entries[key] = entry
+        return count
+    }
+
     /// Distinct networks that reported `key` within the window at `now`.
     package func networks(_ key: Key, now: Double) -> Int {
         entries[key]?.sightings.count { $0.time >= now - window } ?? 0

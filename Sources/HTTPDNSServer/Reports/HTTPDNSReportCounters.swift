@@ -11,7 +11,8 @@ import HTTPDNSCore
 /// - `httpdns_report_evictions_total{what}`: `address`, `network`, `decision` forgotten to stay
 ///   within the memory bounds;
 /// - gauges `httpdns_report_tracked_addresses`, `httpdns_report_tracked_networks` and
-///   `httpdns_report_decisions_in_force{decision}`.
+///   `httpdns_report_decisions_in_force{decision}`;
+/// - with `--redis`: `httpdns_redis_up`, `httpdns_redis_errors_total{code}`, `httpdns_redis_dropped_total`.
 package final class HTTPDNSReportCounters: Sendable {
     /// What became of one `POST /report`.
     package enum Result: Int, CaseIterable, Sendable {
@@ -46,6 +47,8 @@ package final class HTTPDNSReportCounters: Sendable {
         var trackedNetworks = 0
         var downInForce = 0
         var demotedInForce = 0
+        /// The fleet's Redis, when the reports are shared (its series are rendered then).
+        var redis: HTTPDNSReportSharer?
     }
 
     let state = HTTPDNSLock(State())
@@ -55,6 +58,11 @@ package final class HTTPDNSReportCounters: Sendable {
     /// Counts one request's outcome.
     package func count(_ result: Result) {
         state.withLock { $0.results[result.rawValue] &+= 1 }
+    }
+
+    /// Renders `sharer`'s series with the report families.
+    func attach(_ sharer: HTTPDNSReportSharer) {
+        state.withLock { $0.redis = sharer }
     }
 
     /// How many requests ended as `result` (for tests and the status page).
@@ -99,6 +107,15 @@ package final class HTTPDNSReportCounters: Sendable {
         family("report_decisions_in_force", "gauge", "Decisions holding now.")
         sample("report_decisions_in_force", "decision=\"down\"", state.downInForce)
         sample("report_decisions_in_force", "decision=\"demoted\"", state.demotedInForce)
+        if let redis = state.redis {
+            let errors = redis.errors
+            family("redis_up", "gauge", "Whether the last exchange with the fleet's Redis worked (1) or not (0).")
+            sample("redis_up", "", redis.isUp ? 1 : 0)
+            family("redis_errors_total", "counter", "Failed exchanges with the fleet's Redis, by code.")
+            for code in HTTPDNSRedisError.Code.allCases { sample("redis_errors_total", "code=\"\(code)\"", errors[code.description] ?? 0) }
+            family("redis_dropped_total", "counter", "Reports and decisions not shared because the outbox was full while Redis was away.")
+            sample("redis_dropped_total", "", redis.dropped)
+        }
         return text
     }
 }

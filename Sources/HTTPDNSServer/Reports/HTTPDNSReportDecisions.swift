@@ -90,6 +90,25 @@ package struct HTTPDNSReportDecisions: Sendable {
         return made
     }
 
+    /// Takes in a decision made by another instance of the fleet (read from Redis). Returns whether
+    /// it changed anything: not when the same decision, or one holding at least as long, is held.
+    package mutating func adopt(_ decision: Decision, now: Double) -> Bool {
+        guard decision.until > now else { return false }
+        switch decision.kind {
+        case .down:
+            if let held = down[decision.address], held.until >= decision.until { return false }
+            if down[decision.address] == nil { makeRoom() }
+            down[decision.address] = decision
+        case .demoted:
+            guard let view = decision.view else { return false }
+            let key = HTTPDNSReportAggregator.Key(address: decision.address, view: view)
+            if let held = demoted[key], held.until >= decision.until { return false }
+            if demoted[key] == nil { makeRoom() }
+            demoted[key] = decision
+        }
+        return true
+    }
+
     /// Whether `address` is down for all at `now`.
     package func isDown(_ address: HTTPDNSIPAddress, now: Double) -> Bool {
         guard let decision = down[address] else { return false }

@@ -29,6 +29,8 @@ package final class HTTPDNSReports: Sendable {
     private let decisionsMade = Atomic<Int>(0)
     /// Called after decisions are made (the service drops its kept wire answers then).
     private let onDecision: @Sendable () -> Void
+    /// The fleet's Redis (``HTTPDNSService/Reports/redis``); nil: this instance alone.
+    package let sharer: HTTPDNSReportSharer?
 
     package init(
         settings: HTTPDNSService.Reports, authenticator: HTTPDNSReportAuthenticator, counters: HTTPDNSReportCounters,
@@ -45,6 +47,28 @@ package final class HTTPDNSReports: Sendable {
         state = HTTPDNSLock(State(
             aggregator: HTTPDNSReportAggregator(window: settings.window.inSeconds, bounds: bounds),
             decisions: HTTPDNSReportDecisions(hold: settings.holdTime.inSeconds, maxDecisions: settings.maxTrackedAddresses)))
+        sharer = settings.redis.map { redis in
+            HTTPDNSReportSharer(
+                settings: redis,
+                sharing: HTTPDNSReportSharing(
+                    namespace: redis.namespace, window: settings.window.inSeconds, hold: settings.holdTime.inSeconds,
+                    maxNetworks: settings.maxNetworksPerAddress, maxPending: redis.maxPending),
+                clock: clock)
+        }
+        if let sharer { counters.attach(sharer) }
+    }
+
+    /// Starts sharing through Redis, when configured; calling it again does nothing.
+    package func startSharing() {
+        sharer?.start(HTTPDNSReportSharer.Sink(
+            merge: { [weak self] report, sightings in self?.merge(report, sightings: sightings) },
+            adopt: { [weak self] decisions in self?.adopt(decisions) },
+            inForce: { [weak self] in self?.decisions() ?? [] }))
+    }
+
+    /// Stops sharing (waits for the Redis thread). Safe to call twice.
+    package func stopSharing() {
+        sharer?.stop()
     }
 
     /// Takes one of ``HTTPDNSService/Reports/maxBatchesInFlight`` places; false when all are taken
@@ -81,21 +105,13 @@ package final class HTTPDNSReports: Sendable {
             for item in relevant {
                 let key = HTTPDNSReportAggregator.Key(address: item.address, view: view)
                 let networks = state.aggregator.record(key, network: network, host: item.host, port: item.port, now: now)
-                guard state.decisions.needsProbe(key, networks: networks, threshold: settings.threshold, now: now) else { continue }
-                guard settings.probe != nil else {
-                    // No probe (only when made without the service, which always gives one): the
-                    // clients' word alone may only reorder their own view.
-                    decided += state.decisions.probeFinished(
-                        item.address, reachable: true, views: [(view, networks)], host: item.host, port: item.port, now: now)
-                    continue
-                }
-                guard state.probesInFlight < settings.maxProbesInFlight else {
-                    skipped += 1
-                    continue
-                }
-                state.probesInFlight += 1
-                state.decisions.probeStarted(item.address)
-                jobs.append(ProbeJob(address: item.address, host: item.host, port: item.port))
+                consider(key, networks: networks, host: item.host, port: item.port, now: now, state: &state, jobs: &jobs, skipped: &skipped, decided: &decided)
+            }
+        }
+        if let sharer, HTTPDNSReportSharing.isShareable(view: view) {
+            for item in relevant {
+                sharer.share(HTTPDNSReportSharing.Report(
+                    key: .init(address: item.address, view: view), network: network, host: item.host, port: item.port, time: now))
             }
         }
         counters.update { counters in
@@ -107,6 +123,56 @@ package final class HTTPDNSReports: Sendable {
         refreshGauges()
         for job in jobs { start(job) }
         return relevant.count
+    }
+
+    /// `key`, now reported from `networks` networks: starts a probe (into `jobs`) when that calls for one.
+    private func consider(
+        _ key: HTTPDNSReportAggregator.Key, networks: Int, host: String, port: Int, now: Double, state: inout State, jobs: inout [ProbeJob],
+        skipped: inout Int, decided: inout [HTTPDNSReportDecisions.Decision]
+    ) {
+        guard state.decisions.needsProbe(key, networks: networks, threshold: settings.threshold, now: now) else { return }
+        guard settings.probe != nil else {
+            // No probe (only when made without the service, which always gives one): the
+            // clients' word alone may only reorder their own view.
+            decided += state.decisions.probeFinished(
+                key.address, reachable: true, views: [(key.view, networks)], host: host, port: port, now: now)
+            return
+        }
+        guard state.probesInFlight < settings.maxProbesInFlight else {
+            skipped += 1
+            return
+        }
+        state.probesInFlight += 1
+        state.decisions.probeStarted(key.address)
+        jobs.append(ProbeJob(address: key.address, host: host, port: port))
+    }
+
+    /// The fleet's sightings of a pair this instance shared (on the Redis thread): counted as
+    /// this instance's own, so that crossing the threshold fleet-wide starts the probe here.
+    func merge(_ report: HTTPDNSReportSharing.Report, sightings: [HTTPDNSReportSharing.Sighting]) {
+        let now = clock.now()
+        var jobs: [ProbeJob] = []
+        var skipped = 0
+        var decided: [HTTPDNSReportDecisions.Decision] = []
+        state.withLock { state in
+            let networks = state.aggregator.merge(report.key, sightings: sightings, host: report.host, port: report.port, now: now)
+            consider(report.key, networks: networks, host: report.host, port: report.port, now: now, state: &state, jobs: &jobs, skipped: &skipped, decided: &decided)
+        }
+        if skipped > 0 { counters.update { $0.skipped &+= UInt64(skipped) } }
+        count(decided)
+        refreshGauges()
+        for job in jobs { start(job) }
+    }
+
+    /// Decisions in force in the fleet (on the Redis thread): held here as if made here, without
+    /// counting them as made here.
+    func adopt(_ decisions: [HTTPDNSReportDecisions.Decision]) {
+        let now = clock.now()
+        let changed = state.withLock { state in decisions.filter { state.decisions.adopt($0, now: now) }.count }
+        guard changed > 0 else { return }
+        decisionsMade.add(changed, ordering: .releasing)
+        onDecision()
+        refreshGauges()
     }
 
     private func start(_ job: ProbeJob) {
@@ -142,6 +208,7 @@ package final class HTTPDNSReports: Sendable {
         guard !decisions.isEmpty else { return }
         decisionsMade.add(decisions.count, ordering: .releasing)
         onDecision()
+        sharer?.publish(decisions.filter { $0.view.map(HTTPDNSReportSharing.isShareable(view:)) ?? true })
         counters.update { counters in
             for decision in decisions {
                 switch decision.kind {

@@ -34,6 +34,9 @@ extension HTTPDNSService {
         public var maxProbesInFlight: Int = 16
         /// Longest a probe may take; longer counts as unreachable. Default 10 s.
         public var probeTimeout: Duration = .seconds(10)
+        /// A Redis shared by the fleet (``Redis``): reports and decisions of every instance count on
+        /// every instance. Default nil: this instance keeps its report state alone.
+        public var redis: Redis? = nil
         /// The server's own probe of a reported address. Default nil: the service's origin prober
         /// (the zone's check for that address and port, else a TCP connect; tests put a stand-in here).
         package var probe: (any HTTPDNSReportProbe)? = nil
@@ -56,6 +59,7 @@ extension HTTPDNSService {
                 throw bad("threshold must be 1-\(max(1, maxNetworksPerAddress)) (maxNetworksPerAddress)")
             }
             guard maxTrackedAddresses >= 1, maxBatchesInFlight >= 1, maxProbesInFlight >= 1 else { throw bad("bounds must be at least 1") }
+            try redis?.validate()
         }
     }
 }

@@ -1,0 +1,36 @@
+/// Why a Redis exchange failed: a stable code and a short detail (never a password).
+///
+/// The report sharer never throws these at callers: it counts them
+/// (`httpdns_redis_errors_total{code}`) and carries on alone until Redis answers again.
+package struct HTTPDNSRedisError: Error, Sendable, Hashable, CustomStringConvertible {
+    fileprivate enum Base: String, Sendable, Hashable {
+        case connect, auth, select, io, reply
+    }
+
+    package struct Code: Sendable, Hashable, CustomStringConvertible {
+        fileprivate let base: Base
+        /// The connection could not be opened within the connect timeout.
+        package static let connect = Code(base: .connect)
+        /// `AUTH` was refused (wrong password or user).
+        package static let auth = Code(base: .auth)
+        /// `SELECT` was refused (no such database).
+        package static let select = Code(base: .select)
+        /// The connection broke or a command timed out.
+        package static let io = Code(base: .io)
+        /// Redis answered a command with an error, or with a reply of the wrong shape.
+        package static let reply = Code(base: .reply)
+
+        package static let allCases: [Code] = [.connect, .auth, .select, .io, .reply]
+        package var description: String { base.rawValue }
+    }
+
+    package var code: Code
+    package var detail: String
+
+    package init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    package var description: String { "redis \(code): \(detail)" }
+}
