@@ -158,4 +158,13 @@ final class HTTPDNSReportSharingTests: XCTestCase {
         XCTAssertEqual(decisions.order([address, HTTPDNSIPAddress("192.0.2.2")!], view: "carrier-a", now: 1500), [HTTPDNSIPAddress("192.0.2.2")!, address])
         XCTAssertEqual(decisions.order([address, HTTPDNSIPAddress("192.0.2.2")!], view: "carrier-a", now: 1600), [address, HTTPDNSIPAddress("192.0.2.2")!])
     }
+
+    func testADescriptionNeverShowsThePassword() throws {
+        let redis = try HTTPDNSService.Reports.Redis(url: "redis://fleet:s3cr%40t@127.0.0.1:6380/2")
+        XCTAssertEqual(redis.description, "redis://fleet:***@127.0.0.1:6380/2 (namespace httpdns)")
+        XCTAssertFalse("\(redis)".contains("s3cr"))
+        var configuration = HTTPDNSService.Configuration()
+        configuration.reports.redis = redis
+        XCTAssertFalse("\(configuration.reports)".contains("s3cr"), "a printed configuration")
+    }
 }

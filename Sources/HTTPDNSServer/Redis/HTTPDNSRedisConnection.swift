@@ -87,10 +87,19 @@ final class HTTPDNSRedisConnection {
         }
     }
 
+    /// Each argument as bytes with its length (binary-safe: hiredis reads `lengths`, not NULs).
     private static func withArgv(_ command: [String], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> Int32) -> Int32 {
-        let copies = command.map { strdup($0) }
-        defer { copies.forEach { free($0) } }
-        var argv = copies.map { UnsafePointer($0) }
+        let copies = command.map { argument -> UnsafeMutablePointer<CChar> in
+            let bytes = Array(argument.utf8)
+            let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, bytes.count))
+            bytes.withUnsafeBufferPointer { source in
+                guard let base = source.baseAddress else { return }
+                base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { copy.initialize(from: $0, count: bytes.count) }
+            }
+            return copy
+        }
+        defer { copies.forEach { $0.deallocate() } }
+        var argv = copies.map { UnsafePointer($0) as UnsafePointer<CChar>? }
         let lengths = command.map { $0.utf8.count }
         return argv.withUnsafeMutableBufferPointer { argvBuffer in
             lengths.withUnsafeBufferPointer { body(Int32(command.count), argvBuffer.baseAddress!, $0.baseAddress!) }

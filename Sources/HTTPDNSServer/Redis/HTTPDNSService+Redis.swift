@@ -7,7 +7,7 @@ extension HTTPDNSService.Reports {
     /// Redis is never on a query's path: answers read the instance's own decisions as without Redis,
     /// and a worker thread of its own writes accepted reports and decisions and polls the decisions
     /// made elsewhere. While Redis is unreachable each instance works alone, as without Redis.
-    public struct Redis: Sendable, Hashable {
+    public struct Redis: Sendable, Hashable, CustomStringConvertible {
         /// Where Redis listens.
         public enum Endpoint: Sendable, Hashable {
             case tcp(host: String, port: Int)
@@ -35,6 +35,19 @@ extension HTTPDNSService.Reports {
 
         public init(endpoint: Endpoint = .tcp(host: "127.0.0.1", port: 6379)) {
             self.endpoint = endpoint
+        }
+
+        /// The endpoint, user, database and namespace; the password only as `***` (a configuration
+        /// printed into a log must not leak it).
+        public var description: String {
+            let credentials = password == nil ? (user.map { "\($0)@" } ?? "") : "\(user ?? ""):***@"
+            switch endpoint {
+            case .tcp(let host, let port):
+                let shownHost = host.contains(":") ? "[\(host)]" : host
+                return "redis://\(credentials)\(shownHost):\(port)/\(database) (namespace \(namespace))"
+            case .unix(let path):
+                return "unix://\(credentials)\(path) (namespace \(namespace))"
+            }
         }
 
         /// Reads `redis://[user:password@]host:port[/db]`, `unix:/path/to/socket` or
