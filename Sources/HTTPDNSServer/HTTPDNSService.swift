@@ -262,6 +262,8 @@ public final class HTTPDNSService: Sendable {
         (zone: HTTPDNSZone, views: HTTPDNSViews, wireAnswers: HTTPDNSWireAnswerCache, health: HTTPDNSHealthSnapshot)
     >
     private let draining = HTTPDNSLock(false)
+    /// What `/ready` asks besides draining: nil when ready, else why not (zones still loading).
+    private let readiness = HTTPDNSLock<(@Sendable () -> String?)?>(nil)
     /// Probes the zone's checked addresses while the service runs.
     package let health: HTTPDNSHealthMonitor
     /// Failure reports and the decisions made from them.
@@ -436,6 +438,12 @@ public final class HTTPDNSService: Sendable {
         return HTTPDNSServiceLookups(zone: zone, views: views.matcher, wireAnswers: wireAnswers, health: health)
     }
 
+    /// Makes `/ready` answer `503` with the reason `check` gives while it gives one (zones that a
+    /// secondary has not loaded yet); nil: ready once listening.
+    package func setReadiness(_ check: (@Sendable () -> String?)?) {
+        readiness.withLock { $0 = check }
+    }
+
     /// Wire answers kept for the current zone (for tests).
     package var keptWireAnswers: Int { currentZone.withLock { $0.wireAnswers }.count }
 
@@ -541,8 +549,10 @@ public final class HTTPDNSService: Sendable {
             // process that is finishing its requests).
             return Self.text("alive\n")
         case "/ready":
-            // Readiness: listening with its zone loaded; 503 while draining, so balancers move on.
-            return draining.withLock { $0 } ? Self.text("draining\n", status: 503) : Self.text("ready\n")
+            // Readiness: listening with its zones loaded; 503 while draining, so balancers move on.
+            if draining.withLock({ $0 }) { return Self.text("draining\n", status: 503) }
+            if let reason = readiness.withLock({ $0 })?() { return Self.text(reason + "\n", status: 503) }
+            return Self.text("ready\n")
         default:
             let parts = path.split(separator: "/", omittingEmptySubsequences: false)
             if parts.count == 3, parts[0].isEmpty, Self.alibabaEndpoints.contains(String(parts[2])) {

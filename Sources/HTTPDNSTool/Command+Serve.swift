@@ -31,6 +31,16 @@ extension Command {
             """),
         OptionSpec("tls-cert", value: "file", help: "PEM certificate chain for HTTPS listeners; reloaded on SIGHUP. Default none."),
         OptionSpec("tls-key", value: "file", help: "PEM private key for --tls-cert; reloaded on SIGHUP. Default none."),
+        OptionSpec("secondary", value: "zone=primary[,primary]", help: """
+            Follow ZONE on its primaries (IP, IP:PORT or [IPv6]:PORT; port 53 by default) as a DNS secondary: AXFR, \
+            then IXFR at the SOA's refresh (retry after a failure); A, AAAA and CNAME records are answered, and \
+            --zone becomes an overlay giving transferred names their checks and views. /ready answers 503 until \
+            every zone has loaded. Repeatable. Default none.
+            """),
+        OptionSpec("tsig-file", value: "file", help: """
+            The TSIG key (HMAC-SHA256) that signs the --secondary transfers, as tsig-keygen writes it \
+            (key "name" { algorithm hmac-sha256; secret "..."; };). Default none: unsigned transfers.
+            """),
         OptionSpec("tls-ticket-keys", value: "file", help: """
             TLS session ticket keys shared with the fleet's other instances, so that a client resumes its \
             session on any of them: one base64 key of 80 bytes a line (openssl rand 80 | base64 -w0), the \
@@ -221,6 +231,23 @@ extension Command {
                 throw ToolFailure(error.detail)
             }
         }
+        var tsigKey: DNSTSIGKey?
+        if let path = parsed.last("tsig-file") {
+            guard parsed.has("secondary") else { throw bad("--tsig-file signs --secondary transfers: give a --secondary") }
+            do throws(HTTPDNSServiceError) {
+                tsigKey = try HTTPDNSSecondary.Configuration.tsigKey(file: path)
+            } catch {
+                throw ToolFailure(error.detail)
+            }
+        }
+        var secondaryZones: [HTTPDNSSecondary.Configuration] = []
+        for spec in parsed.all("secondary") {
+            do throws(HTTPDNSServiceError) {
+                secondaryZones.append(try HTTPDNSSecondary.Configuration(spec: spec, key: tsigKey))
+            } catch {
+                throw bad(error.detail)
+            }
+        }
         let zonePath = parsed.last("zone") ?? section?.zone
         let viewsPath = parsed.last("views") ?? section?.views
         if let viewsPath {
@@ -237,16 +264,19 @@ extension Command {
             } catch {
                 throw ToolFailure("cannot load zone \(zonePath): \(error.detail)")
             }
-        } else if upstreams.isEmpty {
+        } else if upstreams.isEmpty, secondaryZones.isEmpty {
             Output.diagnostic("httpdns: warning: no --zone and no --upstream: every name gets NXDOMAIN")
         }
+        // With secondaries the JSON zone is their overlay, not served by itself.
+        let overlay = configuration.zone
+        if !secondaryZones.isEmpty { configuration.zone = HTTPDNSZone() }
 
         do {
             configuration.trustedProxies = try HTTPDNSTrustedProxies(parsed.all("trusted-proxy"))
         } catch {
             throw bad("bad --trusted-proxy: \(error.detail)")
         }
-        if zonePath != nil { configuration.metrics.zoneLoaded(names: configuration.zone.entries.count) }
+        if zonePath != nil, secondaryZones.isEmpty { configuration.metrics.zoneLoaded(names: configuration.zone.entries.count) }
         if let path = parsed.last("access-log") {
             do {
                 configuration.accessLog = try HTTPDNSAccessLog(path: path, metrics: configuration.metrics)
@@ -260,7 +290,13 @@ extension Command {
         } catch {
             throw ToolFailure("cannot serve: \(error.detail)")
         }
-        try await runUntilStopped(service, files: ReloadFiles(zone: zonePath, views: viewsPath, tls: tlsFiles, ticketKeys: ticketKeysPath), tlsListeners: tlsListeners) {
+        let secondaries = secondaryZones.isEmpty ? nil : HTTPDNSSecondaryZones(secondaryZones, overlay: overlay, service: service) {
+            Output.diagnostic($0)
+        }
+        secondaries?.start()
+        defer { secondaries?.stop() }
+        let files = ReloadFiles(zone: zonePath, views: viewsPath, tls: tlsFiles, ticketKeys: ticketKeysPath, secondaries: secondaries)
+        try await runUntilStopped(service, files: files, tlsListeners: tlsListeners) {
             for (index, listener) in configuration.listeners.enumerated() {
                 let scheme = listener.tlsCertificatePEM == nil ? "http" : "https"
                 try Output.line("listening on \(scheme)://\(listener.address.uriText):\(service.ports[index])")
@@ -311,6 +347,8 @@ extension Command {
         var views: String?
         var tls: (certificate: String, key: String)?
         var ticketKeys: String?
+        /// The zones followed on primaries; the zone file is then their overlay.
+        var secondaries: HTTPDNSSecondaryZones?
     }
 
     /// Says it is ready with `announce`, then serves until SIGINT or SIGTERM (then drains and
@@ -358,8 +396,13 @@ extension Command {
                         throw HTTPDNSServiceError(error.code, "\(path): \(error.detail)")
                     }
                 }
-                try service.reload(zone: zone ?? service.zone, views: views)
-                if let zone { service.metrics.zoneLoaded(names: zone.entries.count) }
+                if let secondaries = files.secondaries {
+                    if let views { try service.reload(zone: service.zone, views: views) }
+                    if let zone { try secondaries.reload(overlay: zone) }
+                } else {
+                    try service.reload(zone: zone ?? service.zone, views: views)
+                    if let zone { service.metrics.zoneLoaded(names: zone.entries.count) }
+                }
                 Output.diagnostic("httpdns: reloaded \(what)")
             } catch {
                 service.metrics.zoneLoadFailed()

@@ -1,0 +1,95 @@
+import Foundation
+import HTTPDNSCore
+import HTTPDNSServer
+import HTTPDNSTestSupport
+import XCTest
+
+/// `httpdns serve --secondary` following Knot DNS, a real primary, through the binary (issue 24):
+/// the zone arrives by AXFR with TSIG, changes by IXFR at the SOA's refresh, `/ready` waits for it,
+/// and the JSON zone is the overlay of checks.
+final class ServeSecondaryTests: ToolTestCase {
+    private func curl(_ url: String) throws -> (body: String, code: String) {
+        let curl = try RunningTool(
+            executable: URL(fileURLWithPath: "/usr/bin/curl"), arguments: ["-sS", "--max-time", "10", "--noproxy", "*", "-w", "\n%{http_code}", url])
+        _ = try curl.wait(timeout: .seconds(30))
+        let text = String(decoding: curl.stdout, as: UTF8.self)
+        let end = text.lastIndex(of: "\n") ?? text.endIndex
+        return (String(text[..<end]).trimmingCharacters(in: .newlines), String(text[text.index(after: end)...]))
+    }
+
+    private func keyFile(_ knot: KnotServer, secret: String? = nil, in directory: URL) throws -> String {
+        let path = directory.appendingPathComponent("transfer-\(UUID().uuidString).key").path
+        let text = "key \"\(knot.keyName)\" {\n\talgorithm hmac-sha256;\n\tsecret \"\(secret ?? knot.keySecret)\";\n};\n"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    private func waitUntil(_ what: String, _ server: RunningTool, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if try condition() { return }
+            usleep(50_000)
+        }
+        XCTFail("\(what) within 20 s; stderr:\n\(String(decoding: server.stderr, as: UTF8.self))")
+    }
+
+    func testFollowsKnotByAXFRAndIXFRWithTSIGAndTheOverlayGivesChecks() throws {
+        // Loopback addresses: the overlay's check probes them.
+        let knot = try KnotServer(refresh: 1, retry: 1, records: ["www 300 A 127.0.0.2", "www 300 A 127.0.0.3"])
+        defer { knot.stop() }
+        let directory = try temporaryDirectory()
+        let overlay = directory.appendingPathComponent("overlay.json")
+        // The overlay's own addresses are not served: the primary's are, with the overlay's check.
+        let closed = try closedPort()
+        try Data(#"{"www.example.test": {"A": ["127.0.0.99"], "check": {"type": "tcp", "port": \#(closed), "interval": 60}}}"#.utf8)
+            .write(to: overlay)
+        let (server, urls) = try startServe([
+            "--listen", "127.0.0.1:0", "--secondary", "example.test=127.0.0.1:\(knot.port)",
+            "--tsig-file", try keyFile(knot, in: directory), "--zone", overlay.path,
+        ])
+        defer { assertStopsCleanly(server) }
+        try waitUntil("ready once the zone is loaded", server) { try curl("\(urls[0])/ready") == ("ready", "200") }
+        XCTAssertEqual(try curl("\(urls[0])/d?dn=www.example.test").body.split(separator: ",").first, "127.0.0.2;127.0.0.3")
+        XCTAssertTrue(String(decoding: server.stderr, as: UTF8.self).contains("zone example.test serial 1 loaded by AXFR"))
+        let metrics = try curl("\(urls[0])/metrics").body
+        XCTAssertTrue(metrics.contains("httpdns_origin_up{address=\"127.0.0.2\",check=\"tcp:\(closed)\"}"), "the overlay's check on the primary's address:\n\(metrics)")
+        XCTAssertFalse(metrics.contains("127.0.0.99"), "the overlay's own address is not served or checked")
+
+        try knot.change(set: ["new 300 A 127.0.0.9"], unset: ["www 300 A 127.0.0.2"])
+        try waitUntil("the change at the next refresh", server) {
+            try curl("\(urls[0])/d?dn=new.example.test").body.hasPrefix("127.0.0.9")
+        }
+        XCTAssertEqual(try curl("\(urls[0])/d?dn=www.example.test").body.split(separator: ",").first, "127.0.0.3")
+        XCTAssertTrue(String(decoding: server.stderr, as: UTF8.self).contains("zone example.test serial 2 loaded by IXFR"))
+    }
+
+    func testAWrongKeyLeavesTheServiceNotReadyAndSaysWhy() throws {
+        let knot = try KnotServer(records: ["www 300 A 192.0.2.1"])
+        defer { knot.stop() }
+        let directory = try temporaryDirectory()
+        let wrong = Data((0..<32).map { UInt8($0) }).base64EncodedString()
+        let (server, urls) = try startServe([
+            "--listen", "127.0.0.1:0", "--secondary", "example.test=127.0.0.1:\(knot.port)",
+            "--tsig-file", try keyFile(knot, secret: wrong, in: directory),
+        ])
+        defer { assertStopsCleanly(server) }
+        try waitUntil("the refusal said", server) { String(decoding: server.stderr, as: UTF8.self).contains("zone example.test: no transfer:") }
+        XCTAssertEqual(try curl("\(urls[0])/ready").code, "503")
+        XCTAssertEqual(try curl("\(urls[0])/ready").body, "loading example.test")
+        XCTAssertEqual(try curl("\(urls[0])/health").body, "alive")
+    }
+
+    func testBadSecondaryOptionsAreRefused() throws {
+        let directory = try temporaryDirectory()
+        assertUsage(try run(["serve", "--listen", "127.0.0.1:0", "--secondary", "example.test"]))
+        assertUsage(try run(["serve", "--listen", "127.0.0.1:0", "--secondary", "example.test=not-an-address"]))
+        let key = directory.appendingPathComponent("k.key").path
+        try Data("key \"k\" { algorithm hmac-sha256; secret \"AAAA\"; };\n".utf8).write(to: URL(fileURLWithPath: key))
+        assertUsage(try run(["serve", "--listen", "127.0.0.1:0", "--tsig-file", key]))
+        let garbage = directory.appendingPathComponent("garbage.key").path
+        try Data("not a key file".utf8).write(to: URL(fileURLWithPath: garbage))
+        let result = try run(["serve", "--listen", "127.0.0.1:0", "--secondary", "example.test=127.0.0.1", "--tsig-file", garbage])
+        assertFailure(result)
+        XCTAssertTrue(result.stderrText.contains(garbage), result.stderrText)
+    }
+}
