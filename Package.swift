@@ -174,7 +174,7 @@ let package = Package(
             name: "HTTPDNSDifferentialTests",
             dependencies: ["HTTPDNSDifferential", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
-        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer"]),
+        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "DNSWire"]),
         .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

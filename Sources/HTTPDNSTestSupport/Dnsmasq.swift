@@ -220,7 +220,7 @@ extension Dnsmasq {
         #endif
     }
 
-    static func withSockAddr<R>(_ address: HTTPDNSIPAddress, _ port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    package static func withSockAddr<R>(_ address: HTTPDNSIPAddress, _ port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         if address.family == .v4 {
             var storage = sockaddr_in()
             storage.sin_family = sa_family_t(AF_INET)

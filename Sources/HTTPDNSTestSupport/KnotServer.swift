@@ -27,10 +27,11 @@ package final class KnotServer: Sendable {
 
     /// Starts knotd serving `zone` with `records` (zone-file lines relative to the origin, e.g.
     /// `www 300 A 192.0.2.1`) under an SOA of serial `serial` and timers `refresh`, `retry` and
-    /// `expire` (seconds); transfers need the key.
+    /// `expire` (seconds); transfers need the key. With `notify`, each change is announced by a
+    /// NOTIFY signed with the key to that UDP port on 127.0.0.1.
     package init(
         zone: String = "example.test", serial: UInt32 = 1, refresh: UInt32 = 60, retry: UInt32 = 10, expire: UInt32 = 3600,
-        records: [String], keyName: String = "xfr-key"
+        records: [String], keyName: String = "xfr-key", notify: UInt16? = nil
     ) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.knotd) else {
             throw Failure(description: "knotd not found at \(Self.knotd): install the Debian package knot (apt-get install knot)")
@@ -52,7 +53,7 @@ package final class KnotServer: Sendable {
         for _ in 0..<5 {
             do {
                 let port = try Dnsmasq.freePort(on: address)
-                let running = try Self.launch(zone: zone, port: port, keyName: keyName, secret: keySecret, directory: directory)
+                let running = try Self.launch(zone: zone, port: port, keyName: keyName, secret: keySecret, notify: notify, directory: directory)
                 self.port = port
                 self.process = HTTPDNSLock(running)
                 return
@@ -111,7 +112,10 @@ package final class KnotServer: Sendable {
         }
     }
 
-    static func launch(zone: String, port: UInt16, keyName: String, secret: String, directory: URL) throws -> ChildProcess {
+    /// `notify`: a port on 127.0.0.1 that gets a NOTIFY (signed with the key) after each change.
+    static func launch(zone: String, port: UInt16, keyName: String, secret: String, notify: UInt16?, directory: URL) throws -> ChildProcess {
+        let remote = notify.map { "remote:\n  - id: secondary\n    address: 127.0.0.1@\($0)\n    key: \(keyName)\n" } ?? ""
+        let notifyLine = notify == nil ? "" : "    notify: secondary\n"
         let config = """
             server:
                 rundir: "\(directory.appendingPathComponent("run").path)"
@@ -129,6 +133,7 @@ package final class KnotServer: Sendable {
               - id: transfer
                 key: \(keyName)
                 action: transfer
+            \(remote)
             template:
               - id: default
                 storage: "\(directory.appendingPathComponent("zones").path)"
@@ -138,7 +143,7 @@ package final class KnotServer: Sendable {
             zone:
               - domain: \(zone)
                 acl: transfer
-
+            \(notifyLine)
             """
         let configPath = directory.appendingPathComponent("knot.conf")
         try config.write(to: configPath, atomically: true, encoding: .utf8)

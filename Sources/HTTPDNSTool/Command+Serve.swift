@@ -1,3 +1,4 @@
+import DNSSockets
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
@@ -36,6 +37,11 @@ extension Command {
             then IXFR at the SOA's refresh (retry after a failure); A, AAAA and CNAME records are answered, and \
             --zone becomes an overlay giving transferred names their checks and views. /ready answers 503 until \
             every zone has loaded. Repeatable. Default none.
+            """),
+        OptionSpec("notify-listen", value: "ip:port", help: """
+            Take NOTIFY messages from the --secondary primaries over UDP here ([IPv6]:PORT for IPv6; port 0 picks \
+            one, printed as "notify on udp://IP:PORT"): a zone's primary, signed with --tsig-file when one is \
+            given, has the zone checked at once instead of at its next refresh. Default none.
             """),
         OptionSpec("tsig-file", value: "file", help: """
             The TSIG key (HMAC-SHA256) that signs the --secondary transfers, as tsig-keygen writes it \
@@ -240,6 +246,13 @@ extension Command {
                 throw ToolFailure(error.detail)
             }
         }
+        let notifyAddress = try parsed.last("notify-listen").map { text in
+            guard !parsed.all("secondary").isEmpty else { throw bad("--notify-listen takes NOTIFY for --secondary zones: give a --secondary") }
+            guard let (address, port) = HTTPDNSIPAddress.parseEndpoint(Substring(text), allowsPortZero: true) else {
+                throw bad("bad --notify-listen '\(text)': expected IP:PORT ([IPv6]:PORT for IPv6)")
+            }
+            return (address, port)
+        }
         var secondaryZones: [HTTPDNSSecondary.Configuration] = []
         for spec in parsed.all("secondary") {
             do throws(HTTPDNSServiceError) {
@@ -295,8 +308,19 @@ extension Command {
         }
         secondaries?.start()
         defer { secondaries?.stop() }
+        var notifyBound: String?
+        if let secondaries, let (address, port) = notifyAddress {
+            do throws(HTTPDNSServiceError) {
+                let bound = try secondaries.listenForNotify(on: SocketAddress(address: address, port: port))
+                notifyBound = "\(bound.address.uriText):\(bound.port)"
+            } catch {
+                service.stop()
+                throw ToolFailure(error.detail)
+            }
+        }
         let files = ReloadFiles(zone: zonePath, views: viewsPath, tls: tlsFiles, ticketKeys: ticketKeysPath, secondaries: secondaries)
         try await runUntilStopped(service, files: files, tlsListeners: tlsListeners) {
+            if let notifyBound { try Output.line("notify on udp://\(notifyBound)") }
             for (index, listener) in configuration.listeners.enumerated() {
                 let scheme = listener.tlsCertificatePEM == nil ? "http" : "https"
                 try Output.line("listening on \(scheme)://\(listener.address.uriText):\(service.ports[index])")

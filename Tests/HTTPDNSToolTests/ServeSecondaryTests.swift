@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DNSWire
 import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
@@ -61,6 +65,57 @@ final class ServeSecondaryTests: ToolTestCase {
         }
         XCTAssertEqual(try curl("\(urls[0])/d?dn=www.example.test").body.split(separator: ",").first, "127.0.0.3")
         XCTAssertTrue(String(decoding: server.stderr, as: UTF8.self).contains("zone example.test serial 2 loaded by IXFR"))
+    }
+
+    /// A NOTIFY sent to `port` on 127.0.0.1 from `source`, optionally signed; the answer's RCODE.
+    private func sendNotify(to port: UInt16, from source: String, signedWith key: DNSTSIGKey?) throws -> Int? {
+        let zone = try DNSName("example.test")
+        let request = DNSNotify.request(zone: zone, id: 0x4242, soa: nil)
+        let bytes = try key.map { try DNSTSIG.sign(request, key: $0, now: UInt64(Date().timeIntervalSince1970)).bytes } ?? request.encode()
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        guard Dnsmasq.withSockAddr(HTTPDNSIPAddress(source)!, 0, { bind(fd, $0, $1) }) == 0,
+              Dnsmasq.withSockAddr(HTTPDNSIPAddress("127.0.0.1")!, port, { connect(fd, $0, $1) }) == 0,
+              bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == bytes.count
+        else { return nil }
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, 5_000) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard count >= 12, buffer[0] == 0x42, buffer[1] == 0x42 else { return nil }
+        return Int(buffer[3] & 0x0f)
+    }
+
+    func testANotifyFromThePrimaryBringsTheChangeAtOnceAndForgedOnesChangeNothing() throws {
+        let notifyPort = try Dnsmasq.freePort(on: HTTPDNSIPAddress("127.0.0.1")!)
+        // REFRESH 300 s: a change seen within seconds came by the NOTIFY.
+        let knot = try KnotServer(refresh: 300, retry: 300, records: ["www 300 A 127.0.0.2"], notify: notifyPort)
+        defer { knot.stop() }
+        let directory = try temporaryDirectory()
+        let (server, urls) = try startServe([
+            "--listen", "127.0.0.1:0", "--secondary", "example.test=127.0.0.1:\(knot.port)",
+            "--tsig-file", try keyFile(knot, in: directory), "--notify-listen", "127.0.0.1:\(notifyPort)",
+        ])
+        defer { assertStopsCleanly(server) }
+        XCTAssertTrue(String(decoding: server.stdout, as: UTF8.self).contains("notify on udp://127.0.0.1:\(notifyPort)"))
+        try waitUntil("the first zone", server) { try curl("\(urls[0])/ready") == ("ready", "200") }
+
+        try knot.change(set: ["new 300 A 127.0.0.9"])
+        try waitUntil("the change, brought by Knot's NOTIFY", server) {
+            try curl("\(urls[0])/d?dn=new.example.test").body.hasPrefix("127.0.0.9")
+        }
+        XCTAssertTrue(String(decoding: server.stderr, as: UTF8.self).contains("zone example.test serial 2 loaded by IXFR"))
+
+        // Forged: unsigned from the primary's address (NOTAUTH), signed with another key (NOTAUTH),
+        // from an address that is no primary (REFUSED). None is taken.
+        let stranger = try DNSTSIGKey(commandLine: "hmac-sha256:\(knot.keyName):\(Data((0..<32).map { UInt8($0) }).base64EncodedString())")
+        XCTAssertEqual(try sendNotify(to: notifyPort, from: "127.0.0.1", signedWith: nil), 9)
+        XCTAssertEqual(try sendNotify(to: notifyPort, from: "127.0.0.1", signedWith: stranger), 9)
+        let real = try DNSTSIGKey(commandLine: "hmac-sha256:\(knot.keyName):\(knot.keySecret)")
+        XCTAssertEqual(try sendNotify(to: notifyPort, from: "127.0.0.5", signedWith: real), 5)
+        // The real key from the primary's address: accepted (NOERROR).
+        XCTAssertEqual(try sendNotify(to: notifyPort, from: "127.0.0.1", signedWith: real), 0)
+        XCTAssertTrue(String(decoding: server.stderr, as: UTF8.self).contains("NOTIFY refused"))
     }
 
     func testAWrongKeyLeavesTheServiceNotReadyAndSaysWhy() throws {

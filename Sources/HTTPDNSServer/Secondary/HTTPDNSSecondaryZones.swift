@@ -19,6 +19,7 @@ package final class HTTPDNSSecondaryZones: Sendable {
     private let log: @Sendable (String) -> Void
     /// Serializes rebuilds: two transfers ending together must not swap in an older combination last.
     private let building = HTTPDNSLock(())
+    private let listener = HTTPDNSLock<HTTPDNSNotifyListener?>(nil)
 
     /// - Parameters:
     ///   - configurations: one per zone followed.
@@ -50,7 +51,24 @@ package final class HTTPDNSSecondaryZones: Sendable {
 
     /// Stops following (the zone in service stays).
     package func stop() {
+        listener.withLock { $0.take() }?.stop()
         for secondary in secondaries { secondary.stop() }
+    }
+
+    /// Takes NOTIFY messages on `address` (UDP): from a zone's primary, signed with its key when
+    /// its transfers are, a NOTIFY makes that zone be checked at once (``HTTPDNSNotifyPolicy``).
+    ///
+    /// - Returns: the address bound (port 0 picks one).
+    /// - Throws: ``HTTPDNSServiceError`` when the address cannot be bound.
+    @discardableResult
+    package func listenForNotify(on address: SocketAddress) throws(HTTPDNSServiceError) -> SocketAddress {
+        let policy = HTTPDNSNotifyPolicy(zones: secondaries.map(\.configuration))
+        let relay = HTTPDNSLock(WeakReference(value: self))
+        let made = try HTTPDNSNotifyListener(address: address, policy: policy, onNotify: { zone in
+            relay.withLock { $0.value }?.notify(zone)
+        }, log: log)
+        listener.withLock { $0 = made }
+        return made.address
     }
 
     /// Asks the primaries of `zone` now (a NOTIFY for it came); false when no zone of that name is followed.
