@@ -50,6 +50,15 @@ final class HTTPDNSSecondaryTests: XCTestCase {
         }
     }
 
+    /// Polls `condition` for up to 15 s (a transfer from a local primary takes milliseconds).
+    private func waitFor(_ events: Events, _ what: String, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return XCTFail("\(what) within 15 s; events: \(events.list.withLock { $0 })") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     func testFollowsKnotByAXFRThenIXFROnItsRefreshAndKeepsTheZoneWhenThePrimaryGoes() async throws {
         // REFRESH 1 s, so that the timer is seen to work.
         let knot = try KnotServer(refresh: 1, retry: 1, records: ["www 300 A 192.0.2.1"])
@@ -62,23 +71,16 @@ final class HTTPDNSSecondaryTests: XCTestCase {
         let secondary = HTTPDNSSecondary(configuration: configuration) { events.add($0) }
         secondary.start()
         defer { secondary.stop() }
-        func waitFor(_ what: String, _ condition: () -> Bool) async throws {
-            let deadline = ContinuousClock.now + .seconds(15)
-            while !condition() {
-                guard ContinuousClock.now < deadline else { return XCTFail("\(what) within 15 s; events: \(events.list.withLock { $0 })") }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
-        try await waitFor("the first zone") { events.loadedSerials == [1] }
+        try await waitFor(events, "the first zone") { events.loadedSerials == [1] }
         try knot.change(set: ["new 300 A 192.0.2.9"])
-        try await waitFor("serial 2 at the next REFRESH") { events.loadedSerials == [1, 2] }
+        try await waitFor(events, "serial 2 at the next REFRESH") { events.loadedSerials == [1, 2] }
         XCTAssertEqual(events.incrementalCount, 1, "the refresh took an IXFR")
         XCTAssertEqual(secondary.current?.soa.serial, 2)
         XCTAssertFalse(secondary.isExpired)
 
         // The primary gone: failures, the zone held stays.
         knot.stop()
-        try await waitFor("a failed attempt") { !events.failures.isEmpty }
+        try await waitFor(events, "a failed attempt") { !events.failures.isEmpty }
         XCTAssertEqual(secondary.current?.soa.serial, 2)
     }
 
@@ -93,17 +95,10 @@ final class HTTPDNSSecondaryTests: XCTestCase {
         let secondary = HTTPDNSSecondary(configuration: configuration) { events.add($0) }
         secondary.start()
         defer { secondary.stop() }
-        func waitFor(_ what: String, _ condition: () -> Bool) async throws {
-            let deadline = ContinuousClock.now + .seconds(15)
-            while !condition() {
-                guard ContinuousClock.now < deadline else { return XCTFail("\(what) within 15 s; events: \(events.list.withLock { $0 })") }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
-        try await waitFor("the first zone") { events.loadedSerials == [10] }
+        try await waitFor(events, "the first zone") { events.loadedSerials == [10] }
         try knot.change(set: ["new 300 A 192.0.2.9"])
         secondary.notify()
-        try await waitFor("serial 11 on the NOTIFY, long before REFRESH (300 s)") { events.loadedSerials == [10, 11] }
+        try await waitFor(events, "serial 11 on the NOTIFY, long before REFRESH (300 s)") { events.loadedSerials == [10, 11] }
 
         // A primary that went back to an older serial (restored from a backup): refused, 11 kept.
         let older = try KnotServer(serial: 5, refresh: 300, retry: 300, records: ["www 300 A 192.0.2.66"])
