@@ -150,7 +150,7 @@ let package = Package(
         .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
 
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire"]),
+        .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),
         .testTarget(name: "HTTPDNSTransportTests", dependencies: ["HTTPDNSTransport", "HTTPDNSTestSupport"]),
         .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNSTestSupport"]),
         .testTarget(

@@ -81,19 +81,15 @@ package final class KnotServer: Sendable {
     private var configPath: String { directory.appendingPathComponent("knot.conf").path }
 
     /// Runs `knotc` with `arguments` against this server; throws with its output when it fails.
+    /// (Spawned by ``RunningTool``, not Foundation's `Process`, whose fd scan AddressSanitizer
+    /// catches reading past its buffer.)
     @discardableResult
     package func control(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.knotc)
-        process.arguments = ["-c", configPath] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "knotc \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(output)")
+        let knotc = try RunningTool(executable: URL(fileURLWithPath: Self.knotc), arguments: ["-c", configPath] + arguments)
+        let status = try knotc.wait(timeout: .seconds(30))
+        let output = String(decoding: knotc.stdout + knotc.stderr, as: UTF8.self)
+        guard status == 0 else {
+            throw Failure(description: "knotc \(arguments.joined(separator: " ")) exited \(status): \(output)")
         }
         return output
     }

@@ -1,6 +1,7 @@
 import DNSWire
 import Foundation
 import HTTPDNSCore
+import HTTPDNSTestSupport
 import XCTest
 
 /// Knot's own parser (`kdig -G`, Knot DNS 3.2) reads the TSIG records this package writes.
@@ -31,17 +32,11 @@ final class DNSTSIGKnotInteropTests: XCTestCase {
         XCTAssertTrue(output.contains("xfr-key.example."), output)
     }
 
+    /// kdig's output (spawned by `RunningTool`, not Foundation's `Process`: see `Spawn`).
     private func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.kdig)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        let kdig = try RunningTool(executable: URL(fileURLWithPath: Self.kdig), arguments: arguments)
+        _ = try kdig.wait(timeout: .seconds(30))
+        return String(decoding: kdig.stdout + kdig.stderr, as: UTF8.self)
     }
 }
 
