@@ -50,8 +50,9 @@ swiftc -package-name "$package_name" -sanitize=fuzzer,address -parse-as-library 
     -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CNetlink/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CMaxMindDB/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/CHiredis/module.modulemap \
     "${module_maps[@]}" \
-    Fuzz/Harness/Harness.swift "${objects[@]}" -lh2o-evloop -lssl -lcrypto -lmaxminddb -o "$binary"
+    Fuzz/Harness/Harness.swift "${objects[@]}" -lh2o-evloop -lssl -lcrypto -lmaxminddb -lhiredis -o "$binary"
 
 targets=${FUZZ_TARGETS:-$(ls Fuzz/Corpus)}
 for target in $targets; do
