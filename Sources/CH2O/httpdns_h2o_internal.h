@@ -31,6 +31,9 @@
 
 #define MAX_LISTENERS 32
 #define MAX_LOOPS 256
+/* The drain's handshake grace (httpdns_h2o_server.c, stop_accepting), at most drain_quiet_ms: a
+ * round trip for a client whose SYN was answered. */
+#define HANDSHAKE_GRACE_MS 200
 
 enum message_kind {
     MSG_HEAD,
@@ -127,6 +130,9 @@ struct loop {
     h2o_timeout_t request_deadline;
     /* The drain's quiet period (drain_quiet_ms). */
     h2o_timeout_t drain_quiet;
+    /* Loop 0: between refusing new connections and closing the listeners (stop_accepting). */
+    h2o_timeout_t handshake_grace;
+    h2o_timeout_entry_t handshake_grace_entry;
     /* The callbacks of h2o's HTTP/1 connections, learnt at the first one: a socket whose connection
      * has others has become HTTP/2 (h2c). */
     const h2o_conn_callbacks_t *http1_callbacks;

@@ -28,12 +28,23 @@
 
 /* ---- control ---- */
 
-/* Refuses new connections at a listener without closing it: a classic BPF program that drops every
- * packet, SYNs included (the client's SYN goes unanswered and, retried, later finds the port closed). */
+/* Refuses new connections at a listener without closing it: a classic BPF program that drops a
+ * SYN without ACK (the client's SYN goes unanswered and, retried, later finds the port closed) and
+ * lets every other segment through, so that a handshake the kernel already answered completes and
+ * its connection is accepted. The program sees the TCP header at offset 0 (tcp_v4_rcv and
+ * tcp_v6_rcv run the socket's filter with the IP header pulled); byte 13 holds the flags.
+ * Dropping every packet instead lost a request under load: a reconnecting client whose SYN-ACK
+ * came before the filter had its ACK and request dropped, and was reset once the listener closed. */
 static void drop_new_connections(int fd)
 {
-    struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
-    struct sock_fprog program = {.len = 1, .filter = &drop};
+    struct sock_filter program_code[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12), /* SYN | ACK */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
+    };
+    struct sock_fprog program = {.len = sizeof program_code / sizeof program_code[0], .filter = program_code};
     (void)setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
 }
 
@@ -44,35 +55,62 @@ static int backlog_waiting(int fd)
     return poll(&entry, 1, 0) > 0 && (entry.revents & POLLIN) != 0;
 }
 
+/* Loop 0, once the handshake grace has passed: what waits in the accept queues is accepted, the
+ * listeners close, and every loop drains (the others only now, so that no client is told
+ * `Connection: close` and reconnects while loop 0 still takes connections). */
+static void close_listeners(struct loop *loop)
+{
+    httpdns_h2o_server *s = loop->server;
+    for (int i = 0; i < s->listener_count; i++) {
+        struct listener *l = &s->listeners[i];
+        for (int round = 0; l->sock != NULL && round < 256 && backlog_waiting(l->fd); round++)
+            httpdns_h2o__on_accept(l->sock, NULL);
+    }
+    s->accepting = 0;
+    for (int i = 0; i < s->listener_count; i++) {
+        struct listener *l = &s->listeners[i];
+        if (l->sock != NULL) {
+            h2o_socket_read_stop(l->sock);
+            h2o_socket_close(l->sock);
+            l->sock = NULL;
+        }
+    }
+    for (int i = 1; i < s->started; i++) {
+        struct message *m = httpdns_h2o__new_message(MSG_STOP_ACCEPTING);
+        if (m != NULL)
+            httpdns_h2o__post(&s->loops[i], m);
+    }
+    if (!httpdns_h2o__draining(loop))
+        httpdns_h2o__drain_begin(loop);
+}
+
+static void on_handshake_grace(h2o_timeout_entry_t *entry)
+{
+    struct loop *loop = H2O_STRUCT_FROM_MEMBER(struct loop, handshake_grace_entry, entry);
+    close_listeners(loop);
+}
+
+/* The drain's first step. Closing a listener resets the connections waiting in its accept queue,
+ * and those still in their handshake, whose clients have sent (or are sending) their requests
+ * already: h2load counted them started and lost. So loop 0 first stops new connections (a SYN is
+ * dropped), goes on accepting for a handshake_grace_ms, long enough for a handshake the kernel
+ * answered to complete, and then closes the listeners (close_listeners); the other loops drain from
+ * then on. A loop other than 0 gets this message from loop 0. */
 static void stop_accepting(struct loop *loop)
 {
     httpdns_h2o_server *s = loop->server;
-    if (loop->index == 0 && s->accepting) {
-        /* Closing a listener resets the connections waiting in its accept queue, whose clients have
-         * sent their requests already (they count them started; h2load saw a few lost per drain).
-         * So the listeners first stop taking connections, then what waits is accepted and served
-         * as in the drain, and only then are they closed. */
-        for (int i = 0; i < s->listener_count; i++)
-            if (s->listeners[i].sock != NULL)
-                drop_new_connections(s->listeners[i].fd);
-        for (int i = 0; i < s->listener_count; i++) {
-            struct listener *l = &s->listeners[i];
-            for (int round = 0; l->sock != NULL && round < 256 && backlog_waiting(l->fd); round++)
-                httpdns_h2o__on_accept(l->sock, NULL);
-        }
-        s->accepting = 0;
-        for (int i = 0; i < s->listener_count; i++) {
-            struct listener *l = &s->listeners[i];
-            if (l->sock != NULL) {
-                h2o_socket_read_stop(l->sock);
-                h2o_socket_close(l->sock);
-                l->sock = NULL;
-            }
-        }
+    if (loop->index != 0) {
+        if (!httpdns_h2o__draining(loop))
+            httpdns_h2o__drain_begin(loop);
+        return;
     }
-    /* Each connection answers what is on its way, then closes (httpdns_h2o_drain.c). */
-    if (!httpdns_h2o__draining(loop))
-        httpdns_h2o__drain_begin(loop);
+    if (!s->accepting || h2o_timeout_is_linked(&loop->handshake_grace_entry))
+        return;
+    for (int i = 0; i < s->listener_count; i++)
+        if (s->listeners[i].sock != NULL)
+            drop_new_connections(s->listeners[i].fd);
+    loop->handshake_grace_entry.cb = on_handshake_grace;
+    h2o_timeout_link(loop->evloop, &loop->handshake_grace, &loop->handshake_grace_entry);
 }
 
 static void dispatch(struct loop *loop, struct message *m)
@@ -105,6 +143,11 @@ static void dispatch(struct loop *loop, struct message *m)
         free(m);
         break;
     case MSG_CLOSE_CONNECTIONS:
+        /* The drain's end came within the handshake grace: the listeners close now. */
+        if (h2o_timeout_is_linked(&loop->handshake_grace_entry)) {
+            h2o_timeout_unlink(&loop->handshake_grace_entry);
+            close_listeners(loop);
+        }
         loop->closing = 1;
         for (h2o_linklist_t *node = loop->connections.next; node != &loop->connections; node = node->next) {
             struct connection *c = H2O_STRUCT_FROM_MEMBER(struct connection, link, node);
@@ -115,6 +158,10 @@ static void dispatch(struct loop *loop, struct message *m)
         free(m);
         break;
     case MSG_EXIT:
+        if (h2o_timeout_is_linked(&loop->handshake_grace_entry)) {
+            h2o_timeout_unlink(&loop->handshake_grace_entry);
+            close_listeners(loop);
+        }
         atomic_store(&loop->exit_requested, 1);
         free(m);
         break;
@@ -267,6 +314,7 @@ static void setup(struct loop *loop)
     h2o_context_init(&loop->context, loop->evloop, &loop->config);
     h2o_timeout_init(loop->evloop, &loop->request_deadline, settings->request_timeout_ms);
     h2o_timeout_init(loop->evloop, &loop->drain_quiet, settings->drain_quiet_ms);
+    h2o_timeout_init(loop->evloop, &loop->handshake_grace, settings->drain_quiet_ms < HANDSHAKE_GRACE_MS ? settings->drain_quiet_ms : HANDSHAKE_GRACE_MS);
     h2o_linklist_init_anchor(&loop->deferred);
     h2o_timeout_init(loop->evloop, &loop->flush_timeout, 0);
     loop->flush_entry.cb = on_flush;
@@ -361,7 +409,12 @@ void httpdns_h2o_server_set_tls(httpdns_h2o_server *s, int index, httpdns_h2o_tl
 
 void httpdns_h2o_server_stop_accepting(httpdns_h2o_server *s)
 {
-    post_all(s, MSG_STOP_ACCEPTING, NULL, 0);
+    /* Loop 0 tells the others once its listeners are closed (stop_accepting). */
+    if (s->started > 0) {
+        struct message *m = httpdns_h2o__new_message(MSG_STOP_ACCEPTING);
+        if (m != NULL)
+            httpdns_h2o__post(&s->loops[0], m);
+    }
 }
 
 void httpdns_h2o_server_close_connections(httpdns_h2o_server *s)
