@@ -147,7 +147,7 @@ let package = Package(
         ),
 
         // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
-        .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore"]),
+        .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire"]),
 
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"], resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),

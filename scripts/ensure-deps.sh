@@ -16,9 +16,10 @@ packages=(
   nginx-light            # the real HTTPS origin in tests and the demo
   dnsmasq-base           # a real (and lying) DNS server in tests and the demo
   curl                   # interoperability tests: curl --doh-url against httpdns serve
-  dnsutils               # dig, for captured fixtures and interoperability (dig +https against serve)
+  dnsutils               # dig, for captured fixtures and interoperability (dig +https against serve); nsupdate, the changes to bind9's zone in tests
   knot-dnsutils          # kdig +https against httpdns serve (interoperability)
   knot                   # knotd, a real primary: zone transfers (AXFR, IXFR, TSIG) in tests
+  bind9                  # named, the other real primary: transfers, NOTIFY and a fleet of secondaries in tests
   dnsperf                # dnsperf -m doh against httpdns serve (interoperability)
   nghttp2-client         # h2load, the HTTP/2 load generator of `make bench`
   iproute2               # ip netns / veth: tests build their own networks (network changes, NAT64, blackholed addresses)
@@ -58,10 +59,13 @@ if [[ $(id -u) -eq 0 ]]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # nginx-light's package scripts may start a system nginx on port 80; the project never uses it.
   # Likewise unbound's may start a system resolver on port 53; the tests start their own in namespaces.
+  # knot's and bind9's start a system knotd and named on port 53 (named also on 953 for rndc); the
+  # tests start their own on free loopback ports.
   if command -v systemctl >/dev/null 2>&1; then
     systemctl stop nginx >/dev/null 2>&1 || true
     systemctl stop unbound >/dev/null 2>&1 || true
     systemctl stop knot >/dev/null 2>&1 || true
+    systemctl stop named >/dev/null 2>&1 || true
     systemctl stop dnsdist >/dev/null 2>&1 || true
   fi
 else

@@ -40,6 +40,13 @@ final class ChildProcess: @unchecked Sendable {
         return reaped
     }
 
+    /// Sends `signal` (SIGHUP: reload) unless the process has exited.
+    func send(_ signal: Int32) {
+        lock.withLock {
+            if !reapIfExited() { kill(pid, signal) }
+        }
+    }
+
     /// Sends SIGTERM and waits; after `timeout` (default: the one given at start) sends SIGKILL.
     ///
     /// - Returns: false when the process was already stopped by an earlier call.
