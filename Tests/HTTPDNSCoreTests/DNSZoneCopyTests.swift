@@ -1,4 +1,5 @@
 import DNSWire
+import Foundation
 @testable import HTTPDNSCore
 import XCTest
 
@@ -83,5 +84,17 @@ final class DNSZoneCopyTests: XCTestCase {
     func testARecordOver64KiBDoesNotEncode() {
         let huge = DNSRecord(name: Z.name("big.example.com"), ttl: 60, data: .txt(Array(repeating: [UInt8](repeating: 0x61, count: 255), count: 260)))
         XCTAssertThrowsError(try DNSZoneCopy.encode(DNSZoneSnapshot(zone: Z.zone, soa: Z.soa(1), soaTTL: 60, records: [huge])))
+    }
+
+    /// The fuzz target's seeds (Fuzz/seeds.py) are good copies, so that fuzzing starts inside the format.
+    func testTheFuzzSeedsAreGoodCopies() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fuzz/Corpus/zone-copy")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        XCTAssertFalse(names.isEmpty)
+        for name in names {
+            let bytes = Array(try Data(contentsOf: folder.appendingPathComponent(name)))
+            XCTAssertNoThrow(try DNSZoneCopy.decode(bytes, zone: Z.zone), name)
+        }
     }
 }
