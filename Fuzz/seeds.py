@@ -241,5 +241,18 @@ def main():
         soa(2), soa(3), a_record("ftp.example.com", 4), soa(3)])))
     write("zone-transfer", "ixfr-up-to-date", b"\1" + frame(transfer(251, [soa(1)])))
 
+    # Zone copies on disk (issue 24): the header line with the body's SHA-256, then the zone as an
+    # AXFR stream with ID 0.
+    def copy(messages):
+        body = b"".join(frame(m) for m in messages)
+        return b"swift-httpdns-zone 1 sha256 " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+    def copy_message(records):
+        return struct.pack(">HHHHHH", 0, 0x8400, 1, len(records), 0, 0) + dns_name("example.com") + struct.pack(">HH", 252, 1) + b"".join(records)
+
+    write("zone-copy", "one-message", copy([copy_message([soa(7), a_record("www.example.com", 1), soa(7)])]))
+    write("zone-copy", "two-messages", copy([copy_message([soa(8), a_record("www.example.com", 1)]),
+                                            copy_message([a_record("mail.example.com", 2), soa(8)])]))
+
 if __name__ == "__main__":
     main()

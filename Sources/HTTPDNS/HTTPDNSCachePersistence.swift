@@ -158,7 +158,7 @@ final class HTTPDNSCachePersistence: Sendable {
         }
     }
 
-    /// Writes the file: `0600`, beside the final name, flushed, renamed over it. Runs on the queue.
+    /// Writes the file (`0600`, ``HTTPDNSAtomicFile``). Runs on the queue.
     private func writeFile(_ entries: [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)]) throws {
         let bytes = try HTTPDNSCacheFile.encode(entries, key: key)
         let url = URL(fileURLWithPath: path)
@@ -167,33 +167,11 @@ final class HTTPDNSCachePersistence: Sendable {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
-        let temporary = directory + "/" + temporaryPrefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw HTTPDNSError(.transport, "cannot create \(temporary) (errno \(errno))") }
-        var written = 0
-        var failure: Int32 = 0
-        while written < bytes.count {
-            let result = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if result < 0 {
-                if errno == EINTR { continue }
-                failure = errno
-                break
-            }
-            written += result
-        }
-        if failure == 0, fsync(fd) != 0 { failure = errno }
-        close(fd)
-        if failure == 0, rename(temporary, path) != 0 { failure = errno }
-        if failure != 0 {
-            unlink(temporary)
-            throw HTTPDNSError(.transport, "cannot write \(path) (errno \(failure))")
-        }
+        try HTTPDNSAtomicFile.replace(path, with: bytes)
     }
 
     /// `.cache.json.tmp-` for `/dir/cache.json`: hidden, and recognisable as ours.
-    private var temporaryPrefix: String {
-        "." + URL(fileURLWithPath: path).lastPathComponent + ".tmp-"
-    }
+    private var temporaryPrefix: String { HTTPDNSAtomicFile.temporaryPrefix(for: path) }
 
     /// Removes this file's temporary files left by saves that were killed: ours (same owner), and
     /// either their process is gone or they are older than ``staleTemporaryAge``.

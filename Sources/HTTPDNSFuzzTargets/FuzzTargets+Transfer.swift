@@ -65,6 +65,22 @@ extension HTTPDNSFuzzTarget {
     }
 }
 
+extension HTTPDNSFuzzTarget {
+    /// A secondary's copy on disk (`--secondary-dir`): what loads is a whole zone of example.com
+    /// with in-zone IN records, and writes back to bytes that load as the same zone.
+    static let zoneCopy = HTTPDNSFuzzTarget(
+        "zone-copy", "zone copies on disk load whole zones that write back the same, or nothing"
+    ) { bytes throws(HTTPDNSFuzzFailure) in
+        guard let zone = try? DNSName("example.com"),
+              let snapshot = try? DNSZoneCopy.decode(bytes, zone: zone, limits: .init(maxRecords: 10_000, maxBytes: 1 << 20))
+        else { return }
+        try require(snapshot.zone == zone, "another zone")
+        try require(snapshot.records.allSatisfy { $0.recordClass == .IN && $0.name.isSubdomain(of: zone) }, "record out of zone")
+        let again = try? DNSZoneCopy.decode(DNSZoneCopy.encode(snapshot), zone: zone)
+        try require(again == snapshot, "does not write back the same zone")
+    }
+}
+
 extension DNSZoneTransfer.Action {
     fileprivate var isAlreadyFinished: Bool {
         if case .failed(let error) = self { return error.code == .alreadyFinished }

@@ -78,6 +78,7 @@ extension HTTPDNSServerMetrics {
             sample("view_queries_total", "view=\"\(name)\"", state.viewCounts[slot])
         }
         renderHealth(into: &text)
+        renderTransfers(into: &text)
         text += reports.render()
         return text
     }

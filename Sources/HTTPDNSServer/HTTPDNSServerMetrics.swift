@@ -252,6 +252,8 @@ public final class HTTPDNSServerMetrics: Sendable {
     let state = HTTPDNSLock(State())
     /// Origin health (`HTTPDNSServerMetrics+Health.swift`), apart from the per-request counters.
     let health = HTTPDNSLock(HealthState())
+    /// Secondary zones (`HTTPDNSServerMetrics+Transfers.swift`).
+    let transfers = HTTPDNSLock(TransferState())
     /// The `POST /report` series, rendered after these.
     package let reports = HTTPDNSReportCounters()
 

@@ -262,8 +262,8 @@ public final class HTTPDNSService: Sendable {
         (zone: HTTPDNSZone, views: HTTPDNSViews, wireAnswers: HTTPDNSWireAnswerCache, health: HTTPDNSHealthSnapshot)
     >
     private let draining = HTTPDNSLock(false)
-    /// What `/ready` asks besides draining: nil when ready, else why not (zones still loading).
-    private let readiness = HTTPDNSLock<(@Sendable () -> String?)?>(nil)
+    /// What `/ready` asks besides draining (zones still loading, expired, or served from disk).
+    private let readiness = HTTPDNSLock<(@Sendable () -> Readiness)?>(nil)
     /// Probes the zone's checked addresses while the service runs.
     package let health: HTTPDNSHealthMonitor
     /// Failure reports and the decisions made from them.
@@ -438,9 +438,23 @@ public final class HTTPDNSService: Sendable {
         return HTTPDNSServiceLookups(zone: zone, views: views.matcher, wireAnswers: wireAnswers, health: health)
     }
 
-    /// Makes `/ready` answer `503` with the reason `check` gives while it gives one (zones that a
-    /// secondary has not loaded yet); nil: ready once listening.
-    package func setReadiness(_ check: (@Sendable () -> String?)?) {
+    /// What `/ready` reports besides draining.
+    package struct Readiness: Sendable, Hashable {
+        /// Why the service is not ready (`loading example.com`); empty: ready.
+        package var notReady: [String] = []
+        /// Said after `ready` when ready (`example.com serial 7 from disk, …`).
+        package var notes: [String] = []
+
+        package init(notReady: [String] = [], notes: [String] = []) {
+            self.notReady = notReady
+            self.notes = notes
+        }
+    }
+
+    /// Makes `/ready` answer `503` with the reasons `check` gives while it gives any (zones that a
+    /// secondary has not loaded yet, or that expired), else `200 ready` and its notes, a line
+    /// each; nil: ready once listening.
+    package func setReadiness(_ check: (@Sendable () -> Readiness)?) {
         readiness.withLock { $0 = check }
     }
 
@@ -551,8 +565,9 @@ public final class HTTPDNSService: Sendable {
         case "/ready":
             // Readiness: listening with its zones loaded; 503 while draining, so balancers move on.
             if draining.withLock({ $0 }) { return Self.text("draining\n", status: 503) }
-            if let reason = readiness.withLock({ $0 })?() { return Self.text(reason + "\n", status: 503) }
-            return Self.text("ready\n")
+            let state = readiness.withLock({ $0 })?() ?? Readiness()
+            if !state.notReady.isEmpty { return Self.text(state.notReady.map { $0 + "\n" }.joined(), status: 503) }
+            return Self.text((["ready"] + state.notes).map { $0 + "\n" }.joined())
         default:
             let parts = path.split(separator: "/", omittingEmptySubsequences: false)
             if parts.count == 3, parts[0].isEmpty, Self.alibabaEndpoints.contains(String(parts[2])) {

@@ -38,6 +38,11 @@ extension Command {
             --zone becomes an overlay giving transferred names their checks and views. /ready answers 503 until \
             every zone has loaded. Repeatable. Default none.
             """),
+        OptionSpec("secondary-dir", value: "dir", help: """
+            Keep each --secondary zone's last good copy in DIR (ZONE.httpdns-zone, written atomically with a \
+            SHA-256 digest; its modification time is when a primary last confirmed it): after a restart with \
+            every primary unreachable the copy is served until its SOA expire has passed. Default none.
+            """),
         OptionSpec("notify-listen", value: "ip:port", help: """
             Take NOTIFY messages from the --secondary primaries over UDP here ([IPv6]:PORT for IPv6; port 0 picks \
             one, printed as "notify on udp://IP:PORT"): a zone's primary, signed with --tsig-file when one is \
@@ -253,6 +258,21 @@ extension Command {
             }
             return (address, port)
         }
+        let secondaryDirectory = try parsed.last("secondary-dir").map { path in
+            guard parsed.has("secondary") else { throw bad("--secondary-dir keeps --secondary zones: give a --secondary") }
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+                do {
+                    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+                } catch {
+                    throw ToolFailure("cannot create --secondary-dir \(path): \(error.localizedDescription)")
+                }
+            } else if !isDirectory.boolValue {
+                throw ToolFailure("--secondary-dir \(path) is not a directory")
+            }
+            guard access(path, W_OK | X_OK) == 0 else { throw ToolFailure("--secondary-dir \(path) is not writable") }
+            return path
+        }
         var secondaryZones: [HTTPDNSSecondary.Configuration] = []
         for spec in parsed.all("secondary") {
             do throws(HTTPDNSServiceError) {
@@ -298,13 +318,16 @@ extension Command {
             }
         }
         let service = HTTPDNSService(configuration: configuration)
+        // Before the service listens, so that /ready waits for the zones from its first answer.
+        let secondaries = secondaryZones.isEmpty ? nil : HTTPDNSSecondaryZones(
+            secondaryZones, overlay: overlay, service: service, directory: secondaryDirectory
+        ) {
+            Output.diagnostic($0)
+        }
         do {
             try service.start()
         } catch {
             throw ToolFailure("cannot serve: \(error.detail)")
-        }
-        let secondaries = secondaryZones.isEmpty ? nil : HTTPDNSSecondaryZones(secondaryZones, overlay: overlay, service: service) {
-            Output.diagnostic($0)
         }
         secondaries?.start()
         defer { secondaries?.stop() }

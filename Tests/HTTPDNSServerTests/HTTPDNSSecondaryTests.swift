@@ -43,7 +43,7 @@ final class HTTPDNSSecondaryTests: XCTestCase {
         var failures: [String] {
             list.withLock { events in
                 events.flatMap { event -> [String] in
-                    if case .failed(let reasons) = event { return reasons }
+                    if case .failed(let reasons) = event { return reasons.map(\.description) }
                     return []
                 }
             }
@@ -108,12 +108,43 @@ final class HTTPDNSSecondaryTests: XCTestCase {
             key: try DNSTSIGKey(commandLine: "hmac-sha256:\(older.keyName):\(older.keySecret)"))
         backwards.transferTimeout = .seconds(10)
         let backwardsEvents = Events()
-        let follower = HTTPDNSSecondary(configuration: backwards, current: secondary.current) { backwardsEvents.add($0) }
+        let follower = HTTPDNSSecondary(configuration: backwards, restored: secondary.current.map { ($0, 0) }) { backwardsEvents.add($0) }
         follower.start()
         defer { follower.stop() }
         let deadline = ContinuousClock.now + .seconds(15)
         while backwardsEvents.failures.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         XCTAssertTrue(backwardsEvents.failures.contains { $0.contains("serialWentBackwards") || $0.contains("not newer") }, "\(backwardsEvents.failures)")
         XCTAssertEqual(follower.current?.soa.serial, 11, "the newer zone held stays")
+    }
+
+    /// A zone no primary confirms for its SOA EXPIRE expires while the secondary waits for its next
+    /// RETRY (a deadline of its own), and is no longer served; a copy from disk already past it
+    /// starts expired.
+    func testAZoneUnconfirmedPastItsExpireIsNoLongerServed() async throws {
+        let knot = try KnotServer(refresh: 1, retry: 60, expire: 2, records: ["www 300 A 192.0.2.1"])
+        defer { knot.stop() }
+        var configuration = HTTPDNSSecondary.Configuration(
+            zone: try DNSName("example.test"), primaries: [SocketAddress(address: knot.address, port: knot.port)],
+            key: try DNSTSIGKey(commandLine: "hmac-sha256:\(knot.keyName):\(knot.keySecret)"))
+        configuration.transferTimeout = .seconds(5)
+        let events = Events()
+        let secondary = HTTPDNSSecondary(configuration: configuration) { events.add($0) }
+        secondary.start()
+        defer { secondary.stop() }
+        try await waitFor(events, "the first zone") { events.loadedSerials == [1] }
+        knot.stop()
+        let expired = { events.list.withLock { $0.contains { if case .expired(let serial) = $0 { serial.rawValue == 1 } else { false } } } }
+        try await waitFor(events, "the expiry, 2 s after the last confirmation (RETRY is 60 s)", expired)
+        XCTAssertTrue(secondary.isExpired)
+        XCTAssertNil(secondary.served)
+        XCTAssertEqual(secondary.current?.soa.serial, 1, "kept as the base of an IXFR")
+
+        let restored = try XCTUnwrap(secondary.current)
+        let stale = HTTPDNSSecondary(configuration: configuration, restored: (restored, 3)) { _ in }
+        XCTAssertTrue(stale.isExpired)
+        XCTAssertNil(stale.served)
+        let fresh = HTTPDNSSecondary(configuration: configuration, restored: (restored, 1)) { _ in }
+        XCTAssertFalse(fresh.isExpired)
+        XCTAssertEqual(fresh.served?.soa.serial, 1)
     }
 }

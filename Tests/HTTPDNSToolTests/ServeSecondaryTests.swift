@@ -147,4 +147,60 @@ final class ServeSecondaryTests: ToolTestCase {
         assertFailure(result)
         XCTAssertTrue(result.stderrText.contains(garbage), result.stderrText)
     }
+
+    /// The last good zone is kept on disk and served after a restart whose primary does not answer
+    /// (blackholed: its SYNs are dropped), `/ready` saying where it came from; past its SOA expire
+    /// since the primary last confirmed it, the copy is not served; a damaged copy is not used.
+    func testTheLastGoodZoneOnDiskIsServedAfterARestartWithThePrimaryBlackholedUntilItExpires() throws {
+        let knot = try KnotServer(refresh: 1, retry: 1, expire: 3600, records: ["www 300 A 127.0.0.2"])
+        defer { knot.stop() }
+        let directory = try temporaryDirectory()
+        let copies = directory.appendingPathComponent("zones").path
+        let key = try keyFile(knot, in: directory)
+        let (first, firstURLs) = try startServe([
+            "--listen", "127.0.0.1:0", "--secondary", "example.test=127.0.0.1:\(knot.port)", "--tsig-file", key, "--secondary-dir", copies,
+        ])
+        try waitUntil("the first zone", first) { try curl("\(firstURLs[0])/ready") == ("ready", "200") }
+        try knot.change(set: ["new 300 A 127.0.0.9"])
+        try waitUntil("serial 2 at the next refresh", first) { try curl("\(firstURLs[0])/d?dn=new.example.test").body.hasPrefix("127.0.0.9") }
+        assertStopsCleanly(first)
+        let copy = copies + "/example.test.httpdns-zone"
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: copy), "the copy is written")
+        XCTAssertTrue(bytes.starts(with: Data("swift-httpdns-zone 1 sha256 ".utf8)))
+        XCTAssertEqual(try DNSZoneCopy.decode(Array(bytes), zone: DNSName("example.test")).soa.serial, 2)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: copies), ["example.test.httpdns-zone"], "no temporary file left")
+
+        // The primary blackholed: served from disk at once, and /ready says so.
+        let blackhole = try StalledListener(address: "127.0.0.1")
+        let restartArguments = [
+            "--listen", "127.0.0.1:0", "--secondary", "example.test=127.0.0.1:\(blackhole.port)", "--tsig-file", key, "--secondary-dir", copies,
+        ]
+        let (second, secondURLs) = try startServe(restartArguments)
+        XCTAssertEqual(
+            try curl("\(secondURLs[0])/ready").body, "ready\nexample.test serial 2 from disk: no primary has confirmed it since the start")
+        XCTAssertEqual(try curl("\(secondURLs[0])/d?dn=new.example.test").body.split(separator: ",").first, "127.0.0.9")
+        XCTAssertTrue(try curl("\(secondURLs[0])/metrics").body.contains("httpdns_zone_serial{zone=\"example.test\"} 2\n"))
+        XCTAssertTrue(String(decoding: second.stderr, as: UTF8.self).contains("zone example.test serial 2 served from the copy on disk"))
+        assertStopsCleanly(second)
+
+        // Unconfirmed for longer than its SOA expire (3600 s): not served.
+        var times = [timeval(tv_sec: time(nil) - 3_700, tv_usec: 0), timeval(tv_sec: time(nil) - 3_700, tv_usec: 0)]
+        XCTAssertEqual(utimes(copy, &times), 0)
+        let (third, thirdURLs) = try startServe(restartArguments)
+        XCTAssertEqual(try curl("\(thirdURLs[0])/ready").code, "503")
+        XCTAssertTrue(try curl("\(thirdURLs[0])/ready").body.hasPrefix("expired example.test serial 2"))
+        XCTAssertFalse(try curl("\(thirdURLs[0])/d?dn=new.example.test").body.hasPrefix("127.0.0.9"), "an expired zone is not served")
+        XCTAssertTrue(String(decoding: third.stderr, as: UTF8.self).contains("s ago; not served until a primary answers"))
+        assertStopsCleanly(third)
+
+        // Damaged: not used at all.
+        var damaged = bytes
+        damaged[damaged.count - 3] ^= 0x01
+        try damaged.write(to: URL(fileURLWithPath: copy))
+        let (fourth, fourthURLs) = try startServe(restartArguments)
+        XCTAssertEqual(try curl("\(fourthURLs[0])/ready").body, "loading example.test")
+        XCTAssertTrue(String(decoding: fourth.stderr, as: UTF8.self).contains("is not used: the digest does not match"))
+        assertStopsCleanly(fourth)
+        withExtendedLifetime(blackhole) {}
+    }
 }

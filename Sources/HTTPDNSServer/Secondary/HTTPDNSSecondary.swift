@@ -6,7 +6,9 @@ import HTTPDNSCore
 /// (AXFR) first, then incremental ones (IXFR, falling back to AXFR when the primary cannot give
 /// one), at the SOA's REFRESH, at RETRY after a failure, and at once on ``notify()`` (a NOTIFY from
 /// the primary, RFC 1996). Each new zone goes to `onEvent` (the service swaps it in); a zone whose
-/// serial is not newer than the one held (RFC 1982) is refused and the held one kept.
+/// serial is not newer than the one held (RFC 1982) is refused and the held one kept. A zone the
+/// primaries have not confirmed for its SOA EXPIRE expires (``Event/expired``) and is not served
+/// until one does.
 ///
 /// The I/O is ``DNSZoneTransferClient``'s (a thread of its own per transfer, never the cooperative
 /// pool); the timing is ``HTTPDNSSecondaryTimers``'; this class is the loop between them.
@@ -32,19 +34,37 @@ package final class HTTPDNSSecondary: Sendable {
         }
     }
 
-    /// What an attempt found.
+    /// Why one primary gave no usable zone.
+    package struct Failure: Sendable, CustomStringConvertible {
+        /// The primary asked.
+        package var primary: SocketAddress
+        /// A short stable name for metrics: a ``DNSZoneTransferError`` code (`tsig`, `tooLarge`,
+        /// `incomplete`, `serverError`…), `transport`, or `serialNotNewer`.
+        package var reason: String
+        /// The whole finding, for the log.
+        package var detail: String
+
+        package var description: String { "\(primary): \(detail)" }
+    }
+
+    /// What an attempt, or the passing of time, found.
     package enum Event: Sendable {
         /// A new zone, by full or incremental transfer.
         case loaded(DNSZoneSnapshot, incremental: Bool)
-        /// The primary confirmed the serial held.
-        case current(DNSSerial)
+        /// The primary confirmed the serial held; `revived` when the zone had expired and is
+        /// served again.
+        case current(DNSSerial, revived: Bool)
         /// No primary gave a usable zone (each one's reason, in order); the zone held stays.
-        case failed([String])
+        case failed([Failure])
+        /// The zone held went unconfirmed past its SOA EXPIRE: no longer served.
+        case expired(DNSSerial)
     }
 
     private struct State {
         var timers: HTTPDNSSecondaryTimers
         var current: DNSZoneSnapshot?
+        /// `current` expired (and ``Event/expired`` was sent).
+        var expired = false
         var preferAXFR = false
         var stopped = false
         var woken = false
@@ -59,12 +79,23 @@ package final class HTTPDNSSecondary: Sendable {
     private let origin = ContinuousClock.now
 
     /// - Parameters:
-    ///   - current: a zone to start from (the last good copy from disk), refreshed by IXFR.
+    ///   - restored: a zone to start from (the last good copy from disk) and how long ago the
+    ///     primary last confirmed it, in seconds: it expires as it would have, and is refreshed by
+    ///     IXFR at once.
     ///   - onEvent: called on the secondary's task after each attempt.
-    package init(configuration: Configuration, current: DNSZoneSnapshot? = nil, onEvent: @escaping @Sendable (Event) -> Void) {
+    package init(
+        configuration: Configuration, restored: (zone: DNSZoneSnapshot, confirmedAgo: Double)? = nil,
+        onEvent: @escaping @Sendable (Event) -> Void
+    ) {
         self.configuration = configuration
-        // The first attempt is due at once, a copy from disk refreshed by IXFR.
-        self.state = HTTPDNSLock(State(timers: configuration.timers, current: current))
+        var timers = configuration.timers
+        var expired = false
+        if let restored {
+            // `origin` is now: the confirmation lies `confirmedAgo` seconds before it.
+            timers.restored(restored.zone.soa, confirmedAt: -max(0, restored.confirmedAgo))
+            expired = timers.isExpired(now: 0)
+        }
+        self.state = HTTPDNSLock(State(timers: timers, current: restored?.zone, expired: expired))
         self.onEvent = onEvent
     }
 
@@ -72,14 +103,14 @@ package final class HTTPDNSSecondary: Sendable {
         stop()
     }
 
-    /// The zone held, nil before the first transfer.
+    /// The zone held, nil before the first transfer (an expired one included: IXFR starts there).
     package var current: DNSZoneSnapshot? { state.withLock { $0.current } }
 
+    /// The zone to answer from: the one held unless it expired.
+    package var served: DNSZoneSnapshot? { state.withLock { $0.expired ? nil : $0.current } }
+
     /// Whether the zone held has gone unconfirmed past its SOA EXPIRE.
-    package var isExpired: Bool {
-        let now = seconds()
-        return state.withLock { $0.timers.isExpired(now: now) }
-    }
+    package var isExpired: Bool { state.withLock { $0.expired } }
 
     /// Starts following the zone (the first attempt at once).
     package func start() {
@@ -115,9 +146,21 @@ package final class HTTPDNSSecondary: Sendable {
 
     private func run() async {
         while true {
-            let (stopped, due) = state.withLock { ($0.stopped, $0.timers.nextAttempt) }
-            if stopped { return }
             let now = seconds()
+            let (stopped, due, expiredNow) = state.withLock { state -> (Bool, Double, DNSSerial?) in
+                // The expiry is a deadline of its own: a RETRY longer than EXPIRE must not delay it.
+                if !state.expired, let current = state.current, state.timers.isExpired(now: now) {
+                    state.expired = true
+                    return (state.stopped, state.timers.nextAttempt, current.serial)
+                }
+                let expiry = state.expired ? nil : state.timers.expiresAt
+                return (state.stopped, min(state.timers.nextAttempt, expiry.map { $0 + 0.001 } ?? .infinity), nil)
+            }
+            if stopped { return }
+            if let expiredNow {
+                onEvent(.expired(expiredNow))
+                continue
+            }
             guard now >= due else {
                 await pause(for: due - now)
                 continue
@@ -131,7 +174,7 @@ package final class HTTPDNSSecondary: Sendable {
     /// One attempt over the primaries in order; updates the zone held and the timers.
     private func attempt() async -> Event {
         let (current, preferAXFR) = state.withLock { ($0.current, $0.preferAXFR) }
-        var reasons: [String] = []
+        var reasons: [Failure] = []
         for primary in configuration.primaries {
             var client = DNSZoneTransferClient(primary: primary, key: configuration.key)
             client.timeout = configuration.transferTimeout
@@ -143,7 +186,11 @@ package final class HTTPDNSSecondary: Sendable {
             do {
                 result = try await client.run(transfer)
             } catch {
-                reasons.append("\(primary): \(error)")
+                let reason = switch error {
+                case .transport: "transport"
+                case .transfer(let failure): failure.code.description
+                }
+                reasons.append(Failure(primary: primary, reason: reason, detail: "\(error)"))
                 // A primary that cannot serve an increment (no journal, NOTIMP, a broken IXFR) gets
                 // a full transfer next.
                 if current != nil, !preferAXFR, case .transfer = error { state.withLock { $0.preferAXFR = true } }
@@ -152,20 +199,19 @@ package final class HTTPDNSSecondary: Sendable {
             let now = seconds()
             switch result {
             case .upToDate(let soa):
-                state.withLock { $0.timers.succeeded(soa, now: now) }
-                return .current(soa.serialNumber)
+                return confirmed(soa, now: now)
             case .full(let snapshot), .incremental(let snapshot):
                 let incremental = if case .incremental = result { true } else { false }
                 if let current, !snapshot.serial.isGreater(than: current.serial) {
-                    if snapshot.serial == current.serial {
-                        state.withLock { $0.timers.succeeded(snapshot.soa, now: now) }
-                        return .current(snapshot.serial)
-                    }
-                    reasons.append("\(primary): serial \(snapshot.soa.serial) is not newer than \(current.soa.serial) (RFC 1982)")
+                    if snapshot.serial == current.serial { return confirmed(snapshot.soa, now: now) }
+                    reasons.append(Failure(
+                        primary: primary, reason: "serialNotNewer",
+                        detail: "serial \(snapshot.soa.serial) is not newer than \(current.soa.serial) (RFC 1982)"))
                     continue
                 }
                 state.withLock { state in
                     state.current = snapshot
+                    state.expired = false
                     state.preferAXFR = false
                     state.timers.succeeded(snapshot.soa, now: now)
                 }
@@ -175,6 +221,16 @@ package final class HTTPDNSSecondary: Sendable {
         let now = seconds()
         state.withLock { $0.timers.failed(now: now) }
         return .failed(reasons)
+    }
+
+    /// The primary says the zone held (with `soa`) is current.
+    private func confirmed(_ soa: DNSSOA, now: Double) -> Event {
+        let revived = state.withLock { state in
+            state.timers.succeeded(soa, now: now)
+            defer { state.expired = false }
+            return state.expired
+        }
+        return .current(soa.serialNumber, revived: revived)
     }
 
     /// Sleeps for `seconds`, or until ``notify()`` or ``stop()``.

@@ -5,9 +5,11 @@ import DNSWire
 ///
 /// - After a transfer or a check that found the zone up to date: the zone's SOA REFRESH later.
 /// - After a failure: RETRY later (with no zone yet, ``initialRetry``).
-/// - A zone not confirmed by the primary for its SOA EXPIRE since the last success has expired; it is
-///   still what the service answers (stale beats nothing for HTTPDNS, whose clients fall back to
-///   LocalDNS anyway), but `/ready` says so.
+/// - A zone not confirmed by the primary for its SOA EXPIRE since the last success has expired
+///   (RFC 1035 §4.3.5): the service stops answering from it and `/ready` says so, until a primary
+///   confirms it or sends a new one.
+/// - A copy from disk starts as confirmed when its file says (``restored(_:confirmedAt:)``), and is
+///   checked with the primary at once.
 /// - A NOTIFY asks at once (``notified(now:)``), however long the timer would wait.
 ///
 /// Every interval is clamped to ``bounds`` so that a hostile or careless SOA (REFRESH 0, RETRY
@@ -34,6 +36,14 @@ package struct HTTPDNSSecondaryTimers: Sendable, Hashable {
         nextAttempt = now + clamp(Double(soa.refresh))
     }
 
+    /// A copy of the zone with `soa`, last confirmed at `confirmedAt` (earlier than now), was read
+    /// back from disk: it expires as it would have, and the primary is asked at once.
+    package mutating func restored(_ soa: DNSSOA, confirmedAt: Double) {
+        self.soa = soa
+        self.confirmedAt = confirmedAt
+        nextAttempt = 0
+    }
+
     /// An attempt failed.
     package mutating func failed(now: Double) {
         nextAttempt = now + clamp(soa.map { Double($0.retry) } ?? initialRetry)
@@ -44,10 +54,16 @@ package struct HTTPDNSSecondaryTimers: Sendable, Hashable {
         nextAttempt = min(nextAttempt, now)
     }
 
+    /// When the zone held expires unless confirmed again; nil before the first transfer.
+    package var expiresAt: Double? {
+        guard let soa, let confirmedAt else { return nil }
+        return confirmedAt + Double(soa.expire)
+    }
+
     /// Whether the zone held has gone unconfirmed for longer than its SOA EXPIRE.
     package func isExpired(now: Double) -> Bool {
-        guard let soa, let confirmedAt else { return false }
-        return now - confirmedAt > Double(soa.expire)
+        guard let expiresAt else { return false }
+        return now > expiresAt
     }
 
     private func clamp(_ seconds: Double) -> Double { min(max(seconds, bounds.lowerBound), bounds.upperBound) }

@@ -1,0 +1,73 @@
+import HTTPDNSCore
+
+extension HTTPDNSServerMetrics {
+    /// What became of a secondary's attempt (issue 24).
+    package enum TransferResult: Int, CaseIterable, Sendable {
+        /// A whole zone came by AXFR (or IXFR in AXFR form) and went into service.
+        case axfr
+        /// An IXFR's differences went into service.
+        case ixfr
+        /// The primary confirmed the serial held.
+        case current
+        /// No primary gave a usable zone.
+        case failed
+        /// A zone came but broke the zone rules: the old zone stays.
+        case rejected
+
+        var label: String {
+            switch self {
+            case .axfr: "axfr"
+            case .ixfr: "ixfr"
+            case .current: "current"
+            case .failed: "failed"
+            case .rejected: "rejected"
+            }
+        }
+    }
+
+    /// Per followed zone: results, failure reasons, the serial in service.
+    struct TransferState {
+        var results: [String: [UInt64]] = [:]
+        var reasons: [String: [String: UInt64]] = [:]
+        var serials: [String: UInt32] = [:]
+    }
+
+    /// One attempt on `zone` ended with `result`; `reasons` are the failures' short names (one per
+    /// primary that failed, `checks` for a rejected zone).
+    package func zoneTransfer(_ zone: String, _ result: TransferResult, reasons: [String] = []) {
+        transfers.withLock { state in
+            state.results[zone, default: [UInt64](repeating: 0, count: TransferResult.allCases.count)][result.rawValue] &+= 1
+            for reason in reasons { state.reasons[zone, default: [:]][reason, default: 0] &+= 1 }
+        }
+    }
+
+    /// The serial of `zone` in service now; nil: none (loading, or expired).
+    package func zoneSerial(_ zone: String, _ serial: UInt32?) {
+        transfers.withLock { $0.serials[zone] = serial }
+    }
+
+    /// The transfer families, appended to ``render()``'s text; nothing when no zone is followed.
+    func renderTransfers(into text: inout String) {
+        let state = transfers.withLock { $0 }
+        guard !state.results.isEmpty || !state.serials.isEmpty else { return }
+        text += "# HELP httpdns_zone_transfers_total Secondary zone attempts, by zone and result.\n"
+        text += "# TYPE httpdns_zone_transfers_total counter\n"
+        for zone in state.results.keys.sorted() {
+            for result in TransferResult.allCases {
+                text += "httpdns_zone_transfers_total{zone=\"\(Self.labelValue(zone))\",result=\"\(result.label)\"} \(state.results[zone]![result.rawValue])\n"
+            }
+        }
+        text += "# HELP httpdns_zone_transfer_failures_total Secondary zone transfers that gave no zone, by zone and reason.\n"
+        text += "# TYPE httpdns_zone_transfer_failures_total counter\n"
+        for zone in state.reasons.keys.sorted() {
+            for (reason, count) in state.reasons[zone]!.sorted(by: { $0.key < $1.key }) {
+                text += "httpdns_zone_transfer_failures_total{zone=\"\(Self.labelValue(zone))\",reason=\"\(Self.labelValue(reason))\"} \(count)\n"
+            }
+        }
+        text += "# HELP httpdns_zone_serial The SOA serial of a secondary zone in service (absent while loading or expired).\n"
+        text += "# TYPE httpdns_zone_serial gauge\n"
+        for (zone, serial) in state.serials.sorted(by: { $0.key < $1.key }) {
+            text += "httpdns_zone_serial{zone=\"\(Self.labelValue(zone))\"} \(serial)\n"
+        }
+    }
+}
