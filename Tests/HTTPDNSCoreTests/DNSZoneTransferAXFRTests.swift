@@ -109,6 +109,26 @@ final class DNSZoneTransferAXFRTests: XCTestCase {
         XCTAssertEqual(action.failureCode, .tsig)
     }
 
+    /// A primary that refuses our signature says so in its TSIG (RFC 8945 §5.2; BIND and Knot with a
+    /// wrong secret): a key problem, not a server one. A NOTAUTH without a TSIG error (refused for
+    /// another reason) stays `.serverError`.
+    func testANotAuthCarryingThePrimarysTSIGErrorIsATSIGFailure() {
+        let query = DNSZoneTransfer(axfr: Z.zone, id: 1).query
+        let refusal = DNSMessage.response(to: query, rcode: .notAuthoritative, recursionAvailable: false)
+        let badSignature = DNSTSIGError(.peerError, "TSIG error 16 BADSIG from the peer")
+        var transfer = DNSZoneTransfer(axfr: Z.zone, id: 1)
+        guard case .failed(let error) = transfer.receive(refusal, wireSize: 40, signature: .rejected(badSignature)) else {
+            return XCTFail("a refusal fails the transfer")
+        }
+        XCTAssertEqual(error.code, .tsig)
+        XCTAssertEqual(error.tsigError, badSignature)
+        XCTAssertTrue("\(error)".contains("the primary refused our signature: tsig peerError: TSIG error 16 BADSIG"), "\(error)")
+        for other in [DNSZoneTransfer.Signature.rejected(DNSTSIGError(.missingSignature)), .none] {
+            var unsigned = DNSZoneTransfer(axfr: Z.zone, id: 1)
+            XCTAssertEqual(unsigned.receive(refusal, wireSize: 40, signature: other).failureCode, .serverError, "\(other)")
+        }
+    }
+
     /// Runs the two-message transfer with `change` applied to message `index`; returns the failure.
     private func failure(at index: Int, _ change: (inout DNSMessage) -> Void) -> DNSZoneTransferError? {
         var transfer = DNSZoneTransfer(axfr: Z.zone, id: 1)

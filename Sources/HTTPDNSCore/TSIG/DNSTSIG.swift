@@ -90,7 +90,7 @@ package enum DNSTSIG {
         guard record.keyName == key.name, record.algorithm == key.algorithm.name else {
             throw DNSTSIGError(.badKey, "message signed with \(record.keyName) (\(record.algorithm)), expected \(key)")
         }
-        if record.error != 0 { throw DNSTSIGError(.peerError, "TSIG error \(record.error) from the peer") }
+        if record.error != 0 { throw DNSTSIGError(.peerError, "TSIG error \(DNSTSIGError.peerErrorName(record.error)) from the peer") }
         if record.mac.count < key.algorithm.macLength {
             throw DNSTSIGError(.truncatedMAC, "\(record.mac.count)-byte MAC")
         }

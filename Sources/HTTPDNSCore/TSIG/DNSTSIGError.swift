@@ -67,5 +67,11 @@ package struct DNSTSIGError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 
+    /// A TSIG error code as RFC 8945 §3 names it (`16 BADSIG`), the number alone for others.
+    package static func peerErrorName(_ code: UInt16) -> String {
+        let names: [UInt16: String] = [16: "BADSIG", 17: "BADKEY", 18: "BADTIME", 22: "BADTRUNC"]
+        return names[code].map { "\(code) \($0)" } ?? "\(code)"
+    }
+
     package var description: String { detail.isEmpty ? "tsig \(code)" : "tsig \(code): \(detail)" }
 }

@@ -2,7 +2,11 @@ import DNSWire
 
 extension DNSZoneTransfer {
     /// The header and question rules every response message must follow (RFC 5936 §2.2).
-    func checkHeader(_ message: DNSMessage) throws(DNSZoneTransferError) {
+    ///
+    /// A NOTAUTH whose TSIG carries an error of the primary's (BADSIG, BADKEY, BADTIME: RFC 8945
+    /// §5.2) is `.tsig`, not `.serverError`: the primary refused our signature, a key that differs
+    /// from its own (BIND and Knot answer a wrong secret so), and that is what the log must say.
+    func checkHeader(_ message: DNSMessage, signature: Signature) throws(DNSZoneTransferError) {
         let index = messageCount
         guard message.id == query.id else {
             throw DNSZoneTransferError(.idMismatch, message: index, "ID \(message.id), query \(query.id)")
@@ -12,6 +16,9 @@ extension DNSZoneTransfer {
             throw DNSZoneTransferError(.badOpcode, message: index, "opcode \(message.opcode)")
         }
         guard message.rcode == .noError else {
+            if message.rcode == .notAuthoritative, case .rejected(let error) = signature, error.code == .peerError {
+                throw DNSZoneTransferError(.tsig, message: index, "the primary refused our signature: \(error)", tsigError: error)
+            }
             throw DNSZoneTransferError(.serverError, message: index, "\(message.rcode)", responseCode: message.rcode)
         }
         guard !message.isTruncated else { throw DNSZoneTransferError(.truncatedResponse, message: index) }

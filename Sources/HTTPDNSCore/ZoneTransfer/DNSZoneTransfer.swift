@@ -126,7 +126,7 @@ package struct DNSZoneTransfer: Sendable {
         do throws(DNSZoneTransferError) {
             // The header first: a primary refusing us (NOTAUTH, REFUSED) answers unsigned, and its
             // RCODE says more than the missing TSIG does. Either way the transfer fails.
-            try checkHeader(message)
+            try checkHeader(message, signature: signature)
             if case .rejected(let error) = signature {
                 throw DNSZoneTransferError(.tsig, message: messageCount, "\(error)", tsigError: error)
             }
