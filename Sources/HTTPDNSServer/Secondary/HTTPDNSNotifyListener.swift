@@ -21,37 +21,15 @@ package final class HTTPDNSNotifyListener: Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let running = HTTPDNSLock(true)
 
-    /// Binds `address` (UDP) and starts answering.
+    /// Binds `address` (UDP and TCP, one port) and starts answering.
     ///
     /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` when the address cannot be bound.
     package init(
         address: SocketAddress, policy: HTTPDNSNotifyPolicy, onNotify: @escaping @Sendable (DNSName) -> Void,
         log: @escaping @Sendable (String) -> Void
     ) throws(HTTPDNSServiceError) {
-        let family = address.address.family == .v4 ? AF_INET : AF_INET6
-        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw HTTPDNSServiceError(.invalidConfiguration, "notify listener: socket: \(String(cString: strerror(errno)))") }
-        let bound = address.withSockAddr { bind(fd, $0, $1) }
-        guard bound == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            throw HTTPDNSServiceError(.invalidConfiguration, "cannot listen for NOTIFY on \(address): \(reason)")
-        }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        self.address = withUnsafeBytes(of: &storage) { SocketAddress(storage: $0.baseAddress!) } ?? address
-        let tcpFamily = self.address.address.family == .v4 ? AF_INET : AF_INET6
-        let tcp = socket(tcpFamily, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var one: Int32 = 1
-        if tcp >= 0 { setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
-        let boundAddress = self.address
-        guard tcp >= 0, boundAddress.withSockAddr({ bind(tcp, $0, $1) }) == 0, listen(tcp, 16) == 0 else {
-            let reason = String(cString: strerror(errno))
-            if tcp >= 0 { close(tcp) }
-            close(fd)
-            throw HTTPDNSServiceError(.invalidConfiguration, "cannot listen for NOTIFY over TCP on \(boundAddress): \(reason)")
-        }
+        let (fd, tcp, bound) = try Self.bindSockets(address)
+        self.address = bound
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
             close(tcp)
@@ -71,6 +49,43 @@ package final class HTTPDNSNotifyListener: Sendable {
         }
         thread.name = "httpdns notify"
         thread.start()
+    }
+
+    /// Binds a UDP socket and a listening TCP socket to `address`, both on the same port.
+    ///
+    /// With port 0 the kernel picks the UDP port, and that number may already be taken for TCP (a
+    /// listener, or the local end of a connection: the two protocols' ports are separate
+    /// namespaces): then another UDP port is tried, up to `attempts` times in all. A test suite
+    /// starting `--notify-listen 127.0.0.1:0` next to busy TCP traffic met EADDRINUSE this way.
+    ///
+    /// - Returns: the descriptors (close-on-exec) and the address bound.
+    static func bindSockets(_ address: SocketAddress, attempts: Int = 16) throws(HTTPDNSServiceError) -> (udp: Int32, tcp: Int32, bound: SocketAddress) {
+        let family = address.address.family == .v4 ? AF_INET : AF_INET6
+        var attempt = 0
+        while true {
+            attempt += 1
+            let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { throw HTTPDNSServiceError(.invalidConfiguration, "notify listener: socket: \(String(cString: strerror(errno)))") }
+            guard address.withSockAddr({ bind(fd, $0, $1) }) == 0 else {
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                throw HTTPDNSServiceError(.invalidConfiguration, "cannot listen for NOTIFY on \(address): \(reason)")
+            }
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            let bound = withUnsafeBytes(of: &storage) { SocketAddress(storage: $0.baseAddress!) } ?? address
+            let tcp = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            var one: Int32 = 1
+            if tcp >= 0 { setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
+            if tcp >= 0, bound.withSockAddr({ bind(tcp, $0, $1) }) == 0, listen(tcp, 16) == 0 { return (fd, tcp, bound) }
+            let code = errno
+            if tcp >= 0 { close(tcp) }
+            close(fd)
+            guard code == EADDRINUSE, address.port == 0, attempt < attempts else {
+                throw HTTPDNSServiceError(.invalidConfiguration, "cannot listen for NOTIFY over TCP on \(bound): \(String(cString: strerror(code)))")
+            }
+        }
     }
 
     deinit {
