@@ -32,6 +32,26 @@ final class HTTPDNSSecondaryTests: XCTestCase {
         XCTAssertFalse(timers.isExpired(now: 800))
     }
 
+    func testANotifyDuringAnAttemptAsksAgainRightAfterASuccess() throws {
+        var timers = HTTPDNSSecondaryTimers()
+        timers.attemptStarted()
+        timers.succeeded(try soa(serial: 1), now: 10)
+        XCTAssertEqual(timers.nextAttempt, 70)
+        timers.attemptStarted()
+        timers.notified(now: 75)
+        timers.succeeded(try soa(serial: 1), now: 76)
+        XCTAssertEqual(timers.nextAttempt, 76, "the attempt may have read the zone before the change announced: again now")
+        timers.attemptStarted()
+        timers.succeeded(try soa(serial: 2), now: 77)
+        XCTAssertEqual(timers.nextAttempt, 137, "once")
+        timers.notified(now: 80)
+        XCTAssertEqual(timers.nextAttempt, 80, "between attempts a NOTIFY asks at once, as ever")
+        timers.attemptStarted()
+        timers.notified(now: 81)
+        timers.failed(now: 82)
+        XCTAssertEqual(timers.nextAttempt, 92, "after a failure RETRY holds")
+    }
+
     /// Collects the secondary's events for the test to wait on.
     private final class Events: Sendable {
         let list = HTTPDNSLock<[HTTPDNSSecondary.Event]>([])
@@ -115,6 +135,37 @@ final class HTTPDNSSecondaryTests: XCTestCase {
         while backwardsEvents.failures.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         XCTAssertTrue(backwardsEvents.failures.contains { $0.contains("serialWentBackwards") || $0.contains("not newer") }, "\(backwardsEvents.failures)")
         XCTAssertEqual(follower.current?.soa.serial, 11, "the newer zone held stays")
+    }
+
+    /// The primary changes the zone and sends its NOTIFY while the secondary's check is under way
+    /// (held here until then; the check read serial 1): the secondary asks again once the check is
+    /// done, rather than at REFRESH (300 s), when the NOTIFY would have been lost.
+    func testANotifyDuringATransferIsNotLost() async throws {
+        let zone = try DNSName("example.test")
+        let serial = HTTPDNSLock<UInt32>(1)
+        let gate = TestGate()
+        let primary = try FakeTransferPrimary { query, index in
+            let now = serial.withLock { $0 }
+            var answers = FakeTransferPrimary.zone(zone, serial: now, records: [FakeTransferPrimary.a("www", in: zone, "192.0.2.\(now)")])
+            if query.questions.first?.type == .IXFR, now == 1 { answers = [answers[0]] }
+            if index == 2 { gate.wait(timeout: .seconds(20)) }
+            return FakeTransferPrimary.stream(answering: query, answers: answers)
+        }
+        defer { primary.stop() }
+        var configuration = HTTPDNSSecondary.Configuration(zone: zone, primaries: [SocketAddress(address: primary.address, port: primary.port)])
+        configuration.transferTimeout = .seconds(30)
+        let events = Events()
+        let secondary = HTTPDNSSecondary(configuration: configuration) { events.add($0) }
+        secondary.start()
+        defer { secondary.stop() }
+        try await waitFor(events, "the first zone") { events.loadedSerials == [1] }
+        secondary.notify()
+        try await waitFor(events, "the second query, held") { primary.queries.count == 2 }
+        serial.withLock { $0 = 2 }
+        secondary.notify()
+        gate.open()
+        try await waitFor(events, "serial 2 after the held check") { events.loadedSerials == [1, 2] }
+        XCTAssertEqual(primary.queries.count, 3)
     }
 
     /// A zone no primary confirms for its SOA EXPIRE expires while the secondary waits for its next

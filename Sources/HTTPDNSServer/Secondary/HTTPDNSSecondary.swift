@@ -173,7 +173,10 @@ package final class HTTPDNSSecondary: Sendable {
 
     /// One attempt over the primaries in order; updates the zone held and the timers.
     private func attempt() async -> Event {
-        let (current, preferAXFR) = state.withLock { ($0.current, $0.preferAXFR) }
+        let (current, preferAXFR) = state.withLock { state in
+            state.timers.attemptStarted()
+            return (state.current, state.preferAXFR)
+        }
         var reasons: [Failure] = []
         for primary in configuration.primaries {
             var client = DNSZoneTransferClient(primary: primary, key: configuration.key)

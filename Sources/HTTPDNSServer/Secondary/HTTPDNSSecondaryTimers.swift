@@ -10,7 +10,9 @@ import DNSWire
 ///   confirms it or sends a new one.
 /// - A copy from disk starts as confirmed when its file says (``restored(_:confirmedAt:)``), and is
 ///   checked with the primary at once.
-/// - A NOTIFY asks at once (``notified(now:)``), however long the timer would wait.
+/// - A NOTIFY asks at once (``notified(now:)``), however long the timer would wait. One that comes
+///   while an attempt is under way asks again as soon as that attempt succeeds: the attempt may have
+///   read the zone before the change the NOTIFY announces (BIND keeps a "refresh again" flag for it).
 ///
 /// Every interval is clamped to ``bounds`` so that a hostile or careless SOA (REFRESH 0, RETRY
 /// 2^32 − 1) neither hammers the primary nor stops following it.
@@ -26,14 +28,27 @@ package struct HTTPDNSSecondaryTimers: Sendable, Hashable {
     package private(set) var confirmedAt: Double?
     /// When the next attempt is due.
     package private(set) var nextAttempt: Double = 0
+    /// An attempt is under way (between ``attemptStarted()`` and its success or failure).
+    private var attempting = false
+    /// A NOTIFY came during the attempt under way.
+    private var notifiedDuringAttempt = false
 
     package init() {}
 
-    /// A transfer gave `soa`'s zone, or the primary said the zone with `soa` is current.
+    /// An attempt begins: it reads the primary's zone as it is from now on.
+    package mutating func attemptStarted() {
+        attempting = true
+        notifiedDuringAttempt = false
+    }
+
+    /// A transfer gave `soa`'s zone, or the primary said the zone with `soa` is current: REFRESH
+    /// later, or at once when a NOTIFY came during the attempt.
     package mutating func succeeded(_ soa: DNSSOA, now: Double) {
         self.soa = soa
         confirmedAt = now
-        nextAttempt = now + clamp(Double(soa.refresh))
+        nextAttempt = notifiedDuringAttempt ? now : now + clamp(Double(soa.refresh))
+        attempting = false
+        notifiedDuringAttempt = false
     }
 
     /// A copy of the zone with `soa`, last confirmed at `confirmedAt` (earlier than now), was read
@@ -44,14 +59,18 @@ package struct HTTPDNSSecondaryTimers: Sendable, Hashable {
         nextAttempt = 0
     }
 
-    /// An attempt failed.
+    /// An attempt failed: RETRY later, a NOTIFY during it or not (asking a failing primary again at
+    /// once would only fail again).
     package mutating func failed(now: Double) {
         nextAttempt = now + clamp(soa.map { Double($0.retry) } ?? initialRetry)
+        attempting = false
+        notifiedDuringAttempt = false
     }
 
-    /// The primary sent a NOTIFY: ask now.
+    /// The primary sent a NOTIFY: ask now, or right after the attempt under way.
     package mutating func notified(now: Double) {
         nextAttempt = min(nextAttempt, now)
+        if attempting { notifiedDuringAttempt = true }
     }
 
     /// When the zone held expires unless confirmed again; nil before the first transfer.
