@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import DNSWire
 import Foundation
 import HTTPDNSCore
@@ -12,31 +9,6 @@ import XCTest
 /// the zone arrives by AXFR with TSIG, changes by IXFR at the SOA's refresh, `/ready` waits for it,
 /// and the JSON zone is the overlay of checks.
 final class ServeSecondaryTests: ToolTestCase {
-    private func curl(_ url: String) throws -> (body: String, code: String) {
-        let curl = try RunningTool(
-            executable: URL(fileURLWithPath: "/usr/bin/curl"), arguments: ["-sS", "--max-time", "10", "--noproxy", "*", "-w", "\n%{http_code}", url])
-        _ = try curl.wait(timeout: .seconds(30))
-        let text = String(decoding: curl.stdout, as: UTF8.self)
-        let end = text.lastIndex(of: "\n") ?? text.endIndex
-        return (String(text[..<end]).trimmingCharacters(in: .newlines), String(text[text.index(after: end)...]))
-    }
-
-    private func keyFile(_ knot: KnotServer, secret: String? = nil, in directory: URL) throws -> String {
-        let path = directory.appendingPathComponent("transfer-\(UUID().uuidString).key").path
-        let text = "key \"\(knot.keyName)\" {\n\talgorithm hmac-sha256;\n\tsecret \"\(secret ?? knot.keySecret)\";\n};\n"
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        return path
-    }
-
-    private func waitUntil(_ what: String, _ server: RunningTool, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if try condition() { return }
-            usleep(50_000)
-        }
-        XCTFail("\(what) within 20 s; stderr:\n\(String(decoding: server.stderr, as: UTF8.self))")
-    }
-
     func testFollowsKnotByAXFRAndIXFRWithTSIGAndTheOverlayGivesChecks() throws {
         // Loopback addresses: the overlay's check probes them.
         let knot = try KnotServer(refresh: 1, retry: 1, records: ["www 300 A 127.0.0.2", "www 300 A 127.0.0.3"])
@@ -65,25 +37,6 @@ final class ServeSecondaryTests: ToolTestCase {
         }
         XCTAssertEqual(try curl("\(urls[0])/d?dn=www.example.test").body.split(separator: ",").first, "127.0.0.3")
         XCTAssertTrue(String(decoding: server.stderr, as: UTF8.self).contains("zone example.test serial 2 loaded by IXFR"))
-    }
-
-    /// A NOTIFY sent to `port` on 127.0.0.1 from `source`, optionally signed; the answer's RCODE.
-    private func sendNotify(to port: UInt16, from source: String, signedWith key: DNSTSIGKey?) throws -> Int? {
-        let zone = try DNSName("example.test")
-        let request = DNSNotify.request(zone: zone, id: 0x4242, soa: nil)
-        let bytes = try key.map { try DNSTSIG.sign(request, key: $0, now: UInt64(Date().timeIntervalSince1970)).bytes } ?? request.encode()
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        guard Dnsmasq.withSockAddr(HTTPDNSIPAddress(source)!, 0, { bind(fd, $0, $1) }) == 0,
-              Dnsmasq.withSockAddr(HTTPDNSIPAddress("127.0.0.1")!, port, { connect(fd, $0, $1) }) == 0,
-              bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == bytes.count
-        else { return nil }
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&entry, 1, 5_000) == 1 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 4_096)
-        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        guard count >= 12, buffer[0] == 0x42, buffer[1] == 0x42 else { return nil }
-        return Int(buffer[3] & 0x0f)
     }
 
     func testANotifyFromThePrimaryBringsTheChangeAtOnceAndForgedOnesChangeNothing() throws {
