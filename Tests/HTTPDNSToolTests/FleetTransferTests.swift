@@ -78,7 +78,8 @@ final class FleetTransferTests: ToolTestCase {
             }
             guard waiting.isEmpty else {
                 let logs = waiting.sorted().map { "instance \($0):\n" + String(decoding: instances[$0].server.stderr, as: UTF8.self) }
-                return XCTFail("change \(change) (serial \(change + 1)) not served within 10 s by instances \(waiting.sorted()); \(logs.joined(separator: "\n"))\nprimary:\n\(primary.log)", file: file, line: line)
+                let what = "change \(change) (serial \(change + 1)) not served within 10 s by instances \(waiting.sorted())"
+                return XCTFail("\(what); \(logs.joined(separator: "\n"))\nprimary:\n\(primary.log)", file: file, line: line)
             }
             latencies.append(lastSeen - committed)
         }
@@ -86,8 +87,9 @@ final class FleetTransferTests: ToolTestCase {
         // With 20 samples the 99th percentile (nearest rank: the 20th of 20) is the largest.
         let milliseconds = latencies.map { Double($0.components.attoseconds) / 1e15 + Double($0.components.seconds) * 1000 }
         let p99 = milliseconds.max() ?? 0
-        print("\(type(of: primary)) fleet of 3: commit to served by all, ms: \(milliseconds.map { String(format: "%.1f", $0) }.joined(separator: " ")); "
-            + "median \(String(format: "%.1f", milliseconds.sorted()[milliseconds.count / 2])), p99 (= max of 20) \(String(format: "%.1f", p99))")
+        let shown = { (value: Double) in String(format: "%.1f", value) }
+        print("\(type(of: primary)) fleet of 3: commit to served by all, ms: \(milliseconds.map(shown).joined(separator: " ")); "
+            + "median \(shown(milliseconds.sorted()[milliseconds.count / 2])), p99 (= max of 20) \(shown(p99))")
         XCTAssertLessThan(p99, 2_000, "p99 (the largest of 20) commit-to-served latency", file: file, line: line)
 
         // Every change came by IXFR, to every instance; the primary's log shows it served them so.
