@@ -25,25 +25,33 @@ extension HTTPDNSServerMetrics {
         }
     }
 
-    /// Per followed zone: results, failure reasons, the serial in service.
+    /// Per followed zone (keyed by its rendered labels: `zone="…"`, and `,view="…"` for a view's
+    /// own transfer): results, failure reasons, the serial in service.
     struct TransferState {
         var results: [String: [UInt64]] = [:]
         var reasons: [String: [String: UInt64]] = [:]
         var serials: [String: UInt32] = [:]
     }
 
-    /// One attempt on `zone` ended with `result`; `reasons` are the failures' short names (one per
-    /// primary that failed, `checks` for a rejected zone).
-    package func zoneTransfer(_ zone: String, _ result: TransferResult, reasons: [String] = []) {
+    /// One attempt on `zone` (for `view`, when the view has its own transfer) ended with `result`;
+    /// `reasons` are the failures' short names (one per primary that failed, `checks` for a
+    /// rejected zone).
+    package func zoneTransfer(_ zone: String, view: String? = nil, _ result: TransferResult, reasons: [String] = []) {
+        let zone = Self.transferLabels(zone, view)
         transfers.withLock { state in
             state.results[zone, default: [UInt64](repeating: 0, count: TransferResult.allCases.count)][result.rawValue] &+= 1
             for reason in reasons { state.reasons[zone, default: [:]][reason, default: 0] &+= 1 }
         }
     }
 
-    /// The serial of `zone` in service now; nil: none (loading, or expired).
-    package func zoneSerial(_ zone: String, _ serial: UInt32?) {
+    /// The serial of `zone` (for `view`) in service now; nil: none (loading, or expired).
+    package func zoneSerial(_ zone: String, view: String? = nil, _ serial: UInt32?) {
+        let zone = Self.transferLabels(zone, view)
         transfers.withLock { $0.serials[zone] = serial }
+    }
+
+    static func transferLabels(_ zone: String, _ view: String?) -> String {
+        "zone=\"\(labelValue(zone))\"" + (view.map { ",view=\"\(labelValue($0))\"" } ?? "")
     }
 
     /// The transfer families, appended to ``render()``'s text; nothing when no zone is followed.
@@ -54,20 +62,20 @@ extension HTTPDNSServerMetrics {
         text += "# TYPE httpdns_zone_transfers_total counter\n"
         for zone in state.results.keys.sorted() {
             for result in TransferResult.allCases {
-                text += "httpdns_zone_transfers_total{zone=\"\(Self.labelValue(zone))\",result=\"\(result.label)\"} \(state.results[zone]![result.rawValue])\n"
+                text += "httpdns_zone_transfers_total{\(zone),result=\"\(result.label)\"} \(state.results[zone]![result.rawValue])\n"
             }
         }
         text += "# HELP httpdns_zone_transfer_failures_total Secondary zone transfers that gave no zone, by zone and reason.\n"
         text += "# TYPE httpdns_zone_transfer_failures_total counter\n"
         for zone in state.reasons.keys.sorted() {
             for (reason, count) in state.reasons[zone]!.sorted(by: { $0.key < $1.key }) {
-                text += "httpdns_zone_transfer_failures_total{zone=\"\(Self.labelValue(zone))\",reason=\"\(Self.labelValue(reason))\"} \(count)\n"
+                text += "httpdns_zone_transfer_failures_total{\(zone),reason=\"\(Self.labelValue(reason))\"} \(count)\n"
             }
         }
         text += "# HELP httpdns_zone_serial The SOA serial of a secondary zone in service (absent while loading or expired).\n"
         text += "# TYPE httpdns_zone_serial gauge\n"
         for (zone, serial) in state.serials.sorted(by: { $0.key < $1.key }) {
-            text += "httpdns_zone_serial{zone=\"\(Self.labelValue(zone))\"} \(serial)\n"
+            text += "httpdns_zone_serial{\(zone)} \(serial)\n"
         }
     }
 }

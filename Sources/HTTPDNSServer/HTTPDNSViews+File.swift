@@ -11,7 +11,8 @@ extension HTTPDNSViews {
     /// ```json
     /// {"geoip": ["country.mmdb", "asn.mmdb"],
     ///  "views": [{"name": "carrier-a", "lists": ["carrier-a.txt"], "networks": ["10.1.0.0/16"],
-    ///             "countries": ["CN"], "asns": [4134]}]}
+    ///             "countries": ["CN"], "asns": [4134],
+    ///             "transfer": {"tsigKey": "carrier-a.key", "primaries": ["192.0.2.53"]}}]}
     /// ```
     ///
     /// Every member but `name` may be left out; unknown members are refused, so that a typo cannot
@@ -106,8 +107,27 @@ extension HTTPDNSViews {
                     }
                     view.asns.append(UInt32(number))
                 }
+            case "transfer":
+                guard case .object(let transfer) = member.value else { throw fail("\(place): \"transfer\" is an object with \"tsigKey\"") }
+                var keyFile: String?
+                var primaries: [String] = []
+                for field in transfer.members {
+                    switch field.key {
+                    case "tsigKey":
+                        guard let text = field.value.stringValue, !text.isEmpty, text.utf8.count <= 4_096 else {
+                            throw fail("\(place): \"transfer\": \"tsigKey\" is the path of a key file")
+                        }
+                        keyFile = resolve(text)
+                    case "primaries":
+                        primaries = try strings(field.value, "\(place): \"transfer\": \"primaries\"")
+                    default:
+                        throw fail("\(place): \"transfer\": unknown member \(HTTPDNSZone.shown(field.key)) (expected tsigKey, primaries)")
+                    }
+                }
+                guard let keyFile else { throw fail("\(place): \"transfer\" needs \"tsigKey\", the view's key file") }
+                view.transfer = Transfer(tsigKeyFile: keyFile, primaries: primaries)
             default:
-                throw fail("\(place): unknown member \(HTTPDNSZone.shown(member.key)) (expected name, networks, lists, countries, asns)")
+                throw fail("\(place): unknown member \(HTTPDNSZone.shown(member.key)) (expected name, networks, lists, countries, asns, transfer)")
             }
         }
         return view

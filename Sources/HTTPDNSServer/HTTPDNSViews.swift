@@ -33,8 +33,27 @@ public struct HTTPDNSViews: Sendable {
         /// Autonomous system numbers, matched by the MaxMind DB's `autonomous_system_number`. Default none.
         public var asns: [UInt32] = []
 
+        /// The view's own zone transfers (issue 24), for `httpdns serve --secondary`: nil, none.
+        package var transfer: Transfer?
+
         public init(name: String) {
             self.name = name
+        }
+    }
+
+    /// A view taking its records from transfers of its own, as BIND serves a view to the secondaries
+    /// that sign with that view's key (`match-clients { key …; }`): every `--secondary` zone is
+    /// also transferred with ``tsigKeyFile``'s key, from ``primaries`` (or the zone's own), and
+    /// that transfer is the view's whole zone.
+    package struct Transfer: Sendable, Hashable {
+        /// A BIND key file (as `--tsig-file`) with the view's key.
+        package var tsigKeyFile: String
+        /// The primaries (`IP`, `IP:PORT`, `[IPv6]:PORT`); empty: each zone's own.
+        package var primaries: [String] = []
+
+        package init(tsigKeyFile: String, primaries: [String] = []) {
+            self.tsigKeyFile = tsigKeyFile
+            self.primaries = primaries
         }
     }
 

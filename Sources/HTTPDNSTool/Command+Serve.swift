@@ -290,6 +290,24 @@ extension Command {
                 throw ToolFailure("cannot load views: \(error.detail)")
             }
         }
+        // Views with transfers of their own follow every --secondary zone with their key.
+        let zoneTransfers = secondaryZones
+        for view in configuration.views.views {
+            guard let transfer = view.transfer else { continue }
+            guard !zoneTransfers.isEmpty else { throw bad("view \(view.name) in \(viewsPath ?? "--views") has a \"transfer\": give a --secondary") }
+            do throws(HTTPDNSServiceError) {
+                let key = try HTTPDNSSecondary.Configuration.tsigKey(file: transfer.tsigKeyFile)
+                for zone in zoneTransfers {
+                    var viewTransfer = transfer.primaries.isEmpty ? zone
+                        : try HTTPDNSSecondary.Configuration(spec: zone.zone.text() + "=" + transfer.primaries.joined(separator: ","), key: key)
+                    viewTransfer.key = key
+                    viewTransfer.view = view.name
+                    secondaryZones.append(viewTransfer)
+                }
+            } catch {
+                throw ToolFailure("view \(view.name): \(error.detail)")
+            }
+        }
         if let zonePath {
             do {
                 configuration.zone = try HTTPDNSZone(contentsOfFile: zonePath)

@@ -12,16 +12,23 @@ struct SharedOptions: Sendable {
         case server(HTTPDNSIPAddress, port: UInt16)
     }
 
-    /// Used when neither flags nor the config file name a provider: DNSPod's free public endpoint
-    /// (plain HTTP; its HTTPS endpoint 119.29.29.99 needs an account token).
-    static let defaultProvider = "dnspod=http://119.29.29.98"
+    /// Used when neither flags nor the config file name a provider (issue 23): free public DNS over
+    /// HTTPS services, tried in order, each verified by its certificate and reached through its
+    /// bootstrap addresses (never the local resolver): DNSPod's public DoH and AliDNS, both reachable
+    /// from mainland China, then Cloudflare's outside it. Tencent's HTTPDNS (`dnspod=`) needs an
+    /// account since its free `119.29.29.29` service ended on 2022-01-01.
+    static let defaultProviders = [
+        "doh=https://doh.pub/dns-query?bootstrap=1.12.12.12,120.53.53.53",
+        "doh=https://dns.alidns.com/dns-query?bootstrap=223.5.5.5,223.6.6.6",
+        "doh=https://cloudflare-dns.com/dns-query?bootstrap=1.1.1.1,1.0.0.1",
+    ]
 
     static let specs: [OptionSpec] = [
         OptionSpec("provider", value: "kind=url", help: """
             An HTTPDNS service to ask, tried in the order given (repeatable). Kinds: dnspod, alibaba, doh, \
             doh-post, doh-json, ips, udp (IP:PORT), system. Credentials ride as URL query parameters \
             (dnspod: id, key, alg, token; alibaba: secret); bootstrap=IP gives the service's address. \
-            Default: \(defaultProvider).
+            Default, in order: \(defaultProviders.joined(separator: ", ")).
             """),
         OptionSpec("config", value: "file", help: """
             A JSON file with any of: providers, localDNS, httpdnsOnly, allowPrivate, type, cacert, timeout, \
@@ -70,7 +77,7 @@ struct SharedOptions: Sendable {
         if let path = parsed.last("config") {
             config = try ConfigFile.load(path: path, command: command)
         }
-        let providers = parsed.has("provider") ? parsed.all("provider") : (config.providers ?? [SharedOptions.defaultProvider])
+        let providers = parsed.has("provider") ? parsed.all("provider") : (config.providers ?? SharedOptions.defaultProviders)
         guard !providers.isEmpty else { throw bad("no provider given") }
         for text in providers {
             do {

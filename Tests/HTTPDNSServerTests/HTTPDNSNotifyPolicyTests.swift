@@ -53,4 +53,35 @@ final class HTTPDNSNotifyPolicyTests: XCTestCase {
         XCTAssertNoThrow(try DNSTSIG.verify(answer, key: key, requestMAC: signed.mac, now: 1_800_000_010))
         XCTAssertNil(signedPolicy.handle(signed.bytes, from: primary, now: 1_800_000_000 + 3_600).zone, "outside the fudge: BADTIME")
     }
+
+    /// A zone followed with its own key and a view's (BIND's views, one key each): a NOTIFY signed
+    /// with either is believed, and answered signed with that key; one with a third key, or
+    /// unsigned, is not; a view's own primary counts as the zone's.
+    func testAViewsKeyIsBelievedToo() throws {
+        let zoneKey = try DNSTSIGKey(commandLine: "hmac-sha256:zone:" + Data(repeating: 1, count: 32).base64EncodedString())
+        let viewKey = try DNSTSIGKey(commandLine: "hmac-sha256:view:" + Data(repeating: 2, count: 32).base64EncodedString())
+        let stranger = try DNSTSIGKey(commandLine: "hmac-sha256:view:" + Data(repeating: 3, count: 32).base64EncodedString())
+        let viewPrimary = HTTPDNSIPAddress("192.0.2.54")!
+        var view = HTTPDNSSecondary.Configuration(
+            zone: try DNSName("example.test"), primaries: [SocketAddress(address: viewPrimary, port: 53)], key: viewKey)
+        view.view = "carrier-a"
+        let policy = HTTPDNSNotifyPolicy(zones: [
+            HTTPDNSSecondary.Configuration(zone: try DNSName("example.test"), primaries: [SocketAddress(address: primary, port: 53)], key: zoneKey),
+            view,
+        ])
+        let now: UInt64 = 1_800_000_000
+        for (key, source) in [(zoneKey, primary), (viewKey, viewPrimary)] {
+            let signed = try DNSTSIG.sign(try DNSNotify.request(zone: DNSName("example.test"), id: 11), key: key, now: now)
+            let outcome = policy.handle(signed.bytes, from: source, now: now)
+            XCTAssertEqual(outcome.zone, try DNSName("example.test"), key.name.text())
+            let answer = try DNSReceivedMessage(decoding: try XCTUnwrap(outcome.answer))
+            XCTAssertNoThrow(try DNSTSIG.verify(answer, key: key, requestMAC: signed.mac, now: now), key.name.text())
+        }
+        let forged = try DNSTSIG.sign(try DNSNotify.request(zone: DNSName("example.test"), id: 12), key: stranger, now: now)
+        XCTAssertEqual(rcode(policy.handle(forged.bytes, from: primary, now: now).answer), 9)
+        XCTAssertEqual(rcode(policy.handle(try DNSNotify.request(zone: DNSName("example.test"), id: 13).encode(), from: primary, now: now).answer), 9)
+        // The zone's key from the view's primary: only the view's transfer comes from there.
+        let misplaced = try DNSTSIG.sign(try DNSNotify.request(zone: DNSName("example.test"), id: 14), key: zoneKey, now: now)
+        XCTAssertNil(policy.handle(misplaced.bytes, from: viewPrimary, now: now).zone)
+    }
 }

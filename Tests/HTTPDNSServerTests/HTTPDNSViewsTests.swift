@@ -295,7 +295,7 @@ final class HTTPDNSViewsTests: XCTestCase {
             }
         }
         XCTAssertEqual(try detail(#"{"views": [{"name": "a", "network": ["10.0.0.0/8"]}]}"#),
-                       "FILE: view \"a\": unknown member \"network\" (expected name, networks, lists, countries, asns)")
+                       "FILE: view \"a\": unknown member \"network\" (expected name, networks, lists, countries, asns, transfer)")
         XCTAssertEqual(try detail(#"{"view": []}"#), "FILE: unknown member \"view\" (expected geoip, views)")
         XCTAssertEqual(try detail(#"{"views": [{"name": "a", "asns": ["4134"]}]}"#), "FILE: view \"a\": \"asns\" holds numbers 0...4294967295")
         XCTAssertEqual(try detail(#"{"views": [{"networks": []}]}"#), "FILE: views[0] needs a \"name\" string")

@@ -156,4 +156,56 @@ final class ServeSecondaryTests: ToolTestCase {
         assertStopsCleanly(fourth)
         withExtendedLifetime(blackhole) {}
     }
+
+    /// A view with a transfer of its own (its own key, here its own primary standing in for the
+    /// primary's view): its clients get that transfer's records, names it lacks have none for them,
+    /// a CNAME is the same for all, and everyone else gets the zone's own; a change in the view's
+    /// zone reaches the view only.
+    func testAViewTakesItsRecordsFromATransferOfItsOwn() throws {
+        let zone = try KnotServer(refresh: 1, retry: 1, records: [
+            "www 300 A 192.0.2.2", "both 300 A 192.0.2.4", "only-zone 300 A 192.0.2.6", "alias 300 CNAME www",
+        ])
+        defer { zone.stop() }
+        let view = try KnotServer(refresh: 1, retry: 1, records: [
+            "www 300 A 198.51.100.3", "both 300 A 198.51.100.5", "only-view 300 A 198.51.100.7", "alias 300 CNAME www",
+        ], keyName: "carrier-a-key")
+        defer { view.stop() }
+        let directory = try temporaryDirectory()
+        let views = directory.appendingPathComponent("views.json")
+        try Data("""
+            {"views": [{"name": "carrier-a", "networks": ["10.1.0.0/16"],
+                        "transfer": {"tsigKey": "\(URL(fileURLWithPath: try keyFile(view, in: directory)).lastPathComponent)",
+                                     "primaries": ["127.0.0.1:\(view.port)"]}}]}
+            """.utf8).write(to: views)
+        let copies = directory.appendingPathComponent("copies").path
+        let (server, urls) = try startServe([
+            "--listen", "127.0.0.1:0", "--secondary", "example.test=127.0.0.1:\(zone.port)", "--tsig-file", try keyFile(zone, in: directory),
+            "--views", views.path, "--secondary-dir", copies,
+        ])
+        defer { assertStopsCleanly(server) }
+        try waitUntil("ready once both transfers are in", server) { try curl("\(urls[0])/ready") == ("ready", "200") }
+        func ask(_ name: String, from client: String) throws -> String {
+            String(try curl("\(urls[0])/d?dn=\(name).example.test&ip=\(client)").body.split(separator: ",").first ?? "")
+        }
+        XCTAssertEqual(try ask("www", from: "10.1.2.3"), "198.51.100.3")
+        XCTAssertEqual(try ask("www", from: "10.9.2.3"), "192.0.2.2")
+        XCTAssertEqual(try ask("both", from: "10.1.2.3"), "198.51.100.5")
+        XCTAssertEqual(try ask("only-view", from: "10.1.2.3"), "198.51.100.7")
+        // An empty DNSPod answer, as for a name nobody has.
+        let none = try ask("nowhere", from: "10.9.2.3")
+        XCTAssertFalse(none.contains("."), none)
+        XCTAssertEqual(try ask("only-view", from: "10.9.2.3"), none, "the view's names are the view's")
+        XCTAssertEqual(try ask("only-zone", from: "10.1.2.3"), none, "the view's transfer is its whole zone")
+        XCTAssertEqual(try ask("only-zone", from: "10.9.2.3"), "192.0.2.6")
+        XCTAssertEqual(try ask("alias", from: "10.1.2.3"), "198.51.100.3", "the CNAME, then the view's www")
+        let metrics = try curl("\(urls[0])/metrics").body
+        XCTAssertTrue(metrics.contains("httpdns_zone_serial{zone=\"example.test\"} 1\n"), metrics)
+        XCTAssertTrue(metrics.contains("httpdns_zone_serial{zone=\"example.test\",view=\"carrier-a\"} 1\n"), metrics)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: copies + "/example.test+carrier-a.httpdns-zone"))
+
+        try view.change(set: ["www 300 A 198.51.100.33"], unset: ["www 300 A 198.51.100.3"])
+        try waitUntil("the view's change", server) { try ask("www", from: "10.1.2.3") == "198.51.100.33" }
+        XCTAssertEqual(try ask("www", from: "10.9.2.3"), "192.0.2.2", "the zone's clients see no change")
+        XCTAssertTrue(String(decoding: server.stderr, as: UTF8.self).contains("zone example.test (view carrier-a) serial 2 loaded by IXFR"))
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNS
 import HTTPDNSTestSupport
 import XCTest
 
@@ -24,6 +25,27 @@ final class UsageTests: ToolTestCase {
             XCTAssertTrue(serve.contains(option), "serve help lacks \(option)")
         }
         XCTAssertTrue(try run(["check", "--help"]).stdoutText.contains("--allow-private"))
+    }
+
+    /// With no --provider, the commands ask free public DoH services over HTTPS, reached through
+    /// bootstrap addresses (issue 23): `--help` names them, and each is a valid provider. (Only
+    /// read here: tests never send traffic off loopback.)
+    func testTheDefaultProvidersArePublicDoHOverHTTPSWithBootstrapAddresses() throws {
+        for command in ["resolve", "fetch", "check"] {
+            let help = try run([command, "--help"]).stdoutText.replacingOccurrences(of: "\n", with: " ")
+            let marker = try XCTUnwrap(help.range(of: "Default, in order: "), "\(command) --help names its default providers")
+            let specs = help[marker.upperBound...].split(separator: " ").prefix(3)
+                .map { String($0.trimmingCharacters(in: CharacterSet(charactersIn: ",."))) }
+            XCTAssertEqual(specs, [
+                "doh=https://doh.pub/dns-query?bootstrap=1.12.12.12,120.53.53.53",
+                "doh=https://dns.alidns.com/dns-query?bootstrap=223.5.5.5,223.6.6.6",
+                "doh=https://cloudflare-dns.com/dns-query?bootstrap=1.1.1.1,1.0.0.1",
+            ], command)
+            for text in specs {
+                let spec = try HTTPDNSProviderSpec(parsing: text)
+                XCTAssertNoThrow(try spec.makeResolver(), text)
+            }
+        }
     }
 
     func testVersion() throws {

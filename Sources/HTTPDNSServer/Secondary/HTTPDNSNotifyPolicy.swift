@@ -21,7 +21,7 @@ package struct HTTPDNSNotifyPolicy: Sendable {
         package var refusal: String?
     }
 
-    /// The zones followed, with their primaries and key.
+    /// The transfers followed (a zone's own and its views'), with their primaries and key.
     package var zones: [HTTPDNSSecondary.Configuration]
 
     package init(zones: [HTTPDNSSecondary.Configuration]) {
@@ -43,23 +43,33 @@ package struct HTTPDNSNotifyPolicy: Sendable {
         } catch {
             return refuse(error.responseCode, "\(error)")
         }
-        guard let zone = zones.first(where: { $0.zone == notify.zone }) else {
+        // The zone's transfers: its own and its views' (each view's key selects the primary's view).
+        let transfers = zones.filter { $0.zone == notify.zone }
+        guard !transfers.isEmpty else {
             return refuse(.notAuthoritative, "a NOTIFY for \(notify.zone.text()), which is not followed")
         }
         let sourceMapped = source.ipv4Mapped ?? source
-        guard zone.primaries.contains(where: { ($0.address.ipv4Mapped ?? $0.address) == sourceMapped }) else {
+        let fromPrimary = transfers.filter { transfer in
+            transfer.primaries.contains(where: { ($0.address.ipv4Mapped ?? $0.address) == sourceMapped })
+        }
+        guard !fromPrimary.isEmpty else {
             return refuse(.refused, "a NOTIFY for \(notify.zone.text()) from \(source), not one of its primaries")
         }
-        guard let key = zone.key else {
-            return Outcome(zone: zone.zone, answer: try? notify.response.encode(), refusal: nil)
+        let keys = Set(fromPrimary.compactMap(\.key))
+        var failure = "unsigned"
+        for key in keys where (try? received.tsigRecord()) != nil {
+            do {
+                let record = try DNSTSIG.verify(received, key: key, requestMAC: nil, now: now)
+                let answer = try? DNSTSIG.sign(notify.response, key: key, now: now, requestMAC: record.mac).bytes
+                return Outcome(zone: notify.zone, answer: answer, refusal: nil)
+            } catch {
+                failure = "\(error)"
+            }
         }
-        let record: DNSTSIGRecord
-        do {
-            record = try DNSTSIG.verify(received, key: key, requestMAC: nil, now: now)
-        } catch {
-            return refuse(.notAuthoritative, "a NOTIFY for \(notify.zone.text()) from \(source): TSIG: \(error)")
+        // Believed without a signature only when a transfer from that primary is unsigned too.
+        if fromPrimary.contains(where: { $0.key == nil }) {
+            return Outcome(zone: notify.zone, answer: try? notify.response.encode(), refusal: nil)
         }
-        let answer = try? DNSTSIG.sign(notify.response, key: key, now: now, requestMAC: record.mac).bytes
-        return Outcome(zone: zone.zone, answer: answer, refusal: nil)
+        return refuse(.notAuthoritative, "a NOTIFY for \(notify.zone.text()) from \(source): TSIG: \(failure)")
     }
 }

@@ -26,6 +26,9 @@ package final class HTTPDNSSecondary: Sendable {
         package var transferTimeout: Duration = .seconds(30)
         /// Bounds and defaults of the timers.
         package var timers = HTTPDNSSecondaryTimers()
+        /// The view whose records this transfer gives (its key selects the primary's view); nil:
+        /// the zone every client gets unless its view has its own.
+        package var view: String?
 
         package init(zone: DNSName, primaries: [SocketAddress], key: DNSTSIGKey? = nil) {
             self.zone = zone

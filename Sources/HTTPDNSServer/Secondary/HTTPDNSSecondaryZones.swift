@@ -28,7 +28,21 @@ package final class HTTPDNSSecondaryZones: Sendable {
         weak var value: HTTPDNSSecondaryZones?
     }
 
-    /// What this object holds per zone, beside the secondary's own state.
+    /// A transfer followed: a zone, for every client or for one view's.
+    private struct Source: Hashable, Sendable {
+        var zone: DNSName
+        var view: String?
+
+        init(_ configuration: HTTPDNSSecondary.Configuration) {
+            zone = configuration.zone
+            view = configuration.view
+        }
+
+        /// `example.com`, or `example.com (view carrier-a)`.
+        var text: String { zone.text() + (view.map { " (view \($0))" } ?? "") }
+    }
+
+    /// What this object holds per transfer, beside the secondary's own state.
     private struct Held: Sendable {
         /// The last zone that passed the checks: what the service answers from (unless expired).
         var accepted: DNSZoneSnapshot?
@@ -37,7 +51,7 @@ package final class HTTPDNSSecondaryZones: Sendable {
     }
 
     private let secondaries: [HTTPDNSSecondary]
-    private let held: HTTPDNSLock<[DNSName: Held]>
+    private let held: HTTPDNSLock<[Source: Held]>
     private let overlay: HTTPDNSLock<HTTPDNSZone>
     private let service: HTTPDNSService
     private let directory: String?
@@ -49,7 +63,10 @@ package final class HTTPDNSSecondaryZones: Sendable {
     private let writer = DispatchQueue(label: "swift-httpdns.zone-copies")
 
     /// - Parameters:
-    ///   - configurations: one per zone followed.
+    ///   - configurations: one per zone followed, and one per zone and view with transfers of its
+    ///     own (``HTTPDNSSecondary/Configuration/view``): that transfer is the view's whole zone
+    ///     (its names' A and AAAA records are the view's answers; a name it lacks has none in the
+    ///     view; a CNAME must be the same as the zone's, the HTTPDNS zone rule).
     ///   - overlay: the JSON zone's names whose checks and views apply to transferred names.
     ///   - directory: where each zone's last good copy is kept (`ZONE.httpdns-zone`), read back
     ///     and put into service here; nil: none. Blocking reads: call this at start-up, before the
@@ -63,15 +80,15 @@ package final class HTTPDNSSecondaryZones: Sendable {
         self.service = service
         self.directory = directory
         self.log = log
-        var held: [DNSName: Held] = [:]
+        var held: [Source: Held] = [:]
         // The secondaries reach this object weakly: it owns them.
         let relay = HTTPDNSLock(WeakReference())
         secondaries = configurations.map { configuration in
             let restored = directory.flatMap { Self.readCopy(configuration, directory: $0, log: log) }
             // An expired copy is held too (not served: `/ready` says it expired).
-            if let restored { held[configuration.zone] = Held(accepted: restored.zone, fromDisk: true) }
+            if let restored { held[Source(configuration)] = Held(accepted: restored.zone, fromDisk: true) }
             return HTTPDNSSecondary(configuration: configuration, restored: restored) { event in
-                relay.withLock { $0.value }?.handle(event, zone: configuration.zone)
+                relay.withLock { $0.value }?.handle(event, source: Source(configuration))
             }
         }
         self.held = HTTPDNSLock(held)
@@ -82,15 +99,15 @@ package final class HTTPDNSSecondaryZones: Sendable {
             var readiness = HTTPDNSService.Readiness()
             let zones = heldZones.withLock { $0 }
             for secondary in secondaries {
-                let zone = secondary.configuration.zone
-                guard let accepted = zones[zone]?.accepted else {
-                    readiness.notReady.append("loading \(zone.text())")
+                let source = Source(secondary.configuration)
+                guard let accepted = zones[source]?.accepted else {
+                    readiness.notReady.append("loading \(source.text)")
                     continue
                 }
                 if secondary.isExpired {
-                    readiness.notReady.append("expired \(zone.text()) serial \(accepted.soa.serial): no primary confirmed it within its SOA expire")
-                } else if zones[zone]?.fromDisk == true {
-                    readiness.notes.append("\(zone.text()) serial \(accepted.soa.serial) from disk: no primary has confirmed it since the start")
+                    readiness.notReady.append("expired \(source.text) serial \(accepted.soa.serial): no primary confirmed it within its SOA expire")
+                } else if zones[source]?.fromDisk == true {
+                    readiness.notes.append("\(source.text) serial \(accepted.soa.serial) from disk: no primary has confirmed it since the start")
                 }
             }
             return readiness
@@ -99,9 +116,9 @@ package final class HTTPDNSSecondaryZones: Sendable {
             do throws(HTTPDNSServiceError) {
                 try rebuild()
                 for secondary in secondaries where !secondary.isExpired {
-                    let zone = secondary.configuration.zone
-                    guard let serial = held[zone]?.accepted?.soa.serial else { continue }
-                    log("httpdns: zone \(zone.text()) serial \(serial) served from the copy on disk")
+                    let source = Source(secondary.configuration)
+                    guard let serial = held[source]?.accepted?.soa.serial else { continue }
+                    log("httpdns: zone \(source.text) serial \(serial) served from the copy on disk")
                 }
             } catch {
                 log("httpdns: the copies on disk do not make a valid zone, not served: \(error.detail)")
@@ -110,11 +127,16 @@ package final class HTTPDNSSecondaryZones: Sendable {
         }
     }
 
-    /// The file of `zone`'s copy in `directory`: the zone's name, lower case, with any byte other
-    /// than a letter, digit, `-`, `_` or `.` as `%XX`.
-    package static func copyPath(_ zone: DNSName, directory: String) -> String {
+    /// The file of `zone`'s copy (of `view`'s transfer, if given) in `directory`:
+    /// `ZONE.httpdns-zone` or `ZONE+VIEW.httpdns-zone`, each name lower case with any byte other
+    /// than a letter, digit, `-`, `_` or `.` as `%XX` (so `+` only ever separates).
+    package static func copyPath(_ zone: DNSName, view: String? = nil, directory: String) -> String {
+        directory + "/" + fileName(zone.text()) + (view.map { "+" + fileName($0) } ?? "") + ".httpdns-zone"
+    }
+
+    private static func fileName(_ text: String) -> String {
         var name = ""
-        for byte in zone.text().lowercased().utf8 {
+        for byte in text.lowercased().utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
@@ -123,7 +145,7 @@ package final class HTTPDNSSecondaryZones: Sendable {
                 name += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
             }
         }
-        return directory + "/" + name + ".httpdns-zone"
+        return name
     }
 
     /// Starts following every zone (`/ready` waits for them, and a copy read from disk is in
@@ -155,12 +177,13 @@ package final class HTTPDNSSecondaryZones: Sendable {
         return made.address
     }
 
-    /// Asks the primaries of `zone` now (a NOTIFY for it came); false when no zone of that name is followed.
+    /// Asks the primaries of `zone` now, for the zone and every view's transfer of it (a NOTIFY
+    /// for it came); false when no zone of that name is followed.
     @discardableResult
     package func notify(_ zone: DNSName) -> Bool {
-        guard let secondary = secondaries.first(where: { $0.configuration.zone == zone }) else { return false }
-        secondary.notify()
-        return true
+        let following = secondaries.filter { $0.configuration.zone == zone }
+        for secondary in following { secondary.notify() }
+        return !following.isEmpty
     }
 
     /// A new overlay (SIGHUP): combined with the zones held and swapped in, or refused.
@@ -176,43 +199,44 @@ package final class HTTPDNSSecondaryZones: Sendable {
         writer.sync {}
     }
 
-    private func handle(_ event: HTTPDNSSecondary.Event, zone: DNSName) {
+    private func handle(_ event: HTTPDNSSecondary.Event, source: Source) {
         let metrics = service.metrics
-        let label = zone.text()
+        let label = source.text
+        let zone = source.zone.text()
         switch event {
         case .loaded(let snapshot, let incremental):
             do throws(HTTPDNSServiceError) {
                 try building.withLock { (_: inout Void) throws(HTTPDNSServiceError) in
                     var candidate = held.withLock { $0 }
-                    candidate[zone] = Held(accepted: snapshot)
+                    candidate[source] = Held(accepted: snapshot)
                     let combined = try combine(candidate, overlay: overlay.withLock { $0 })
                     try service.reload(zone: combined)
                     held.withLock { $0 = candidate }
                     metrics.zoneLoaded(names: combined.entries.count)
                 }
-                metrics.zoneTransfer(label, incremental ? .ixfr : .axfr)
-                metrics.zoneSerial(label, snapshot.soa.serial)
+                metrics.zoneTransfer(zone, view: source.view, incremental ? .ixfr : .axfr)
+                metrics.zoneSerial(zone, view: source.view, snapshot.soa.serial)
                 log("httpdns: zone \(label) serial \(snapshot.soa.serial) loaded by \(incremental ? "IXFR" : "AXFR")")
-                saveCopy(snapshot)
+                saveCopy(snapshot, view: source.view)
             } catch {
                 metrics.zoneLoadFailed()
-                metrics.zoneTransfer(label, .rejected, reasons: ["checks"])
+                metrics.zoneTransfer(zone, view: source.view, .rejected, reasons: ["checks"])
                 log("httpdns: zone \(label) serial \(snapshot.soa.serial): keeping the old zone: \(error.detail)")
             }
         case .current(let serial, let revived):
-            metrics.zoneTransfer(label, .current)
+            metrics.zoneTransfer(zone, view: source.view, .current)
             let wasFromDisk = held.withLock { held in
-                defer { held[zone]?.fromDisk = false }
-                return held[zone]?.fromDisk ?? false
+                defer { held[source]?.fromDisk = false }
+                return held[source]?.fromDisk ?? false
             }
             if revived { rebuildLogging("zone \(label) serial \(serial) confirmed again after it expired") }
             if wasFromDisk || revived { log("httpdns: zone \(label) serial \(serial) confirmed by the primary") }
-            touchCopy(zone)
+            touchCopy(source)
         case .failed(let failures):
-            metrics.zoneTransfer(label, .failed, reasons: failures.map(\.reason))
+            metrics.zoneTransfer(zone, view: source.view, .failed, reasons: failures.map(\.reason))
             log("httpdns: zone \(label): no transfer: \(failures.map(\.description).joined(separator: "; "))")
         case .expired(let serial):
-            metrics.zoneSerial(label, nil)
+            metrics.zoneSerial(zone, view: source.view, nil)
             rebuildLogging("zone \(label) serial \(serial) expired: no primary confirmed it within its SOA expire; not served")
         }
     }
@@ -235,22 +259,57 @@ package final class HTTPDNSSecondaryZones: Sendable {
             service.metrics.zoneLoaded(names: combined.entries.count)
         }
         for secondary in secondaries {
-            let label = secondary.configuration.zone.text()
-            let served = secondary.isExpired ? nil : held.withLock { $0[secondary.configuration.zone]?.accepted }
-            service.metrics.zoneSerial(label, served?.soa.serial)
+            let source = Source(secondary.configuration)
+            let served = secondary.isExpired ? nil : held.withLock { $0[source]?.accepted }
+            service.metrics.zoneSerial(source.zone.text(), view: source.view, served?.soa.serial)
         }
     }
 
     /// Every zone held and not expired, converted, and merged (names of different zones never
-    /// collide: a name belongs to the zone whose apex is its closest).
-    private func combine(_ held: [DNSName: Held], overlay: HTTPDNSZone) throws(HTTPDNSServiceError) -> HTTPDNSZone {
+    /// collide: a name belongs to the zone whose apex is its closest); then each view's own
+    /// transfers, which replace what the zones (and the overlay's views) give that view.
+    private func combine(_ held: [Source: Held], overlay: HTTPDNSZone) throws(HTTPDNSServiceError) -> HTTPDNSZone {
         var entries: [String: HTTPDNSZone.Entry] = [:]
-        for secondary in secondaries where !secondary.isExpired {
-            guard let snapshot = held[secondary.configuration.zone]?.accepted else { continue }
+        let live = secondaries.filter { !$0.isExpired }
+        var served: Set<DNSName> = []
+        for secondary in live where secondary.configuration.view == nil {
+            guard let snapshot = held[Source(secondary.configuration)]?.accepted else { continue }
             let converted = try HTTPDNSZone.transferred(snapshot, overlay: overlay)
             for (name, entry) in converted.zone.entries where entries[name] == nil { entries[name] = entry }
+            served.insert(snapshot.zone)
+        }
+        // A view's transfer joins once its zone's own is in (until then the view is loading).
+        for secondary in live where served.contains(secondary.configuration.zone) {
+            guard let view = secondary.configuration.view, let snapshot = held[Source(secondary.configuration)]?.accepted else { continue }
+            try Self.merge(view: view, of: snapshot, into: &entries)
         }
         return try HTTPDNSZone(entries: entries)
+    }
+
+    /// Makes `snapshot` (a transfer for `view`) that view's whole zone in `entries`.
+    private static func merge(view: String, of snapshot: DNSZoneSnapshot, into entries: inout [String: HTTPDNSZone.Entry]) throws(HTTPDNSServiceError) {
+        let zoneName = snapshot.zone.text().lowercased()
+        func fail(_ detail: String) -> HTTPDNSServiceError {
+            HTTPDNSServiceError(.invalidZone, "zone \(zoneName) (view \(view)): \(detail)")
+        }
+        let viewZone = try HTTPDNSZone.transferred(snapshot).zone
+        // The zone's names the view's transfer lacks: none in the view (a CNAME stays, the same for all).
+        for (name, entry) in entries where entry.cname == nil && viewZone.entries[name] == nil
+            && (name == zoneName || name.hasSuffix("." + zoneName)) {
+            entries[name]?.views[view] = HTTPDNSZone.Entry(ttl: entry.ttl)
+        }
+        for (name, viewEntry) in viewZone.entries {
+            if let target = viewEntry.cname {
+                guard entries[name]?.cname == target else {
+                    throw fail("\(name): a CNAME is the same for every view (the zone's is \(entries[name]?.cname ?? "none"))")
+                }
+                continue
+            }
+            var entry = entries[name] ?? HTTPDNSZone.Entry(ttl: viewEntry.ttl)
+            guard entry.cname == nil else { throw fail("\(name): a CNAME in the zone, addresses in the view") }
+            entry.views[view] = HTTPDNSZone.Entry(ipv4: viewEntry.ipv4, ipv6: viewEntry.ipv6, ttl: viewEntry.ttl)
+            entries[name] = entry
+        }
     }
 
     // MARK: Copies on disk
@@ -260,8 +319,8 @@ package final class HTTPDNSSecondaryZones: Sendable {
     private static func readCopy(
         _ configuration: HTTPDNSSecondary.Configuration, directory: String, log: @Sendable (String) -> Void
     ) -> (zone: DNSZoneSnapshot, confirmedAgo: Double)? {
-        let path = copyPath(configuration.zone, directory: directory)
-        let zone = configuration.zone.text()
+        let path = copyPath(configuration.zone, view: configuration.view, directory: directory)
+        let zone = Source(configuration).text
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         guard info.st_mode & S_IFMT == S_IFREG else {
@@ -290,9 +349,9 @@ package final class HTTPDNSSecondaryZones: Sendable {
         return (snapshot, confirmedAgo)
     }
 
-    private func saveCopy(_ snapshot: DNSZoneSnapshot) {
+    private func saveCopy(_ snapshot: DNSZoneSnapshot, view: String?) {
         guard let directory else { return }
-        let path = Self.copyPath(snapshot.zone, directory: directory)
+        let path = Self.copyPath(snapshot.zone, view: view, directory: directory)
         let log = self.log
         writer.async {
             do {
@@ -304,9 +363,9 @@ package final class HTTPDNSSecondaryZones: Sendable {
     }
 
     /// The primary confirmed the zone: the copy's modification time says when (BIND's way).
-    private func touchCopy(_ zone: DNSName) {
+    private func touchCopy(_ source: Source) {
         guard let directory else { return }
-        let path = Self.copyPath(zone, directory: directory)
+        let path = Self.copyPath(source.zone, view: source.view, directory: directory)
         writer.async {
             _ = utimensat(AT_FDCWD, path, nil, 0)
         }
