@@ -21,12 +21,30 @@ package final class NamedServer: TransferPrimary {
     package static let named = "/usr/sbin/named"
     package static let nsupdate = "/usr/bin/nsupdate"
 
+    /// A view of the zone served to the secondaries that sign with its own key (`match-clients {
+    /// key …; }`), BIND's split horizon; the zone's own key gets the `default` view.
+    package struct View: Sendable {
+        package var name: String
+        package var keyName: String
+        package var records: [String]
+        /// The key's secret (base64), made at random.
+        package let keySecret: String
+
+        package init(name: String, keyName: String, records: [String]) {
+            self.name = name
+            self.keyName = keyName
+            self.records = records
+            keySecret = NamedServer.randomSecret()
+        }
+    }
+
     private struct Settings {
         var notify: [UInt16]
         var secret: String
         var refresh: UInt32
         var retry: UInt32
         var expire: UInt32
+        var views: [View] = []
     }
 
     package let zone: String
@@ -46,7 +64,7 @@ package final class NamedServer: TransferPrimary {
     ///   exits at start, or has not loaded the zone within 15 s (with its log).
     package init(
         zone: String = "example.test", serial: UInt32 = 1, refresh: UInt32 = 60, retry: UInt32 = 10, expire: UInt32 = 3600,
-        records: [String], keyName: String = "xfr-key", notify: [UInt16] = []
+        records: [String], keyName: String = "xfr-key", notify: [UInt16] = [], views: [View] = []
     ) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.named) else {
             throw Failure(description: "named not found at \(Self.named): install the Debian package bind9 (apt-get install bind9)")
@@ -58,7 +76,7 @@ package final class NamedServer: TransferPrimary {
         self.keyName = keyName
         address = HTTPDNSIPAddress("127.0.0.1")!
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-named-\(UUID().uuidString)")
-        let settings = Settings(notify: notify, secret: Self.randomSecret(), refresh: refresh, retry: retry, expire: expire)
+        let settings = Settings(notify: notify, secret: Self.randomSecret(), refresh: refresh, retry: retry, expire: expire, views: views)
         self.settings = HTTPDNSLock(settings)
         var lastError: (any Error)?
         for _ in 0..<5 {
@@ -105,6 +123,18 @@ package final class NamedServer: TransferPrimary {
     /// - Returns: when `nsupdate` was started.
     @discardableResult
     package func change(set: [String] = [], unset: [String] = []) throws -> ContinuousClock.Instant {
+        try change(view: nil, set: set, unset: unset)
+    }
+
+    /// ``change(set:unset:)`` in `view` (signed with its key, which selects it), or the default view.
+    @discardableResult
+    package func change(view: String?, set: [String] = [], unset: [String] = []) throws -> ContinuousClock.Instant {
+        let views = settings.withLock { $0.views }
+        var key = "hmac-sha256:\(keyName):\(keySecret)"
+        if let view {
+            guard let found = views.first(where: { $0.name == view }) else { throw Failure(description: "no view \(view)") }
+            key = "hmac-sha256:\(found.keyName):\(found.keySecret)"
+        }
         func absolute(_ line: String) -> String {
             var fields = line.split(separator: " ").map(String.init)
             if let owner = fields.first { fields[0] = owner == "@" ? "\(zone)." : "\(owner).\(zone)." }
@@ -117,7 +147,7 @@ package final class NamedServer: TransferPrimary {
         defer { try? FileManager.default.removeItem(at: path) }
         let started = ContinuousClock.now
         let tool = try RunningTool(
-            executable: URL(fileURLWithPath: Self.nsupdate), arguments: ["-y", "hmac-sha256:\(keyName):\(keySecret)", "-t", "10", path.path])
+            executable: URL(fileURLWithPath: Self.nsupdate), arguments: ["-y", key, "-t", "10", path.path])
         let status = try tool.wait(timeout: .seconds(30))
         guard status == 0 else {
             throw Failure(description: "nsupdate exited \(status): \(String(decoding: tool.stdout + tool.stderr, as: UTF8.self))\n\(script)")
@@ -179,6 +209,10 @@ package final class NamedServer: TransferPrimary {
     private static func writeZone(zone: String, serial: UInt32, records: [String], _ settings: Settings, directory: URL) throws {
         let text = zoneFile(zone: zone, serial: serial, refresh: settings.refresh, retry: settings.retry, expire: settings.expire, records: records)
         try text.write(to: directory.appendingPathComponent("\(zone).zone"), atomically: true, encoding: .utf8)
+        for view in settings.views {
+            let text = zoneFile(zone: zone, serial: serial, refresh: settings.refresh, retry: settings.retry, expire: settings.expire, records: view.records)
+            try text.write(to: directory.appendingPathComponent("\(zone).\(view.name).zone"), atomically: true, encoding: .utf8)
+        }
     }
 
     /// `notify explicit`: NOTIFY goes to `also-notify` only, not to the zone's NS (ns1, which is no
@@ -191,10 +225,30 @@ package final class NamedServer: TransferPrimary {
     /// for edits of the zone file (this zone changes by UPDATE, journaled anyway): there as in the
     /// README's configuration, which this one is.
     private static func writeConfig(zone: String, port: UInt16, keyName: String, _ settings: Settings, directory: URL) throws {
-        let alsoNotify = settings.notify.isEmpty ? ""
-            : "also-notify { \(settings.notify.map { "127.0.0.1 port \($0) key \"\(keyName)\"; " }.joined())};"
+        func alsoNotify(_ keyName: String) -> String {
+            settings.notify.isEmpty ? "" : "also-notify { \(settings.notify.map { "127.0.0.1 port \($0) key \"\(keyName)\"; " }.joined())};"
+        }
+        func zoneClause(file: String, keyName: String) -> String {
+            """
+            zone "\(zone)" {
+                type primary;
+                file "\(file)";
+                allow-transfer { key "\(keyName)"; };
+                allow-update { key "\(keyName)"; };
+                \(alsoNotify(keyName))
+                ixfr-from-differences yes;
+            };
+            """
+        }
+        // With views every zone is in one; the views are matched in order, the zone's key last (any).
+        let zones = settings.views.isEmpty ? zoneClause(file: "\(zone).zone", keyName: keyName)
+            : (settings.views.map { view in
+                "view \"\(view.name)\" { match-clients { key \"\(view.keyName)\"; }; \(zoneClause(file: "\(zone).\(view.name).zone", keyName: view.keyName)) };"
+            } + ["view \"default\" { match-clients { any; }; \(zoneClause(file: "\(zone).zone", keyName: keyName)) };"]).joined(separator: "\n")
+        let keys = settings.views.map { "key \"\($0.keyName)\" { algorithm hmac-sha256; secret \"\($0.keySecret)\"; };" }.joined(separator: "\n")
         let config = """
             key "\(keyName)" { algorithm hmac-sha256; secret "\(settings.secret)"; };
+            \(keys)
             controls { };
             options {
                 directory "\(directory.path)";
@@ -209,14 +263,7 @@ package final class NamedServer: TransferPrimary {
                 notify-rate 1000;
                 max-ixfr-ratio unlimited;
             };
-            zone "\(zone)" {
-                type primary;
-                file "\(zone).zone";
-                allow-transfer { key "\(keyName)"; };
-                allow-update { key "\(keyName)"; };
-                \(alsoNotify)
-                ixfr-from-differences yes;
-            };
+            \(zones)
 
             """
         try config.write(to: directory.appendingPathComponent("named.conf"), atomically: true, encoding: .utf8)
@@ -244,7 +291,9 @@ package final class NamedServer: TransferPrimary {
                 throw Failure(description: "named did not start on 127.0.0.1:\(port): \(text)")
             }
             let running = text.split(separator: "\n").contains { $0.hasSuffix(" running") }
-            if running, text.contains("zone \(zone)/IN: loaded serial"), KnotServer.accepts(port: port) { return process }
+            // `zone example.test/IN: loaded serial 1`, or `zone example.test/IN/VIEW: …` with views.
+            let loaded = text.split(separator: "\n").filter { $0.contains("zone \(zone)/IN") && $0.contains(": loaded serial") }.count
+            if running, loaded >= settings.views.count + 1, KnotServer.accepts(port: port) { return process }
             usleep(20_000)
         }
         _ = process.stop(timeout: nil)

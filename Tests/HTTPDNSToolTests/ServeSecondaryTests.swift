@@ -208,4 +208,42 @@ final class ServeSecondaryTests: ToolTestCase {
         XCTAssertEqual(try ask("www", from: "10.9.2.3"), "192.0.2.2", "the zone's clients see no change")
         XCTAssertTrue(String(decoding: server.stderr, as: UTF8.self).contains("zone example.test (view carrier-a) serial 2 loaded by IXFR"))
     }
+
+    /// BIND's split horizon (issue 24: "a TSIG key per view, as BIND serves views"): named serves the
+    /// zone in a view matched by carrier-a's key and a default one; `serve` follows the zone with
+    /// its key and the view with carrier-a's, from the same primary. Each client view gets its
+    /// BIND view's records, and an update made in BIND's carrier-a view reaches carrier-a's clients
+    /// by that view's NOTIFY (REFRESH is 300 s), the others' answers unchanged.
+    func testBINDViewsSelectedByKeyAreTheViewsAnswers() throws {
+        let carrier = NamedServer.View(name: "carrier-a", keyName: "carrier-a-key", records: ["www 300 A 198.51.100.3", "only-view 300 A 198.51.100.7"])
+        let named = try NamedServer(refresh: 300, retry: 300, records: ["www 300 A 192.0.2.2", "only-zone 300 A 192.0.2.6"], views: [carrier])
+        defer { named.stop() }
+        let directory = try temporaryDirectory()
+        let carrierKey = directory.appendingPathComponent("carrier-a.key")
+        try Data("key \"\(carrier.keyName)\" { algorithm hmac-sha256; secret \"\(carrier.keySecret)\"; };\n".utf8).write(to: carrierKey)
+        let views = directory.appendingPathComponent("views.json")
+        try Data(#"{"views": [{"name": "carrier-a", "networks": ["10.1.0.0/16"], "transfer": {"tsigKey": "carrier-a.key"}}]}"#.utf8).write(to: views)
+        let instance = try startSecondary(primary: named.port, keyFile: try keyFile(named, in: directory), ["--views", views.path])
+        defer { assertStopsCleanly(instance.server) }
+        try named.reconfigure(notify: [instance.notifyPort])
+        try waitUntil("ready with both views", instance.server) { try curl("\(instance.url)/ready") == ("ready", "200") }
+        func ask(_ name: String, from client: String) throws -> String {
+            String(try curl("\(instance.url)/d?dn=\(name).example.test&ip=\(client)").body.split(separator: ",").first ?? "")
+        }
+        let none = try ask("nowhere", from: "10.9.2.3")
+        XCTAssertEqual(try ask("www", from: "10.1.2.3"), "198.51.100.3")
+        XCTAssertEqual(try ask("www", from: "10.9.2.3"), "192.0.2.2")
+        XCTAssertEqual(try ask("only-view", from: "10.1.2.3"), "198.51.100.7")
+        XCTAssertEqual(try ask("only-view", from: "10.9.2.3"), none)
+        XCTAssertEqual(try ask("only-zone", from: "10.1.2.3"), none)
+        XCTAssertEqual(try ask("only-zone", from: "10.9.2.3"), "192.0.2.6")
+
+        try named.change(view: "carrier-a", set: ["www 300 A 198.51.100.33"], unset: ["www 300 A 198.51.100.3"])
+        try waitUntil("the carrier-a view's update, by its NOTIFY", instance.server) { try ask("www", from: "10.1.2.3") == "198.51.100.33" }
+        XCTAssertEqual(try ask("www", from: "10.9.2.3"), "192.0.2.2", "the default view is unchanged")
+        XCTAssertTrue(String(decoding: instance.server.stderr, as: UTF8.self).contains("zone example.test (view carrier-a) serial 2 loaded by IXFR"))
+        // BIND says which of its views each transfer came from.
+        XCTAssertTrue(named.log.contains("view carrier-a: transfer of 'example.test/IN': IXFR started"), named.log)
+        XCTAssertTrue(named.log.contains("view default: transfer of 'example.test/IN': AXFR started"), named.log)
+    }
 }
