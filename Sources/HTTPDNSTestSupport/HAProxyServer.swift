@@ -157,12 +157,31 @@ package final class HAProxyServer: Sendable {
         }
     }
 
+    /// What to read when a test fails: HAProxy's lines about servers going up or down, and its log
+    /// lines (`option httplog`) of requests not answered 200, not ended normally (a termination
+    /// state other than `----`), or taking `slowerThan` milliseconds or more (`Tq/Tw/Tc/Tr/Tt`
+    /// says where the time went); at most `limit` lines.
+    package func notableLog(slowerThan threshold: Int = 100, limit: Int = 60) -> [String] {
+        let lines = log.split(separator: "\n").filter { line in
+            if line.contains("Server httpdns/") { return true }
+            let fields = line.split(separator: " ")
+            // client [date] frontend backend/server Tq/Tw/Tc/Tr/Tt status bytes cookie cookie state …
+            guard fields.count > 9, fields[3].hasPrefix("httpdns/"), !line.contains("<BADREQ>") else { return false }
+            let total = fields[4].split(separator: "/").last.flatMap { Int($0) } ?? 0
+            return fields[5] != "200" || fields[9] != "----" || total >= threshold
+        }
+        return lines.prefix(limit).map(String.init)
+    }
+
     private var socketPath: String { directory.appendingPathComponent("admin.sock").path }
 
     static func configurationText(_ configuration: Configuration, port: UInt16, socket: String) -> String {
         let servers = configuration.servers.enumerated().map { "    server \(serverName($0.offset)) 127.0.0.1:\($0.element)" }
-        return (["global", "    maxconn 2000", "    stats socket \(socket) level admin", "defaults"]
-            + recipe.defaults.map { "    " + $0 }
+        // Besides the recipe: the admin socket, and every request logged to stderr (``notableLog``).
+        return ([
+            "global", "    maxconn 2000", "    stats socket \(socket) level admin", "    log stderr format raw local0",
+            "defaults", "    log global", "    option httplog",
+        ] + recipe.defaults.map { "    " + $0 }
             + ["frontend httpdns", "    bind 127.0.0.1:\(port)", "    default_backend httpdns", "backend httpdns"]
             + recipe.backend.map { "    " + $0 } + servers).joined(separator: "\n") + "\n"
     }

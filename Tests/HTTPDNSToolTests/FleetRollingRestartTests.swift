@@ -5,7 +5,7 @@ import XCTest
 
 /// The README's fleet recipe, run: three `httpdns serve` instances behind HAProxy, restarted one at
 /// a time under a steady load while the zone changes every second, lose no request, and the
-/// restart's p99 stays within twice the steady state's (issue 24). The README's **Running a fleet**
+/// restart's p99 stays within twice that of steady runs (issue 24). The README's **Running a fleet**
 /// shows the same HAProxy configuration (checked below) and the systemd units that run this.
 ///
 /// Each instance has a port of its own, not one port shared with `--reuse-port`: HAProxy checks
@@ -35,29 +35,34 @@ final class FleetRollingRestartTests: ToolTestCase {
         for index in fleet.ports.indices { try haproxy.waitForServer(HAProxyServer.serverName(index)) }
         let url = haproxy.url + "/d?dn=www.example.test"
 
-        // The zone changes all along, the steady run included: the runs differ by the restart alone.
+        // The zone changes all along, the steady runs included: they differ from the restart by the
+        // restart alone. One steady run before the restart and one after: other work that loads a
+        // shared machine for a while slows them alike, while a restart slows only its own run.
         zone.start(signalling: fleet)
         defer { zone.stop() }
-        let steady = try measure(url, seconds: 4, log: directory.appendingPathComponent("steady.log"), what: "steady")
+        let before = try measure(url, seconds: 5, log: directory.appendingPathComponent("before.log"), what: "steady, before", haproxy)
 
         let load = try h2load(url, seconds: 16, log: directory.appendingPathComponent("restart.log"))
         Thread.sleep(forTimeInterval: 1.5)
         for index in fleet.ports.indices {
             let began = ContinuousClock.now
             try fleet.restart(index, haproxy: haproxy, test: self)
-            print("fleet: instance \(index + 1) restarted and up in \(ContinuousClock.now - began)")
+            print("fleet: instance \(index + 1) restarted and back in HAProxy in \(ContinuousClock.now - began)")
         }
         XCTAssertTrue(load.isRunning, "the restarts ended before the load did (a slow machine: lengthen the run)")
-        let restart = try results(of: load, log: directory.appendingPathComponent("restart.log"), what: "restart")
+        let restart = try results(of: load, log: directory.appendingPathComponent("restart.log"), what: "restart", haproxy)
+        let after = try measure(url, seconds: 5, log: directory.appendingPathComponent("after.log"), what: "steady, after", haproxy)
         zone.stop()
 
-        print("fleet: steady p99 \(steady.p99) ms over \(steady.requests) requests; rolling restart p99 \(restart.p99) ms, "
-            + "slowest \(restart.slowest) ms over \(restart.requests) requests; \(zone.reloads) zone changes")
+        let steady = max(before.p99, after.p99)
+        print("fleet: steady p99 \(before.p99) ms before, \(after.p99) ms after (\(before.requests) and \(after.requests) requests); "
+            + "rolling restart p99 \(restart.p99) ms, slowest \(restart.slowest) ms (\(restart.requests) requests); \(zone.reloads) zone changes")
         // Twice the steady p99, and never less than 5 ms more: at a few milliseconds the p99 of two
         // runs on a shared two-CPU machine differ by a time slice or two whatever they do (steady
-        // runs alone measured 2.2 to 6.0 ms); what this guards against is a restart that stalls
-        // requests for tens or hundreds of milliseconds.
-        XCTAssertLessThan(restart.p99, max(2 * steady.p99, steady.p99 + 5), "the restart's p99 against the steady state's")
+        // runs alone measured 2.2 to 6.0 ms, 4.4 to 10.5 ms under ThreadSanitizer); what this guards
+        // against is a restart that holds requests back for tens or hundreds of milliseconds.
+        XCTAssertLessThan(restart.p99, max(2 * steady, steady + 5), "the restart's p99 against the steady runs'; HAProxy:\n"
+            + haproxy.notableLog(slowerThan: Int(steady * 2)).joined(separator: "\n"))
         // A connection HAProxy opened to a listener that no longer took new ones waited out its
         // `timeout connect` (1 s) before going elsewhere: none did.
         XCTAssertLessThan(restart.slowest, 1_000, "no request waited for a connection to a draining instance")
@@ -105,15 +110,17 @@ final class FleetRollingRestartTests: ToolTestCase {
         ])
     }
 
-    private func measure(_ url: String, seconds: Int, log: URL, what: String) throws -> Run {
-        try results(of: try h2load(url, seconds: seconds, log: log), log: log, what: what)
+    private func measure(_ url: String, seconds: Int, log: URL, what: String, _ haproxy: HAProxyServer) throws -> Run {
+        try results(of: try h2load(url, seconds: seconds, log: log), log: log, what: what, haproxy)
     }
 
     /// Waits for h2load, asserts that every request it started was answered 2xx, and reads each
-    /// request's time from its `--log-file` (it prints no percentiles).
-    private func results(of load: RunningTool, log: URL, what: String) throws -> Run {
+    /// request's time from its `--log-file` (it prints no percentiles). A failure shows h2load's
+    /// summary and HAProxy's notable log lines.
+    private func results(of load: RunningTool, log: URL, what: String, _ haproxy: HAProxyServer) throws -> Run {
         let status = try load.wait(timeout: .seconds(60))
         let output = String(decoding: load.stdout, as: UTF8.self)
+            + "HAProxy:\n" + haproxy.notableLog().joined(separator: "\n")
         XCTAssertEqual(status, 0, "\(what): h2load's exit status\n\(output)\(String(decoding: load.stderr, as: UTF8.self))")
         let counts = try XCTUnwrap(ServeDrainTests.requestCounts(output), "\(what): no requests line in\n\(output)")
         XCTAssertGreaterThan(counts.started, 0, "\(what)\n\(output)")
