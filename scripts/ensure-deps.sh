@@ -20,8 +20,9 @@ packages=(
   knot-dnsutils          # kdig +https against httpdns serve (interoperability)
   knot                   # knotd, a real primary: zone transfers (AXFR, IXFR, TSIG) in tests
   bind9                  # named, the other real primary: transfers, NOTIFY and a fleet of secondaries in tests
+  haproxy                # the balancer in front of a fleet of serve instances (the rolling-restart test)
   dnsperf                # dnsperf -m doh against httpdns serve (interoperability)
-  nghttp2-client         # h2load, the HTTP/2 load generator of `make bench`
+  nghttp2-client         # h2load, the HTTP/1.1 and HTTP/2 load of `make bench` and of the drain and fleet tests
   iproute2               # ip netns / veth: tests build their own networks (network changes, NAT64, blackholed addresses)
   nftables               # nft: the drop rule that blackholes a test namespace's addresses
   unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module)
@@ -67,6 +68,7 @@ if [[ $(id -u) -eq 0 ]]; then
     systemctl stop knot >/dev/null 2>&1 || true
     systemctl stop named >/dev/null 2>&1 || true
     systemctl stop dnsdist >/dev/null 2>&1 || true
+    systemctl stop haproxy >/dev/null 2>&1 || true
   fi
 else
   echo "Missing Debian packages. Install them with:" >&2

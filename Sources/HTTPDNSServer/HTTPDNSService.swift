@@ -131,6 +131,13 @@ public final class HTTPDNSService: Sendable {
         /// On ``HTTPDNSService/stop()``: how long the drain may answer requests in flight or on their way
         /// (see `HTTPServer.stop(drain:)`); what remains then is closed. Default 5 s.
         public var drainTimeout: Duration = .seconds(5)
+        /// On ``HTTPDNSService/stop()``: how long `/ready` answers `503 draining` before the drain
+        /// begins, while the listeners still accept and every other request is answered as before.
+        /// A balancer's health check is a new connection each time, which a draining listener no
+        /// longer takes (its SYN waits to be retried, a second later, and then finds the port closed):
+        /// longer than the balancer's checks take to see the 503 (interval × fall), it stops sending
+        /// before the listeners close. Default 0: the drain begins at once.
+        public var drainDelay: Duration = .zero
         /// `SO_REUSEPORT`, so that several instances share a port. Default false.
         public var reusePort: Bool = false
         /// Event-loop threads, each serving its share of the connections (1 to 256). Default
@@ -384,10 +391,19 @@ public final class HTTPDNSService: Sendable {
         reportState.startSharing()
     }
 
-    /// Stops accepting connections, lets requests in flight finish within
-    /// ``Connections/drainTimeout``, then closes every connection. Safe to call more than once.
+    /// Says `503 draining` at `/ready` for ``Connections/drainDelay`` (and blocks that long), then
+    /// stops accepting connections, lets requests in flight finish within
+    /// ``Connections/drainTimeout``, and closes every connection. Safe to call more than once.
     public func stop() {
-        draining.withLock { $0 = true }
+        let first = draining.withLock { draining in
+            defer { draining = true }
+            return !draining
+        }
+        let delay = configuration.connections.drainDelay
+        if first, delay > .zero, server.withLock({ $0 != nil }) {
+            // Everything is still answered meanwhile (origin health included): only /ready changed.
+            Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        }
         health.stop()
         reportState.stopSharing()
         let running = server.withLock { server -> HTTPServer? in

@@ -79,6 +79,11 @@ extension Command {
             On SIGTERM/SIGINT: how long the drain may answer requests in flight or on their way (keep-alive \
             connections close once quiet); connections still busy then are cut, and stderr says how many. Default 5.
             """),
+        OptionSpec("drain-delay", value: "seconds", help: """
+            On SIGTERM/SIGINT: how long /ready answers 503 before the drain begins, the listeners still \
+            accepting: longer than a balancer's health checks take to see it (interval x fall), so that it \
+            stops sending before they close. Default 0.
+            """),
         OptionSpec("access-log", value: "file", help: """
             One JSON line per answered request (time, client, protocol, endpoint, name, type, status, rcode, \
             answers, cache, latency) appended to FILE, or stdout for -; reopened on SIGHUP (logrotate). Default none.
@@ -124,8 +129,8 @@ extension Command {
             (liveness), /ready 200 "ready" (503 "draining" while stopping: readiness), /metrics Prometheus text, /status (with --admin-token) the health of checked origins. \
             Zone entries with a "check" have their addresses probed; a down address leaves the answers \
             (unless all of a name's are down). SIGHUP reloads the zone, the views, the certificate and the TLS ticket keys (a bad new one is refused, the old one kept, \
-            and the reason printed). SIGTERM or SIGINT stops accepting, lets requests in flight finish within \
-            --drain-timeout, then exits 0.
+            and the reason printed). SIGTERM or SIGINT turns /ready to 503 (for --drain-delay before the rest), stops accepting, \
+            lets requests in flight finish within --drain-timeout, then exits 0.
             """,
         usage: "httpdns serve [<options>]",
         options: serveSpecs,
@@ -392,6 +397,10 @@ extension Command {
         if let value = try seconds("handshake-timeout") { connections.handshakeTimeout = value }
         if let value = try seconds("idle-timeout") { connections.idleTimeout = value }
         if let value = try seconds("drain-timeout") { connections.drainTimeout = value }
+        if let text = parsed.last("drain-delay") {
+            guard let value = Double(text), value >= 0, value <= 3_600 else { throw bad("bad --drain-delay '\(text)'") }
+            connections.drainDelay = .milliseconds(Int64(value * 1000))
+        }
         connections.reusePort = parsed.flag("reuse-port")
     }
 

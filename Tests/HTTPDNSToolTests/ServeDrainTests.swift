@@ -80,6 +80,40 @@ final class ServeDrainTests: ToolTestCase {
         assertCleanStop(server)
     }
 
+    /// `--drain-delay`: for that long after SIGTERM the listener still takes new connections and
+    /// answers them as before, but `/ready` says `503 draining`, so that a balancer's check (a new
+    /// connection each time) sees the drain coming and stops sending before the listener closes.
+    /// Without it a fleet behind HAProxy kept getting new connections for the 200 ms the checks
+    /// took, each of which waited a second for its SYN to be retried (issue 24's rolling restart).
+    func testDrainDelayKeepsAcceptingWhileReadySaysDraining() throws {
+        let zone = try zoneFile()
+        let server = try runner.start(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path, "--drain-delay", "3", "--drain-timeout", "2"])
+        let port = try XCTUnwrap(Int(try listeningURL(server).split(separator: ":").last ?? ""))
+        func ask(_ path: String) throws -> (status: Int, body: String) {
+            let client = try RawHTTPClient(port: port)
+            client.send("GET \(path) HTTP/1.1\r\nHost: t\r\n\r\n")
+            let answer = client.readResponse(timeout: 10)
+            return (answer.status, answer.body)
+        }
+        XCTAssertEqual(try ask("/ready").body, "ready\n")
+
+        let signalled = ContinuousClock.now
+        server.send(SIGTERM)
+        XCTAssertTrue(pollUntilBlocking { (try? ask("/ready"))?.status == 503 }, "/ready says 503 once signalled")
+        let ready = try ask("/ready")
+        let query = try ask("/d?dn=www.example.test")
+        let asked = ContinuousClock.now - signalled
+        XCTAssertEqual(ready.status, 503)
+        XCTAssertEqual(ready.body, "draining\n")
+        XCTAssertEqual(query.status, 200, "a new connection's query is answered within the delay")
+        XCTAssertEqual(query.body, "192.0.2.10")
+        XCTAssertLessThan(asked, .seconds(3), "asked within the delay (a slow machine: lengthen it)")
+
+        XCTAssertTrue(pollUntilBlocking(within: .seconds(15)) { (try? RawHTTPClient(port: port)) == nil }, "the listener closes after the delay")
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - signalled, .seconds(3), "not before the delay")
+        assertCleanStop(server)
+    }
+
     // MARK: Helpers
 
     /// One run: h2load against `server`, SIGTERM at 10 % of the requests, then h2load's counts.
@@ -105,8 +139,8 @@ final class ServeDrainTests: ToolTestCase {
         XCTAssertEqual(server.sanitizerReports, [], "round \(round): sanitizer reports:\n\(stderr)", file: file, line: line)
     }
 
-    /// h2load's `requests: N total, N started, N done, N succeeded, …` line.
-    static func requestCounts(_ output: String) -> (total: Int, started: Int, done: Int, succeeded: Int)? {
+    /// h2load's `requests: N total, N started, N done, N succeeded, N failed, N errored, N timeout` line.
+    static func requestCounts(_ output: String) -> (total: Int, started: Int, done: Int, succeeded: Int, failed: Int, errored: Int, timeout: Int)? {
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("requests: ") }) else { return nil }
         var numbers: [String: Int] = [:]
         for part in line.dropFirst("requests: ".count).split(separator: ",") {
@@ -115,9 +149,10 @@ final class ServeDrainTests: ToolTestCase {
             numbers[String(words[1])] = value
         }
         guard let total = numbers["total"], let started = numbers["started"], let done = numbers["done"],
-              let succeeded = numbers["succeeded"]
+              let succeeded = numbers["succeeded"], let failed = numbers["failed"], let errored = numbers["errored"],
+              let timeout = numbers["timeout"]
         else { return nil }
-        return (total, started, done, succeeded)
+        return (total, started, done, succeeded, failed, errored, timeout)
     }
 
     private func zoneFile() throws -> URL {
