@@ -53,11 +53,20 @@ int httpdns_proxy_accept(int listener) {
 }
 
 int httpdns_proxy_refuse_new(int listener) {
-    /* One instruction, "accept 0 bytes": the kernel runs a listener's filter on each SYN and on the
-     * last ACK of a handshake (tcp_v4_rcv/tcp_v6_rcv's tcp_filter) before the connection is
-     * queued, so nothing new enters the queue; accept(2) is not filtered. */
-    struct sock_filter drop[] = {BPF_STMT(BPF_RET | BPF_K, 0)};
-    struct sock_fprog program = {.len = 1, .filter = drop};
+    /* A SYN without ACK is dropped; every other segment passes. The kernel runs a listener's filter
+     * on each SYN and on the last ACK of a handshake (tcp_v4_rcv/tcp_v6_rcv's tcp_filter, with the
+     * TCP header at offset 0 and its flags at byte 13), so no new handshake begins, while one the
+     * kernel already answered completes and is queued (the drain keeps accepting for a grace).
+     * Dropping every segment lost requests: a client whose SYN-ACK came before the filter had its
+     * last ACK and its request dropped, and was reset once the listener closed (curl exit 56). */
+    struct sock_filter program_code[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12), /* SYN | ACK */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
+    };
+    struct sock_fprog program = {.len = sizeof program_code / sizeof program_code[0], .filter = program_code};
     return setsockopt(listener, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
 }
 

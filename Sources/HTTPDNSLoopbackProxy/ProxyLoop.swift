@@ -48,6 +48,9 @@ final class ProxyLoop: @unchecked Sendable {
 
     /// How long the listeners stay out of a loop's set when the process is out of descriptors.
     static let acceptPause: UInt64 = 100_000_000
+    /// How long a drain goes on accepting after refusing new clients (nanoseconds): a round trip
+    /// for a client whose SYN was answered to complete its handshake (see ``stopAccepting()``).
+    static let handshakeGrace: UInt64 = 200_000_000
 
     /// Loops per proxy: one per CPU the process may run on, at most 4 (a loopback proxy seldom needs
     /// more; each loop is a thread).
@@ -74,6 +77,8 @@ final class ProxyLoop: @unchecked Sendable {
     private var acceptPausedUntil: UInt64?
     /// This loop took the listeners out of its set for good and told ``listeners`` so (drain or end).
     private var listenersReleased = false
+    /// The drain's handshake grace ends then: the listeners are released.
+    private var handshakeGraceUntil: UInt64?
     /// Set while draining: when the connections still open are cut.
     private var drainDeadline: UInt64?
     /// Hears, once the loop has ended, how many connections the drain cut.
@@ -155,8 +160,9 @@ final class ProxyLoop: @unchecked Sendable {
             now = httpdns_proxy_now()
             drainDeadline = now &+ timeout
             drainEnded = ended
-            stopAccepting()
             for connection in Array(connections.values) { connection.drain(now: now) }
+            // Clients accepted from here on drain from their start (acceptOne).
+            stopAccepting()
         }
     }
 
@@ -173,7 +179,7 @@ final class ProxyLoop: @unchecked Sendable {
         let events = UnsafeMutableBufferPointer<httpdns_proxy_event>.allocate(capacity: 256)
         defer { events.deallocate() }
         while running {
-            let timeout: Int32 = connections.isEmpty && acceptPausedUntil == nil ? -1 : 50
+            let timeout: Int32 = connections.isEmpty && acceptPausedUntil == nil && handshakeGraceUntil == nil ? -1 : 50
             let count = httpdns_proxy_epoll_wait(epoll, events.baseAddress, 256, timeout)
             if count < 0, errno != EINTR { break }
             now = httpdns_proxy_now()
@@ -185,11 +191,16 @@ final class ProxyLoop: @unchecked Sendable {
             if let until = acceptPausedUntil, now >= until {
                 resumeAccepting()
             }
+            if let until = handshakeGraceUntil, now >= until {
+                releaseListeners()
+            }
             if now &- lastScan >= 50_000_000 {
                 lastScan = now
                 scanDeadlines(now: now)
             }
-            if let deadline = drainDeadline, connections.isEmpty || now >= deadline { running = false }
+            if let deadline = drainDeadline, handshakeGraceUntil == nil || now >= deadline, connections.isEmpty || now >= deadline {
+                running = false
+            }
         }
         shutdown()
     }
@@ -238,14 +249,27 @@ final class ProxyLoop: @unchecked Sendable {
         }
         connections[id] = connection
         connection.begin()
+        if drainDeadline != nil { connection.drain(now: now) }
         return true
     }
 
-    /// The drain's first step: no new client gets in, the clients already queued (their connect
-    /// done, maybe their request sent) are taken, and the listeners leave this loop's set for good.
+    /// The drain's first step: no new client gets in (a SYN is dropped), the clients already
+    /// queued (their connect done, maybe their request sent) are taken, and so are those whose
+    /// handshake the kernel had answered, for ``handshakeGrace``; then the listeners leave this
+    /// loop's set for good (``releaseListeners()``).
     private func stopAccepting() {
-        guard !listenersReleased else { return }
+        guard !listenersReleased, handshakeGraceUntil == nil else { return }
         listeners.refuseNew()
+        for fd in listeners.fds {
+            while acceptOne(fd) {}
+        }
+        if acceptPausedUntil != nil { resumeAccepting() }
+        handshakeGraceUntil = now &+ Self.handshakeGrace
+    }
+
+    private func releaseListeners() {
+        handshakeGraceUntil = nil
+        guard !listenersReleased else { return }
         for fd in listeners.fds {
             while acceptOne(fd) {}
         }
