@@ -81,24 +81,20 @@ package final class Dnsmasq: Sendable {
         guard FileManager.default.isExecutableFile(atPath: configuration.executable) else {
             throw Failure(description: "dnsmasq not found at \(configuration.executable): install the Debian package dnsmasq-base (apt-get install dnsmasq-base)")
         }
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-dnsmasq-\(UUID().uuidString)")
+        let workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-dnsmasq-\(UUID().uuidString)")
+        directory = workDirectory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         address = configuration.listenAddress
-        var lastError: (any Error)?
-        // A port found free can be taken before dnsmasq binds it: retry with another one.
-        for _ in 0..<(configuration.port == nil ? 5 : 1) {
-            do {
-                let port = try configuration.port ?? Self.freePort(on: configuration.listenAddress)
-                let running = try Self.launch(configuration, port: port, directory: directory)
-                self.port = port
-                self.process = HTTPDNSLock(running)
-                return
-            } catch {
-                lastError = error
+        do {
+            let started = try Dnsmasq.onFreePort(configuration.listenAddress, fixed: configuration.port) { port in
+                try Dnsmasq.launch(configuration, port: port, directory: workDirectory)
             }
+            self.port = started.port
+            self.process = HTTPDNSLock(started.value)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
         }
-        try? FileManager.default.removeItem(at: directory)
-        throw lastError ?? Failure(description: "dnsmasq did not start")
     }
 
     deinit {
@@ -184,6 +180,25 @@ extension Dnsmasq {
         let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if count < 0 { usleep(100_000) }  // ECONNREFUSED: not bound yet
         return count >= 12 && buffer[0] == 0xD5 && buffer[1] == 0x5A
+    }
+
+    /// Starts a server on a port free on `address`: a port found free can be taken by another
+    /// process before the server binds it, so `launch` is tried with up to `attempts` ports (or
+    /// once with `fixed`); the last failure is thrown.
+    package static func onFreePort<Value>(
+        _ address: HTTPDNSIPAddress = HTTPDNSIPAddress("127.0.0.1")!, fixed: UInt16? = nil, attempts: Int = 5,
+        _ launch: (UInt16) throws -> Value
+    ) throws -> (port: UInt16, value: Value) {
+        var lastError: (any Error)?
+        for _ in 0..<(fixed == nil ? attempts : 1) {
+            do {
+                let port = try fixed ?? freePort(on: address)
+                return (port, try launch(port))
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? ToolRunner.Failure("no free port on \(address)")
     }
 
     /// A port that is free for both UDP and TCP on `address` right now (bind to port 0, check TCP).

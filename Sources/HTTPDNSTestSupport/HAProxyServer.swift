@@ -84,23 +84,17 @@ package final class HAProxyServer: Sendable {
             throw Failure(description: "haproxy not found at \(configuration.executable): install the Debian package haproxy (apt-get install haproxy)")
         }
         self.configuration = configuration
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-haproxy-\(UUID().uuidString)")
+        let workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-haproxy-\(UUID().uuidString)")
+        directory = workDirectory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var lastError: (any Error)?
-        // A port found free can be taken before HAProxy binds it: retry with another one.
-        for _ in 0..<5 {
-            do {
-                let port = try Dnsmasq.freePort(on: HTTPDNSIPAddress("127.0.0.1")!)
-                let running = try Self.launch(configuration, port: port, directory: directory)
-                self.port = port
-                self.process = HTTPDNSLock(running)
-                return
-            } catch {
-                lastError = error
-            }
+        do {
+            let started = try Dnsmasq.onFreePort { port in try HAProxyServer.launch(configuration, port: port, directory: workDirectory) }
+            self.port = started.port
+            self.process = HTTPDNSLock(started.value)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
         }
-        try? FileManager.default.removeItem(at: directory)
-        throw lastError ?? Failure(description: "haproxy did not start")
     }
 
     deinit { stop() }

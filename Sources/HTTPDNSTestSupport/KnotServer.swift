@@ -50,24 +50,22 @@ package final class KnotServer: TransferPrimary {
         self.keyName = keyName
         keySecret = Self.randomSecret()
         address = HTTPDNSIPAddress("127.0.0.1")!
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-knot-\(UUID().uuidString)")
+        let workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-knot-\(UUID().uuidString)")
+        directory = workDirectory
         let settings = Settings(notify: notify, refresh: refresh, retry: retry, expire: expire)
         self.settings = HTTPDNSLock(settings)
-        var lastError: (any Error)?
-        for _ in 0..<5 {
-            do {
-                try Self.prepare(directory, zone: zone, serial: serial, records: records, settings)
-                let port = try Dnsmasq.freePort(on: address)
-                let running = try Self.launch(zone: zone, port: port, keyName: keyName, secret: keySecret, settings, directory: directory)
-                self.port = port
-                self.process = HTTPDNSLock(running)
-                return
-            } catch {
-                lastError = error
+        do {
+            let secret = keySecret
+            let started = try Dnsmasq.onFreePort(address) { port in
+                try KnotServer.prepare(workDirectory, zone: zone, serial: serial, records: records, settings)
+                return try KnotServer.launch(zone: zone, port: port, keyName: keyName, secret: secret, settings, directory: workDirectory)
             }
+            self.port = started.port
+            self.process = HTTPDNSLock(started.value)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
         }
-        try? FileManager.default.removeItem(at: directory)
-        throw lastError ?? Failure(description: "knotd did not start")
     }
 
     /// The same with NOTIFY to one port, or none.

@@ -75,25 +75,22 @@ package final class NamedServer: TransferPrimary {
         self.zone = zone
         self.keyName = keyName
         address = HTTPDNSIPAddress("127.0.0.1")!
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-named-\(UUID().uuidString)")
+        let workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-named-\(UUID().uuidString)")
+        directory = workDirectory
         let settings = Settings(notify: notify, secret: Self.randomSecret(), refresh: refresh, retry: retry, expire: expire, views: views)
         self.settings = HTTPDNSLock(settings)
-        var lastError: (any Error)?
-        for _ in 0..<5 {
-            do {
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                try Self.writeZone(zone: zone, serial: serial, records: records, settings, directory: directory)
-                let port = try Dnsmasq.freePort(on: address)
-                let running = try Self.launch(zone: zone, port: port, keyName: keyName, settings, directory: directory)
-                self.port = port
-                self.process = HTTPDNSLock(running)
-                return
-            } catch {
-                lastError = error
+        do {
+            let started = try Dnsmasq.onFreePort(address) { port in
+                try FileManager.default.createDirectory(at: workDirectory, withIntermediateDirectories: true)
+                try NamedServer.writeZone(zone: zone, serial: serial, records: records, settings, directory: workDirectory)
+                return try NamedServer.launch(zone: zone, port: port, keyName: keyName, settings, directory: workDirectory)
             }
+            self.port = started.port
+            self.process = HTTPDNSLock(started.value)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
         }
-        try? FileManager.default.removeItem(at: directory)
-        throw lastError ?? Failure(description: "named did not start")
     }
 
     deinit { stop() }

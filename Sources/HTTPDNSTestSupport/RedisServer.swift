@@ -47,23 +47,17 @@ package final class RedisServer: Sendable {
             throw Failure(description: "redis-server not found at \(configuration.executable): install the Debian package redis-server")
         }
         self.configuration = configuration
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-redis-\(UUID().uuidString)")
+        let workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-redis-\(UUID().uuidString)")
+        directory = workDirectory
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var lastError: (any Error)?
-        // A port found free can be taken before Redis binds it: retry with another one.
-        for _ in 0..<5 {
-            do {
-                let port = try Dnsmasq.freePort(on: HTTPDNSIPAddress("127.0.0.1")!)
-                let running = try Self.launch(configuration, port: port, directory: directory)
-                self.port = port
-                self.process = HTTPDNSLock(running)
-                return
-            } catch {
-                lastError = error
-            }
+        do {
+            let started = try Dnsmasq.onFreePort { port in try RedisServer.launch(configuration, port: port, directory: workDirectory) }
+            self.port = started.port
+            self.process = HTTPDNSLock(started.value)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
         }
-        try? FileManager.default.removeItem(at: directory)
-        throw lastError ?? Failure(description: "redis-server did not start")
     }
 
     deinit {
