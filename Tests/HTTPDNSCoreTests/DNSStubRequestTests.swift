@@ -1,4 +1,5 @@
 import DNSWire
+import Foundation
 import HTTPDNSCore
 import XCTest
 
@@ -132,5 +133,71 @@ final class DNSStubRequestTests: XCTestCase {
             return XCTFail("not resolved")
         }
         XCTAssertEqual(request.transport, .tcp)
+    }
+
+    /// The fuzz target's seeds (Fuzz/seeds.py) do what their names say, so that the corpus covers
+    /// every reaction.
+    func testFuzzSeedsCoverEveryReaction() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/stub-front")
+        let expected: [String: String] = [
+            "a": "query", "mixed-case-aaaa": "query", "many-no-edns": "query", "many-edns-600": "query",
+            "do-cd-https": "query", "ecs": "query", "query-with-chain": "query", "ecs-bad-bits": "badClientSubnet",
+            "edns-version-1": "badVersion", "two-opt": "badOPT", "update-opcode": "notQuery", "response": "isResponse",
+            "qdcount-2": "badQuestionCount", "qdcount-0": "badQuestionCount", "header-only-qdcount-1": "malformed",
+            "eleven-bytes": "tooShort", "axfr": "unsupportedType",
+        ]
+        for (name, outcome) in expected {
+            let bytes = Array(try Data(contentsOf: folder.appendingPathComponent(name)))
+            let seen: String
+            switch DNSStubRequest.read(bytes, transport: .udp) {
+            case .query: seen = "query"
+            case .reject(let rejection): seen = "\(rejection.error.code)"
+            case .drop(let error): seen = "\(error.code)"
+            }
+            XCTAssertEqual(seen, outcome, name)
+        }
+    }
+
+    /// Seeded mutations of valid queries: every message is dropped or answered with its ID and QR,
+    /// within 512 bytes over UDP (the fuzz target's property, run here on every `make test`).
+    func testMutatedQueriesAreDroppedOrAnsweredWithinTheLimit() throws {
+        var generator = SeededGenerator(seed: 0x57AB)
+        let seeds = [
+            F.query("WwW.Example.COM", .AAAA, edns: DNSEDNS(udpPayloadSize: 4096, dnssecOK: true, options: [0, 8, 0, 7, 0, 1, 24, 0, 198, 51, 100])),
+            F.query("a.b.c.example.net", .TXT),
+        ]
+        let front = DNSStubFront()
+        var outcomes: [String: Int] = [:]
+        for round in 0..<3000 {
+            var bytes = seeds[round % seeds.count]
+            for _ in 0...Int.random(in: 0..<4, using: &generator) {
+                let position = Int.random(in: 0..<bytes.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: bytes[position] = UInt8.random(in: 0...255, using: &generator)
+                case 1: bytes.removeSubrange(position...)
+                default: bytes.insert(UInt8.random(in: 0...255, using: &generator), at: position)
+                }
+                if bytes.isEmpty { break }
+            }
+            switch front.receive(bytes, transport: .udp, clientAllowed: true) {
+            case .drop:
+                outcomes["drop", default: 0] += 1
+            case .reply(let answer, let reason):
+                outcomes["\(reason.code)", default: 0] += 1
+                let message = try XCTUnwrap(F.decode(answer))
+                XCTAssertEqual(message.id, UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
+                XCTAssertTrue(message.isResponse)
+                XCTAssertLessThanOrEqual(answer.count, 512)
+            case .resolve(let request):
+                outcomes["resolve", default: 0] += 1
+                let many = DNSStubResponse(answers: (0..<200).map { F.a("www.example.com", UInt8($0)) })
+                let answer = front.encode(many, for: request)
+                XCTAssertLessThanOrEqual(answer.count, request.responseSizeLimit())
+                XCTAssertEqual(F.decode(answer)?.questions.first?.name.labels, request.question.name.labels)
+            }
+        }
+        XCTAssertGreaterThan(outcomes["resolve", default: 0], 100, "\(outcomes)")
+        XCTAssertGreaterThan(outcomes["malformed", default: 0], 100, "\(outcomes)")
     }
 }
