@@ -84,6 +84,10 @@ final class DNSStubCacheTests: XCTestCase {
         XCTAssertEqual(cache.store(negative(.noError), for: try request("www.example.com", .AAAA), now: 0), 300)
         XCTAssertEqual(cache.lookup(try request("www.example.com", .AAAA), now: 1)?.response.rcode, .noError)
         XCTAssertNil(cache.lookup(try request("www.example.com", .A), now: 1))
+        // An NXDOMAIN replaces the older answer of the type asked.
+        cache.store(DNSStubResponse(answers: [F.a("old.example.com", 1)]), for: try request("old.example.com"), now: 0)
+        cache.store(negative(.nameError), for: try request("old.example.com"), now: 10)
+        XCTAssertEqual(cache.lookup(try request("old.example.com"), now: 11)?.response.rcode, .nameError)
     }
 
     func testServeStaleOnlyAfterAFailureAndWithinTheWindow() throws {

@@ -110,7 +110,11 @@ package struct DNSStubCache: Sendable {
     package mutating func store(_ response: DNSStubResponse, for request: DNSStubRequest, now: Double) -> UInt32? {
         guard let ttl = cacheTTL(of: response, question: request.question) else { return nil }
         var key = Key(request)
-        if response.rcode == .nameError, response.answers.isEmpty { key.type = nil }
+        if response.rcode == .nameError, response.answers.isEmpty {
+            // The name is gone: an older answer of the type asked must not outlive it.
+            remove(key)
+            key.type = nil
+        }
         var kept = response
         kept.extendedError = nil
         insert(key, Entry(response: kept, storedAt: now, ttl: ttl))

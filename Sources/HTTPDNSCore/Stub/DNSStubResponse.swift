@@ -12,7 +12,8 @@ package struct DNSStubResponse: Sendable, Hashable {
     /// The answer section in the upstream's order: a CNAME chain stays whole and in order.
     package var answers: [DNSRecord]
     package var authorities: [DNSRecord]
-    /// The additional section without OPT or TSIG records, which belong to one hop only.
+    /// The additional section. OPT and TSIG records, which belong to one hop only, are left out of
+    /// every section.
     package var additionals: [DNSRecord]
     /// The upstream's AD bit. Sent on only to clients that set DO or AD (RFC 6840 §5.8); the stub,
     /// which does not validate, never sets AD itself.
@@ -29,8 +30,8 @@ package struct DNSStubResponse: Sendable, Hashable {
         extendedError: DNSExtendedError? = nil
     ) {
         self.rcode = rcode
-        self.answers = answers
-        self.authorities = authorities
+        self.answers = answers.filter { $0.type != .OPT }
+        self.authorities = authorities.filter { $0.type != .OPT }
         self.additionals = additionals.filter { $0.type != .OPT && $0.type != .TSIG }
         self.authenticData = authenticData
         self.isTruncated = isTruncated
@@ -47,8 +48,8 @@ package struct DNSStubResponse: Sendable, Hashable {
         let options = upstream.edns
         let extended = UInt16(options?.extendedRCode ?? 0) << 4 | UInt16(upstream.rcode.rawValue)
         self.init(
-            rcode: upstream.rcode, answers: upstream.answers.filter { $0.type != .OPT },
-            authorities: upstream.authorities.filter { $0.type != .OPT }, additionals: upstream.additionals,
+            rcode: upstream.rcode, answers: upstream.answers, authorities: upstream.authorities,
+            additionals: upstream.additionals,
             authenticData: upstream.authenticData, isTruncated: upstream.isTruncated,
             extendedError: options.flatMap { DNSExtendedError.first(in: $0.options) }
         )
