@@ -254,5 +254,36 @@ def main():
     write("zone-copy", "two-messages", copy([copy_message([soa(8), a_record("www.example.com", 1)]),
                                             copy_message([a_record("mail.example.com", 2), soa(8)])]))
 
+    # The stub's DNS front (issue 23): whole datagrams as clients send them, and what it must drop
+    # or answer at once. The ID's low byte sets how many records the property answers with.
+    def stub_query(host, rtype, qid=0xbe20, flags=0x0100, opt=None, qdcount=1):
+        header = struct.pack(">HHHHHH", qid, flags, qdcount, 0, 0, 1 if opt is not None else 0)
+        return header + dns_name(host) + struct.pack(">HH", rtype, 1) + (opt if opt is not None else b"")
+
+    def stub_opt(size=1232, ttl=0, options=b""):
+        return b"\0" + struct.pack(">HHIH", 41, size, ttl, len(options)) + options
+
+    write("stub-front", "a", stub_query("www.example.com", 1))
+    write("stub-front", "mixed-case-aaaa", stub_query("WwW.ExAmPlE.CoM", 28, qid=0x0102))
+    write("stub-front", "many-no-edns", stub_query("www.example.com", 1, qid=0x01ff))
+    write("stub-front", "many-edns-600", stub_query("www.example.com", 1, qid=0x40ff, opt=stub_opt(600)))
+    write("stub-front", "do-cd-https", stub_query("www.example.com", 65, qid=0xff10, flags=0x0110, opt=stub_opt(4096, 0x8000)))
+    write("stub-front", "ecs", stub_query("www.example.com", 1, opt=stub_opt(options=bytes([0, 8, 0, 7, 0, 1, 24, 0, 198, 51, 100]))))
+    write("stub-front", "ecs-bad-bits", stub_query("www.example.com", 1, opt=stub_opt(options=bytes([0, 8, 0, 7, 0, 1, 23, 0, 198, 51, 101]))))
+    write("stub-front", "edns-version-1", stub_query("www.example.com", 1, opt=stub_opt(4096, 0x00010000)))
+    write("stub-front", "two-opt", struct.pack(">HHHHHH", 0xbe20, 0x0100, 1, 0, 0, 2) + dns_name("www.example.com")
+          + struct.pack(">HH", 1, 1) + stub_opt() + stub_opt())
+    write("stub-front", "update-opcode", stub_query("example.com", 6, flags=0x2800))
+    write("stub-front", "response", stub_query("www.example.com", 1, flags=0x8180))
+    write("stub-front", "qdcount-2", stub_query("www.example.com", 1, qdcount=2) + dns_name("b.example.com") + struct.pack(">HH", 1, 1))
+    write("stub-front", "qdcount-0", struct.pack(">HHHHHH", 0xbe20, 0x0100, 0, 0, 0, 0))
+    write("stub-front", "header-only-qdcount-1", struct.pack(">HHHHHH", 0xbeef, 0x0100, 1, 0, 0, 0))
+    write("stub-front", "eleven-bytes", bytes(11))
+    write("stub-front", "axfr", stub_query("example.com", 252))
+    # A query carrying answer records: the property also answers with the input as an upstream's answer.
+    chain = dns_answer("Www.Example.com", 1, [("www.example.com", 5, 60, dns_name("edge.example.net")),
+                                             ("edge.example.net", 1, 30, bytes([192, 0, 2, 1]))])
+    write("stub-front", "query-with-chain", struct.pack(">HH", 0x0203, 0x0100) + chain[4:])
+
 if __name__ == "__main__":
     main()
