@@ -1,0 +1,161 @@
+import DNSSockets
+import DNSWire
+import Foundation
+import HTTPDNSCore
+import HTTPDNSTransport
+
+/// A server that speaks DNS, asked by the stub for every query the engine does not answer (any type
+/// but A/AAAA of protected names, and those when the engine fails and the policy allows).
+package protocol DNSStubUpstream: Sendable {
+    /// For logs and Extended DNS Error text, for example `udp=10.0.0.1:53`.
+    var name: String { get }
+    /// Sends `query` (question, RD, CD, DO as the client asked; the ID is the upstream's business)
+    /// and returns the matching answer.
+    /// - Throws: `HTTPDNSError` (`.timedOut`, `.transport`, `.httpStatus`, `.malformedAnswer`, …).
+    func exchange(_ query: DNSMessage, timeout: Duration) async throws -> DNSMessage
+}
+
+/// `--upstream KIND=LOCATION`: `udp=IP:PORT` (UDP, TCP when truncated) or `doh=https://…` (RFC 8484
+/// wire format, POST), with `?bootstrap=IP[,IP…]` to reach the service without the local resolver.
+package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible {
+    package enum Kind: String, Sendable, Hashable {
+        case udp
+        case doh
+    }
+
+    package var kind: Kind
+    package var location: String
+
+    /// Parses `udp=IP:PORT` or `doh=URL`.
+    /// - Throws: `HTTPDNSError` `.invalidConfiguration` naming what is wrong.
+    package init(parsing text: String) throws(HTTPDNSError) {
+        guard let equals = text.firstIndex(of: "=") else {
+            throw HTTPDNSError(.invalidConfiguration, "expected KIND=LOCATION (udp=IP:PORT or doh=https://…)")
+        }
+        let kindText = text[..<equals].lowercased()
+        guard let kind = Kind(rawValue: kindText) else {
+            throw HTTPDNSError(.invalidConfiguration, "unknown upstream kind '\(kindText)' (udp, doh)")
+        }
+        self.kind = kind
+        location = String(text[text.index(after: equals)...])
+        _ = try makeUpstream(transport: nil)
+    }
+
+    package var description: String { "\(kind.rawValue)=\(location)" }
+
+    /// The upstream; `transport` carries DoH requests (nil only to validate).
+    package func makeUpstream(transport: HTTPTransport?, trust: HTTPDNSTrust = .system) throws(HTTPDNSError) -> any DNSStubUpstream {
+        switch kind {
+        case .udp:
+            guard let (address, port) = Self.hostPort(location) else {
+                throw HTTPDNSError(.invalidConfiguration, "udp upstream needs IP:PORT, got \(location)")
+            }
+            return DNSStubSocketUpstream(server: address, port: port)
+        case .doh:
+            guard var components = URLComponents(string: location), components.scheme == "https" || components.scheme == "http",
+                  components.host?.isEmpty == false
+            else {
+                throw HTTPDNSError(.invalidConfiguration, "doh upstream needs an http(s) URL, got \(location)")
+            }
+            var bootstrap: [HTTPDNSIPAddress] = []
+            var kept: [URLQueryItem] = []
+            for item in components.queryItems ?? [] {
+                guard item.name == "bootstrap" else {
+                    kept.append(item)
+                    continue
+                }
+                for text in (item.value ?? "").split(separator: ",") {
+                    guard let address = HTTPDNSIPAddress(String(text)) else {
+                        throw HTTPDNSError(.invalidConfiguration, "bootstrap address \(text) is not an IP address")
+                    }
+                    bootstrap.append(address)
+                }
+            }
+            components.queryItems = kept.isEmpty ? nil : kept
+            guard let url = components.url else { throw HTTPDNSError(.invalidConfiguration, "bad doh URL \(location)") }
+            return DNSStubDoHUpstream(url: url, bootstrap: bootstrap, transport: transport ?? .shared, trust: trust)
+        }
+    }
+
+    /// `IP:PORT` or `[IPv6]:PORT`.
+    static func hostPort(_ text: String) -> (HTTPDNSIPAddress, UInt16)? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
+        var host = text[..<colon]
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        return HTTPDNSIPAddress(String(host)).map { ($0, port) }
+    }
+}
+
+/// Plain DNS to a chosen server through ``DNSSocketClient``: a random ID and source port per
+/// query (RFC 5452), TCP when the UDP answer is truncated (RFC 7766 §5), blocking work on the
+/// client's bounded thread pool.
+struct DNSStubSocketUpstream: DNSStubUpstream {
+    var server: HTTPDNSIPAddress
+    var port: UInt16
+
+    var name: String { "udp=\(server.uriText):\(port)" }
+
+    func exchange(_ query: DNSMessage, timeout: Duration) async throws -> DNSMessage {
+        var query = query
+        query.id = DNSSocketClient.randomID()
+        var answer = try await DNSSocketClient().exchange(query, server: server, port: port, timeout: timeout)
+        answer.id = 0
+        return answer
+    }
+}
+
+/// DNS over HTTPS in the RFC 8484 wire format: the client's query with ID 0 (§4.1), POSTed as
+/// `application/dns-message`, on the libcurl transport (HTTP/2, pinned bootstrap addresses, the
+/// URL's host verified by TLS).
+struct DNSStubDoHUpstream: DNSStubUpstream {
+    var url: URL
+    var bootstrap: [HTTPDNSIPAddress]
+    var transport: HTTPTransport
+    var trust: HTTPDNSTrust
+
+    var name: String { "doh=\(url.absoluteString)" }
+
+    func exchange(_ query: DNSMessage, timeout: Duration) async throws -> DNSMessage {
+        var query = query
+        query.id = 0
+        let body: [UInt8]
+        do {
+            body = try query.encode()
+        } catch {
+            throw HTTPDNSError(.invalidConfiguration, "query cannot be encoded: \(error)", source: name)
+        }
+        var request = HTTPTransportRequest(url: url, method: "POST")
+        request.headers = [
+            HTTPTransportHeader(name: "accept", value: DoHWireFormat.contentType),
+            HTTPTransportHeader(name: "content-type", value: DoHWireFormat.contentType),
+        ]
+        request.body = .data(Data(body))
+        request.pinnedAddresses = bootstrap
+        request.trust = trust
+        request.timeouts = .init(connect: timeout, total: timeout, idle: timeout)
+        request.maxResponseBytes = 65_535
+        let response: HTTPTransportResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            throw HTTPDNSError(.transport, "\(error)", source: name)
+        }
+        guard (200..<300).contains(response.statusCode) else {
+            throw HTTPDNSError(.httpStatus, "HTTP \(response.statusCode)", source: name)
+        }
+        let type = (response.header("content-type") ?? "").split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard type == DoHWireFormat.contentType else {
+            throw HTTPDNSError.malformed("content type is not \(DoHWireFormat.contentType)", source: name)
+        }
+        let answer: DNSMessage
+        do {
+            answer = try DNSMessage(decoding: [UInt8](response.body))
+        } catch {
+            throw HTTPDNSError.malformed("not a DNS message: \(error)", source: name)
+        }
+        guard answer.isResponse, answer.questions == query.questions else {
+            throw HTTPDNSError.malformed("answer does not match the question", source: name)
+        }
+        return answer
+    }
+}
