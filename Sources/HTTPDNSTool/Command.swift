@@ -6,7 +6,7 @@ enum Command {
     /// Runs the tool with `arguments` (without the program name) and returns the exit status.
     static func main(_ arguments: [String]) async -> Int32 {
         guard let first = arguments.first else {
-            Output.usage(UsageError("missing subcommand (resolve, fetch, check, serve, proxy, demo)"))
+            Output.usage(UsageError("missing subcommand (resolve, fetch, check, serve, proxy, stub, demo)"))
             return ExitStatus.usage
         }
         let rest = Array(arguments.dropFirst())
@@ -27,12 +27,14 @@ enum Command {
             return await run("httpdns serve") { try await serve(rest) }
         case "proxy":
             return await run("httpdns proxy") { try await proxy(rest) }
+        case "stub":
+            return await run("httpdns stub") { try await stub(rest) }
         case "demo":
             if rest.contains("--help") || rest.contains("-h") { return printHelp(demoHelp.rendered) }
             return runDemoProgram(arguments: rest)
         default:
             let message = first.hasPrefix("-") ? "unknown option '\(first)'" : "unknown subcommand '\(first)'"
-            Output.usage(UsageError(message + " (subcommands: resolve, fetch, check, serve, proxy, demo)"))
+            Output.usage(UsageError(message + " (subcommands: resolve, fetch, check, serve, proxy, stub, demo)"))
             return ExitStatus.usage
         }
     }
@@ -60,6 +62,7 @@ enum Command {
         case "check": return printHelp(checkHelp.rendered)
         case "serve": return printHelp(serveHelp.rendered)
         case "proxy": return printHelp(proxyHelp.rendered)
+        case "stub": return printHelp(stubHelp.rendered)
         case "demo": return printHelp(demoHelp.rendered)
         default:
             Output.usage(UsageError("unknown subcommand '\(name)'"))

@@ -74,6 +74,7 @@ enum ToolHelp {
         ("check", "Compare LocalDNS with HTTPDNS for host names and report hijacking, with evidence."),
         ("serve", "Run an HTTPDNS server."),
         ("proxy", "Run a local HTTP proxy that resolves through HTTPDNS, for programs that know nothing of it."),
+        ("stub", "Run a local DNS server (UDP, TCP) for every program on the host: A/AAAA over HTTPDNS, other types through DoH."),
         ("demo", "Run the demonstration."),
     ]
 

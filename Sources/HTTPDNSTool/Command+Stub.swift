@@ -1,0 +1,109 @@
+import DNSWire
+import HTTPDNS
+import HTTPDNSCore
+import HTTPDNSServer
+import HTTPDNSTransport
+
+extension Command {
+    /// Where the stub listens by default: a loopback address of its own, clear of systemd-resolved's
+    /// 127.0.0.53 (its stub) and 127.0.0.54 (its proxy-only stub).
+    static let stubDefaultListen = "127.0.0.153:53"
+
+    static let stubSpecs: [OptionSpec] = [
+        OptionSpec("listen", value: "ip:port", help: """
+            Address and port for both UDP and TCP ([IPv6]:PORT for IPv6; port 0 picks one). Default \
+            \(stubDefaultListen): not systemd-resolved's 127.0.0.53 or 127.0.0.54, so both can run.
+            """),
+        OptionSpec("allow-from", value: "cidr", help: """
+            Clients answered (repeatable); others get REFUSED. Default: loopback only (127.0.0.0/8, ::1).
+            """),
+        OptionSpec("upstream", value: "kind=url", help: """
+            A DNS server for every query type the providers do not answer, tried in order (repeatable): \
+            udp=IP:PORT (plain DNS, TCP when truncated) or doh=https://… (RFC 8484; ?bootstrap=IP gives its \
+            address). Default: the DoH services of the default providers.
+            """),
+    ]
+
+    static let stubHelp = HelpText(
+        overview: """
+            Run a local DNS server (UDP and TCP, RFC 1035 and 7766) for every program on the host. A and AAAA \
+            queries of protected names are answered through HTTPDNS (the providers in order, the engine's \
+            cache and serve-stale); every other type, and those names when HTTPDNS fails (unless \
+            --httpdns-only), through the upstreams, with a wire cache that serves stale answers when the \
+            upstreams fail (RFC 8767). A query nobody answers gets SERVFAIL with an Extended DNS Error \
+            (RFC 8914). The engine never falls back to the system resolver here: the stub may be it. Runs \
+            until SIGINT or SIGTERM, then exits 0.
+            """,
+        usage: "httpdns stub [<options>]",
+        options: stubSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
+        sections: [
+            ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT"),
+            ("EXIT STATUS", "0 after SIGINT or SIGTERM, 1 when it cannot listen, 64 bad usage."),
+            ("EXAMPLES", """
+                httpdns stub
+                dig @127.0.0.153 www.example.com
+                httpdns stub --listen 127.0.0.1:5353 --upstream udp=10.0.0.1:53 --protect '*.example.com'
+                """),
+        ])
+
+    /// `httpdns stub`.
+    static func stub(_ arguments: [String]) async throws -> Int32 {
+        let command = "httpdns stub"
+        guard let parsed = try parse(arguments, command: command, help: stubHelp) else { return ExitStatus.success }
+        func bad(_ message: String) -> UsageError { UsageError(message, command: command) }
+        guard parsed.positionals.isEmpty else { throw bad("unexpected argument '\(parsed.positionals[0])'") }
+        let shared = try SharedOptions(parsed, command: command)
+        var configuration = DNSStubServer.Configuration()
+        let listen = parsed.last("listen") ?? stubDefaultListen
+        guard let (address, port, scheme) = parseListen(listen), scheme == nil else {
+            throw bad("bad --listen '\(listen)': expected IP:PORT ([IPv6]:PORT for IPv6)")
+        }
+        configuration.address = address
+        configuration.port = UInt16(port)
+        if parsed.has("allow-from") {
+            configuration.allowFrom = []
+            for text in parsed.all("allow-from") {
+                do {
+                    configuration.allowFrom.append(try HTTPDNSNetwork(text))
+                } catch {
+                    throw bad("bad --allow-from '\(text)': expected a CIDR such as 10.0.0.0/8")
+                }
+            }
+        }
+        let transport = HTTPTransport()
+        let trust = try shared.makeTrust(command: command)
+        let upstreamTexts = parsed.has("upstream")
+            ? parsed.all("upstream")
+            : SharedOptions.defaultProviders.filter { $0.hasPrefix("doh=") }
+        var upstreams: [any DNSStubUpstream] = []
+        for text in upstreamTexts {
+            do {
+                upstreams.append(try DNSStubUpstreamSpec(parsing: text).makeUpstream(transport: transport, trust: trust))
+            } catch {
+                throw bad("bad --upstream '\(text)': \(error.detail)")
+            }
+        }
+        var engineConfiguration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
+        // The stub may be the system resolver: the engine's LocalDNS would ask the stub itself.
+        // The upstreams are the fallback instead (DNSStubResolver.Configuration.engineFallback).
+        engineConfiguration.failover.httpdnsOnly = true
+        var resolverConfiguration = DNSStubResolver.Configuration()
+        resolverConfiguration.engineFallback = !shared.httpdnsOnly
+        if let timeout = shared.timeout { resolverConfiguration.upstreamTimeout = .milliseconds(Int64(timeout * 1000)) }
+        let resolver = DNSStubResolver(
+            engine: HTTPDNSEngine(configuration: engineConfiguration), upstreams: upstreams, configuration: resolverConfiguration)
+        let server: DNSStubServer
+        do {
+            server = try DNSStubServer(resolver: resolver, configuration: configuration)
+        } catch {
+            throw ToolFailure("cannot listen on \(listen): \(error.detail)")
+        }
+        try await waitForStopSignal(announce: {
+            let endpoint = "\(address.uriText):\(server.port)"
+            try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")
+        }) {
+            server.stop()
+        }
+        return ExitStatus.success
+    }
+}
