@@ -98,7 +98,7 @@ final class StubCommandTests: ToolTestCase {
         XCTAssertEqual(answer[3] & 0x0F, 1, "FORMERR")
         XCTAssertNil(try udpExchange([1, 2, 3], port: port, wait: 300), "too short: dropped")
         // The same cut message over TCP: FORMERR too.
-        let tcpAnswer = try XCTUnwrap(try tcpExchange(cut, port: port))
+        let tcpAnswer = try XCTUnwrap(try tcpExchange([cut], port: port).first)
         XCTAssertEqual(tcpAnswer[3] & 0x0F, 1, "FORMERR over TCP")
         XCTAssertEqual(try dig(port, ["+short", "www.example.test"]).stdoutText, "127.0.0.10\n")
         XCTAssertTrue(stub.isRunning)
@@ -125,6 +125,33 @@ final class StubCommandTests: ToolTestCase {
         let uncached = try dig(port, ["txt.example.test", "TXT"])
         XCTAssertTrue(uncached.stdoutText.contains("status: SERVFAIL"), uncached.stdoutText)
         XCTAssertTrue(uncached.stdoutText.contains("EDE: 22") || uncached.stdoutText.contains("EDE: 23"), uncached.stdoutText)
+    }
+
+    /// A name outside --protect goes to the upstream: here a DoH one (RFC 8484 POST), the loopback
+    /// HTTPDNS service's /dns-query, listed before the lying dnsmasq.
+    func testUnprotectedNameGoesToADoHUpstream() throws {
+        let doh = try startService(zone: """
+            {"plain.example.test": {"A": ["127.0.0.20"], "ttl": 60}}
+            """)
+        let (_, port) = try startStub(["--protect", "www.example.test", "--upstream", "doh=\(doh)/dns-query"])
+        // --upstream given twice: udp= (from startStub) first, so ask dnsmasq-unknown names: it
+        // REFUSES them and the DoH upstream answers.
+        XCTAssertEqual(try dig(port, ["+short", "plain.example.test", "A"]).stdoutText, "127.0.0.20\n")
+        XCTAssertEqual(try dig(port, ["+short", "www.example.test", "A"]).stdoutText, "127.0.0.10\n", "protected: HTTPDNS")
+    }
+
+    /// Two queries written at once on one connection: both answered, in order (RFC 7766 §6.2.1).
+    func testPipelinedTCPQueriesAreAnsweredInOrder() throws {
+        let (_, port) = try startStub()
+        let first: [UInt8] = [0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0] + Self.name("www.example.test") + [0, 1, 0, 1]
+        let second: [UInt8] = [0, 2, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0] + Self.name("mail.example.test") + [0, 15, 0, 1]
+        let answers = try tcpExchange([first, second], port: port)
+        XCTAssertEqual(answers.map { Array($0.prefix(2)) }, [[0, 1], [0, 2]])
+        XCTAssertEqual(answers.map { $0.count > 3 ? $0[3] & 0x0F : 99 }, [0, 0], "NOERROR both")
+    }
+
+    static func name(_ text: String) -> [UInt8] {
+        text.split(separator: ".").flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) } + [0]
     }
 
     func testHelpAndBadUsage() throws {
@@ -156,26 +183,30 @@ final class StubCommandTests: ToolTestCase {
         return count > 0 ? Array(buffer[0..<count]) : nil
     }
 
-    /// Sends `bytes` as one length-prefixed TCP message and returns the first answer.
-    func tcpExchange(_ bytes: [UInt8], port: Int) throws -> [UInt8]? {
+    /// Writes `messages` length-prefixed in one go on one connection and reads as many answers.
+    func tcpExchange(_ messages: [[UInt8]], port: Int) throws -> [[UInt8]] {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ToolRunner.Failure("socket") }
         defer { close(fd) }
         let connected = Dnsmasq.withSockAddr(HTTPDNSIPAddress("127.0.0.1")!, UInt16(port)) { connect(fd, $0, $1) }
         guard connected == 0 else { throw ToolRunner.Failure("connect") }
-        let framed = [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)] + bytes
+        let framed = messages.flatMap { [UInt8($0.count >> 8), UInt8($0.count & 0xFF)] + $0 }
         _ = framed.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var received: [UInt8] = []
+        var answers: [[UInt8]] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
+        while answers.count < messages.count {
             var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 3000) == 1 else { return nil }
+            guard poll(&entry, 1, 3000) == 1 else { break }
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { return nil }
+            guard count > 0 else { break }
             received += buffer[0..<count]
-            if received.count >= 2, received.count >= 2 + (Int(received[0]) << 8 | Int(received[1])) {
-                return Array(received[2...])
+            while received.count >= 2, received.count >= 2 + (Int(received[0]) << 8 | Int(received[1])) {
+                let length = Int(received[0]) << 8 | Int(received[1])
+                answers.append(Array(received[2..<(2 + length)]))
+                received.removeFirst(2 + length)
             }
         }
+        return answers
     }
 }
