@@ -61,9 +61,14 @@ extension Command {
         // The process ends here: the reports of this fetch go now rather than after the usual wait.
         // An address raced past may still be connecting; its failure (a blackholed origin times out
         // within the connect timeout) is one of them.
+        // The wait ends as soon as they are sent; its limit only matters with a slow endpoint.
         if let reporter = client.failureReporter {
             await client.racedPast.settle(within: configuration.connectTimeout)
-            await reporter.flush(within: .seconds(3))
+            await reporter.flush(within: .seconds(10))
+            if options.verbose, reporter.requestCount > 0 || reporter.queuedCount > 0 || reporter.droppedCount > 0 {
+                Output.diagnostic(
+                    "* failure reports: \(reporter.acceptedCount) accepted, \(reporter.queuedCount) not sent, \(reporter.droppedCount) dropped")
+            }
         }
         return try result.get()
     }

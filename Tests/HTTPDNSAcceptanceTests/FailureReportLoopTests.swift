@@ -78,6 +78,7 @@ final class FailureReportLoopTests: XCTestCase {
             let result = try fetch(from: client)
             XCTAssertTrue([o[1], o[2]].contains(result.served), "\(client): \(result.log)")
             XCTAssertTrue(result.log.contains("* \(blocked) port 443 failed"), "\(client): \(result.log)")
+            XCTAssertTrue(result.log.contains(", 0 not sent, 0 dropped"), "\(client): its reports went before it exited: \(result.log)")
             if index < a.count - 1 {
                 // Below the threshold: counted, nothing decided.
                 let reports = try reportStatus()
