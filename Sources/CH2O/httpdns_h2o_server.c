@@ -35,7 +35,7 @@
  * tcp_v6_rcv run the socket's filter with the IP header pulled); byte 13 holds the flags.
  * Dropping every packet instead lost a request under load: a reconnecting client whose SYN-ACK
  * came before the filter had its ACK and request dropped, and was reset once the listener closed. */
-static void drop_new_connections(int fd)
+int httpdns_refuse_new_connections(int fd)
 {
     struct sock_filter program_code[] = {
         BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
@@ -45,7 +45,7 @@ static void drop_new_connections(int fd)
         BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
     };
     struct sock_fprog program = {.len = sizeof program_code / sizeof program_code[0], .filter = program_code};
-    (void)setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
 }
 
 /* Whether a listener still has a connection waiting in its accept queue. */
@@ -108,7 +108,7 @@ static void stop_accepting(struct loop *loop)
         return;
     for (int i = 0; i < s->listener_count; i++)
         if (s->listeners[i].sock != NULL)
-            drop_new_connections(s->listeners[i].fd);
+            (void)httpdns_refuse_new_connections(s->listeners[i].fd);
     loop->handshake_grace_entry.cb = on_handshake_grace;
     h2o_timeout_link(loop->evloop, &loop->handshake_grace, &loop->handshake_grace_entry);
 }

@@ -32,7 +32,7 @@ extension Command {
             --httpdns-only), through the upstreams, with a wire cache that serves stale answers when the \
             upstreams fail (RFC 8767). A query nobody answers gets SERVFAIL with an Extended DNS Error \
             (RFC 8914). The engine never falls back to the system resolver here: the stub may be it. Runs \
-            until SIGINT or SIGTERM, then exits 0.
+            until SIGINT or SIGTERM, then drains (new TCP connections refused, every query already received answered) and exits 0.
             """,
         usage: "httpdns stub [<options>]",
         options: stubSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
@@ -102,7 +102,14 @@ extension Command {
             let endpoint = "\(address.uriText):\(server.port)"
             try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")
         }) {
+            // The drain: every query read is answered (issue 25). A query may try the engine and
+            // each upstream in turn, each within the timeout.
+            let longest = resolverConfiguration.upstreamTimeout * (upstreams.count + 1) + .seconds(1)
             server.stop()
+            Output.diagnostic("httpdns stub: draining: new connections refused, the queries received are being answered")
+            if await !server.drain(within: longest) {
+                Output.diagnostic("httpdns stub: queries still unanswered after \(longest); exiting")
+            }
         }
         return ExitStatus.success
     }

@@ -11,12 +11,13 @@ extension DNSStubServer {
     /// queries, answered in the order received (each waits for the one before; RFC 7766 §6.2.1.1
     /// allows out-of-order answers, this cut does not give them). Closed after
     /// ``Configuration/tcpIdleTimeout`` without a query, when a message or an answer takes longer
-    /// than ``Configuration/tcpMessageTimeout``, on a message the front drops, or at ``stop()``.
+    /// than ``Configuration/tcpMessageTimeout``, on a message the front drops, or at ``stop()``
+    /// once the queries already received (read, or queued in the kernel) are answered.
     func serveTCP(_ connection: DNSStubSocket, allowed: Bool) {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         var deadline = ContinuousClock.now + configuration.tcpIdleTimeout
-        while !isStopped {
+        while true {
             // Every whole message buffered, in order.
             while buffer.count >= 2 {
                 let length = Int(buffer[0]) << 8 | Int(buffer[1])
@@ -28,14 +29,16 @@ extension DNSStubServer {
                 else { return }
                 deadline = ContinuousClock.now + (buffer.isEmpty ? configuration.tcpIdleTimeout : configuration.tcpMessageTimeout)
             }
+            let draining = isStopped
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return }
-            let milliseconds = min(Int32(Self.slice), Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
-            guard connection.wait(for: Int16(POLLIN), milliseconds: milliseconds) != 0 else { continue }
+            // Draining: only what has already arrived is read (no wait), then the connection closes.
+            let milliseconds = draining ? 0 : min(Int32(Self.slice), Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
+            guard draining || connection.wait(for: Int16(POLLIN), milliseconds: milliseconds) != 0 else { continue }
             let count = chunk.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count == 0 { return }
             if count < 0 {
-                if errno == EAGAIN || errno == EINTR { continue }
+                if errno == EINTR || (errno == EAGAIN && !draining) { continue }
                 return
             }
             // The first byte of a message starts its deadline; an idle connection keeps the idle one.
@@ -71,7 +74,7 @@ extension DNSStubServer {
         let deadline = ContinuousClock.now + configuration.tcpMessageTimeout
         var sent = 0
         while sent < bytes.count {
-            guard !isStopped, ContinuousClock.now < deadline else { return false }
+            guard ContinuousClock.now < deadline else { return false }
             let count = bytes[sent...].withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             if count > 0 {
                 sent += count

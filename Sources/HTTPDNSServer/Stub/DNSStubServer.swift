@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import CH2O
 import DNSSockets
 import Foundation
 import HTTPDNSCore
@@ -16,6 +17,11 @@ import Synchronization
 /// query becomes a task that sends its own answer (non-blocking `sendto`, so a task never blocks).
 /// The accept thread owns the listener; each connection thread owns its descriptor and answers its
 /// queries one after another, waiting for each task (pipelined queries are answered in order).
+///
+/// The drain (``drain(within:)``, issue 25): the listener refuses new handshakes, accepts those
+/// already answered for a short grace and closes; the UDP thread reads what the kernel already
+/// queued and stops reading; each connection answers the queries it has read and closes; every
+/// query taken is answered before ``drain(within:)`` returns.
 package final class DNSStubServer: Sendable {
     /// Settings, each with its default.
     package struct Configuration: Sendable {
@@ -37,6 +43,9 @@ package final class DNSStubServer: Sendable {
         package var maxUDPInFlight: Int = 1024
         /// The front's settings (the UDP payload size cap).
         package var front = DNSStubFront.Configuration()
+        /// How long the draining listener still accepts handshakes the kernel answered before it
+        /// refused new ones. Default 200 ms.
+        package var handshakeGrace: Duration = .milliseconds(200)
 
         package init() {}
     }
@@ -60,6 +69,8 @@ package final class DNSStubServer: Sendable {
     let stopped = Atomic<Bool>(false)
     let tcpConnections = Atomic<Int>(0)
     let udpInFlight = Atomic<Int>(0)
+    /// Serving threads not yet finished (UDP, accept, connections).
+    let threads = Atomic<Int>(0)
 
     /// Binds both sockets and starts serving.
     /// - Throws: `HTTPDNSError` `.transport` when either socket cannot be bound.
@@ -83,18 +94,39 @@ package final class DNSStubServer: Sendable {
                 if configuration.port != 0 || attempt >= 5 { throw error }
             }
         }
-        let udpThread = Thread { [self] in serveUDP() }
-        udpThread.name = "httpdns stub udp"
-        udpThread.start()
-        let tcpThread = Thread { [self] in acceptTCP() }
-        tcpThread.name = "httpdns stub tcp"
-        tcpThread.start()
+        startThread("httpdns stub udp") { [self] in serveUDP() }
+        startThread("httpdns stub tcp") { [self] in acceptTCP() }
     }
 
-    /// Stops reading and accepting within ``slice`` milliseconds; queries being resolved finish
-    /// on their own. Idempotent.
+    /// Refuses new TCP handshakes at once and stops reading within ``slice`` milliseconds; what was
+    /// read is still answered (``drain(within:)`` waits for it). Idempotent.
     package func stop() {
-        stopped.store(true, ordering: .releasing)
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        _ = httpdns_refuse_new_connections(tcp.fd)
+    }
+
+    /// Stops (``stop()``) and waits until every query read has been answered and every serving
+    /// thread has finished, or until `timeout`.
+    /// - Returns: whether everything finished in time.
+    package func drain(within timeout: Duration) async -> Bool {
+        stop()
+        let deadline = ContinuousClock.now + timeout
+        while threads.load(ordering: .acquiring) > 0 || udpInFlight.load(ordering: .acquiring) > 0 {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    /// Runs `body` on a thread of its own, counted in ``threads``.
+    func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        threads.add(1, ordering: .relaxed)
+        let thread = Thread { [self] in
+            body()
+            threads.subtract(1, ordering: .releasing)
+        }
+        thread.name = name
+        thread.start()
     }
 
     var isStopped: Bool { stopped.load(ordering: .acquiring) }
@@ -107,65 +139,87 @@ package final class DNSStubServer: Sendable {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while !isStopped {
             guard udp.wait(for: Int16(POLLIN), milliseconds: Self.slice) != 0 else { continue }
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let count = buffer.withUnsafeMutableBytes { bytes in
-                withUnsafeMutablePointer(to: &storage) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        recvfrom(udp.fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
-                    }
-                }
-            }
-            guard count >= 0, let peer = withUnsafePointer(to: &storage, { SocketAddress(storage: UnsafeRawPointer($0)) }) else { continue }
-            let message = Array(buffer[0..<count])
-            switch front.receive(message, transport: .udp, clientAllowed: allows(peer.address)) {
-            case .drop:
-                continue
-            case .reply(let bytes, _):
-                udp.send(bytes, to: peer)
-            case .resolve(let request):
-                guard udpInFlight.add(1, ordering: .relaxed).newValue <= configuration.maxUDPInFlight else {
-                    udpInFlight.subtract(1, ordering: .relaxed)
-                    continue
-                }
-                let socket = udp
-                Task { [self] in
-                    let response = await resolver.answer(request)
-                    socket.send(front.encode(response, for: request), to: peer)
-                    udpInFlight.subtract(1, ordering: .relaxed)
+            _ = receiveUDP(&buffer)
+        }
+        // The drain: what the kernel queued before the stop is answered too.
+        while receiveUDP(&buffer) {}
+    }
+
+    /// Reads and handles one datagram without waiting; false when none was queued.
+    private func receiveUDP(_ buffer: inout [UInt8]) -> Bool {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let count = buffer.withUnsafeMutableBytes { bytes in
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    recvfrom(udp.fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
                 }
             }
         }
+        guard count >= 0 else { return errno == EINTR }
+        guard let peer = withUnsafePointer(to: &storage, { SocketAddress(storage: UnsafeRawPointer($0)) }) else { return true }
+        let message = Array(buffer[0..<count])
+        switch front.receive(message, transport: .udp, clientAllowed: allows(peer.address)) {
+        case .drop:
+            break
+        case .reply(let bytes, _):
+            udp.send(bytes, to: peer)
+        case .resolve(let request):
+            guard udpInFlight.add(1, ordering: .relaxed).newValue <= configuration.maxUDPInFlight else {
+                udpInFlight.subtract(1, ordering: .relaxed)
+                return true
+            }
+            let socket = udp
+            Task { [self] in
+                let response = await resolver.answer(request)
+                socket.send(front.encode(response, for: request), to: peer)
+                udpInFlight.subtract(1, ordering: .releasing)
+            }
+        }
+        return true
     }
 
     private func acceptTCP() {
         while !isStopped {
             guard tcp.wait(for: Int16(POLLIN), milliseconds: Self.slice) != 0 else { continue }
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    // Glibc does not import accept4; the tool starts no child while serving.
-                    accept(tcp.fd, $0, &length)
-                }
-            }
-            guard fd >= 0 else { continue }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            let connection = DNSStubSocket(fd: fd)
-            guard let peer = withUnsafePointer(to: &storage, { SocketAddress(storage: UnsafeRawPointer($0)) }) else { continue }
-            guard tcpConnections.add(1, ordering: .relaxed).newValue <= configuration.maxTCPConnections else {
-                // Over the limit: closed at once (as `connection` goes), the client tries again later.
-                tcpConnections.subtract(1, ordering: .relaxed)
-                continue
-            }
-            let allowed = allows(peer.address)
-            let thread = Thread { [self] in
-                serveTCP(connection, allowed: allowed)
-                tcpConnections.subtract(1, ordering: .relaxed)
-            }
-            thread.name = "httpdns stub tcp conn"
-            thread.start()
+            acceptOne()
         }
+        // The drain: no new handshake since ``stop()``; those the kernel already answered complete
+        // within the grace and are served; then the listener closes (a retried SYN is refused).
+        let grace = ContinuousClock.now + configuration.handshakeGrace
+        while ContinuousClock.now < grace {
+            if tcp.wait(for: Int16(POLLIN), milliseconds: 10) != 0 { acceptOne() }
+        }
+        while tcp.wait(for: Int16(POLLIN), milliseconds: 0) != 0, acceptOne() {}
+        _ = shutdown(tcp.fd, Int32(SHUT_RDWR))
+    }
+
+    /// Accepts one connection and starts its thread; false when none was waiting.
+    @discardableResult
+    private func acceptOne() -> Bool {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let fd = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                // Glibc does not import accept4; the tool starts no child while serving.
+                accept(tcp.fd, $0, &length)
+            }
+        }
+        guard fd >= 0 else { return false }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        let connection = DNSStubSocket(fd: fd)
+        guard let peer = withUnsafePointer(to: &storage, { SocketAddress(storage: UnsafeRawPointer($0)) }) else { return true }
+        guard tcpConnections.add(1, ordering: .relaxed).newValue <= configuration.maxTCPConnections else {
+            // Over the limit: closed at once (as `connection` goes), the client tries again later.
+            tcpConnections.subtract(1, ordering: .relaxed)
+            return true
+        }
+        let allowed = allows(peer.address)
+        startThread("httpdns stub tcp conn") { [self] in
+            serveTCP(connection, allowed: allowed)
+            tcpConnections.subtract(1, ordering: .relaxed)
+        }
+        return true
     }
 }
