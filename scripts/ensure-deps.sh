@@ -27,6 +27,7 @@ packages=(
   nftables               # nft: the drop rule that blackholes a test namespace's addresses
   unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module)
   python3                # proxy tests: Python's urllib through `httpdns proxy`
+  python3-dnspython      # the stub's namespace test: dnspython among the clients that ask it
   python3-prometheus-client  # scripts/check-metrics.py: the reference parser reads serve's /metrics in `make test`
   chromium               # proxy tests: a real browser (headless) through `httpdns proxy`
   libnss3-tools          # certutil: the headless browser's trust store holds the test CA
