@@ -37,12 +37,13 @@ extension Command {
         usage: "httpdns stub [<options>]",
         options: stubSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
         sections: [
-            ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT"),
+            ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT; with --metrics, then: metrics on http://IP:PORT/metrics"),
             ("EXIT STATUS", "0 after SIGINT or SIGTERM, 1 when it cannot listen, 64 bad usage."),
             ("EXAMPLES", """
                 httpdns stub
                 dig @127.0.0.153 www.example.com
                 httpdns stub --listen 127.0.0.1:5353 --upstream udp=10.0.0.1:53 --protect '*.example.com'
+                httpdns stub --route '*.corp.example,!www.corp.example=udp=10.0.0.1:53' --metrics 127.0.0.1:9153
                 """),
         ])
 
@@ -83,6 +84,40 @@ extension Command {
                 throw bad("bad --upstream '\(text)': \(error.detail)")
             }
         }
+        let routes: DNSStubRoutes
+        var routeUpstreams: [[any DNSStubUpstream]] = []
+        do {
+            routes = try DNSStubRoutes(parsing: parsed.all("route"))
+        } catch {
+            throw bad("bad --route: \(error.detail)")
+        }
+        for route in routes.routes {
+            var list: [any DNSStubUpstream] = []
+            for text in route.upstreams {
+                do {
+                    list.append(try DNSStubUpstreamSpec(parsing: text).makeUpstream(transport: transport, trust: trust))
+                } catch {
+                    throw bad("bad --route '\(route.patterns)=\(text)': \(error.detail)")
+                }
+            }
+            routeUpstreams.append(list)
+        }
+        var metricsListen: (HTTPDNSIPAddress, Int)?
+        if let text = parsed.last("metrics") {
+            guard let (address, port, scheme) = parseListen(text), scheme == nil else {
+                throw bad("bad --metrics '\(text)': expected IP:PORT ([IPv6]:PORT for IPv6)")
+            }
+            metricsListen = (address, port)
+        }
+        var queryLog: HTTPDNSAccessLog?
+        if let path = parsed.last("query-log") {
+            do {
+                queryLog = try HTTPDNSAccessLog(path: path)
+            } catch {
+                throw ToolFailure("cannot open --query-log \(path): \(error)")
+            }
+        }
+        let metrics = metricsListen == nil ? nil : DNSStubMetrics()
         var engineConfiguration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
         // The stub may be the system resolver: the engine's LocalDNS would ask the stub itself.
         // The upstreams are the fallback instead (DNSStubResolver.Configuration.engineFallback).
@@ -91,18 +126,33 @@ extension Command {
         resolverConfiguration.engineFallback = !shared.httpdnsOnly
         if let timeout = shared.timeout { resolverConfiguration.upstreamTimeout = .milliseconds(Int64(timeout * 1000)) }
         let resolver = DNSStubResolver(
-            engine: HTTPDNSEngine(configuration: engineConfiguration), upstreams: upstreams, configuration: resolverConfiguration)
+            engine: HTTPDNSEngine(configuration: engineConfiguration), upstreams: upstreams, routes: routes,
+            routeUpstreams: routeUpstreams, configuration: resolverConfiguration, metrics: metrics, queryLog: queryLog)
         let server: DNSStubServer
         do {
             server = try DNSStubServer(resolver: resolver, configuration: configuration)
         } catch {
             throw ToolFailure("cannot listen on \(listen): \(error.detail)")
         }
+        var metricsServer: HTTPServer?
+        if let metrics, let (metricsAddress, metricsPort) = metricsListen {
+            do {
+                metricsServer = try metrics.serve(address: metricsAddress, port: metricsPort)
+            } catch {
+                server.stop()
+                throw ToolFailure("cannot listen on --metrics \(metricsAddress.uriText):\(metricsPort): \(error)")
+            }
+        }
         try await waitForStopSignal(announce: {
             let endpoint = "\(address.uriText):\(server.port)"
             try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")
+            if let metricsServer, let (metricsAddress, _) = metricsListen {
+                try Output.line("metrics on http://\(metricsAddress.uriText):\(metricsServer.port)/metrics")
+            }
         }) {
             server.stop()
+            metricsServer?.stop(drain: .milliseconds(200))
+            queryLog?.close(timeout: .seconds(2))
         }
         return ExitStatus.success
     }
