@@ -18,9 +18,23 @@ extension Command {
             Clients answered (repeatable); others get REFUSED. Default: loopback only (127.0.0.0/8, ::1).
             """),
         OptionSpec("upstream", value: "kind=url", help: """
-            A DNS server for every query type the providers do not answer, tried in order (repeatable): \
+            A DNS server for every query type the providers do not answer, (repeatable): \
             udp=IP:PORT (plain DNS, TCP when truncated) or doh=https://… (RFC 8484; ?bootstrap=IP gives its \
-            address). Default: the DoH services of the default providers.
+            address). Default: the DoH services of the default providers. Ranked by smoothed RTT and failures; \
+            one slower than its usual time is hedged (the next is asked too, the first answer wins).
+            """),
+        OptionSpec("route", value: "pattern=upstream", help: """
+            Names matching PATTERN (as --protect: name, *.suffix, comma-separated, !pattern excludes) go to \
+            UPSTREAM only (as --upstream), every type, never to HTTPDNS (repeatable; the same PATTERN again \
+            adds an upstream to it). The longest matching suffix wins.
+            """),
+        OptionSpec("metrics", value: "ip:port", help: """
+            Serve GET /metrics (Prometheus text) there: queries by transport and source, per upstream \
+            results, smoothed RTT and hedges, cache entries. Default off.
+            """),
+        OptionSpec("query-log", value: "file|-", help: """
+            Append one JSON line per query (time, client, transport, name, type, rcode, source, upstream, ms) \
+            to FILE, or stdout for -; written off the serving threads, lines dropped (and counted) when it lags.
             """),
     ]
 

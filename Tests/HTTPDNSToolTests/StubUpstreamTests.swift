@@ -82,6 +82,121 @@ final class StubUpstreamTests: ToolTestCase {
         XCTAssertGreaterThan(doh[0].counts.dropped, 0, "the dropping upstream was asked and dropped")
     }
 
+    // MARK: - --route, --metrics, --query-log
+
+    /// `dig @127.0.0.1 -p PORT +short` with `arguments`; fails loudly when dig is missing.
+    func dig(_ port: Int, _ arguments: [String]) throws -> String {
+        let tool = "/usr/bin/dig"
+        guard FileManager.default.isExecutableFile(atPath: tool) else {
+            XCTFail("\(tool) not found: install the Debian package bind9-dnsutils")
+            throw ToolRunner.Failure("dig missing")
+        }
+        return try ToolRunner(executable: URL(fileURLWithPath: tool))
+            .run(["@127.0.0.1", "-p", "\(port)", "+time=3", "+tries=1", "+short"] + arguments, timeout: .seconds(30)).stdoutText
+    }
+
+    /// A dnsmasq for `corp.test` behind `--route '*.corp.test,!www.corp.test=udp=…'`, the HTTPDNS
+    /// service protecting `*.corp.test` with other addresses, and a DoH default upstream that
+    /// answers 127.0.0.1 and NODATA.
+    func startRoutedStub(_ extra: [String] = []) throws -> (RunningTool, Int, Int?, Dnsmasq, FakeDoHUpstream) {
+        let corp = try dnsmasq { configuration in
+            configuration.lie("git.corp.test", to: HTTPDNSIPAddress("127.0.0.77")!)
+            configuration.lie("www.corp.test", to: HTTPDNSIPAddress("127.0.0.78")!)
+            configuration.txtRecords = [("git.corp.test", ["routed"]), ("www.corp.test", ["routed too"])]
+            configuration.extraOptions = ["mx-host=git.corp.test,mx.corp.test,10"]
+        }
+        let doh = try upstreams(1)[0]
+        let (stub, port, metricsPort) = try startStub([
+            "--protect", "*.corp.test", "--upstream", "doh=\(doh.url)",
+            "--route", "*.corp.test,!www.corp.test=udp=127.0.0.1:\(corp.port)",
+        ] + extra)
+        return (stub, port, metricsPort, corp, doh)
+    }
+
+    func testRoutedNamesGoToTheirUpstreamForEveryTypeAndExcludedOnesDoNot() throws {
+        let (_, port, _, _, doh) = try startRoutedStub()
+        XCTAssertEqual(try dig(port, ["git.corp.test", "A"]), "127.0.0.77\n", "routed: dnsmasq, not HTTPDNS's 127.0.0.10")
+        XCTAssertEqual(try dig(port, ["+tcp", "git.corp.test", "TXT"]), "\"routed\"\n")
+        XCTAssertEqual(try dig(port, ["git.corp.test", "MX"]), "10 mx.corp.test.\n")
+        XCTAssertEqual(try dig(port, ["www.corp.test", "A"]), "127.0.0.11\n", "excluded: HTTPDNS, not dnsmasq's 127.0.0.78")
+        XCTAssertEqual(try dig(port, ["www.corp.test", "TXT"]), "", "excluded: the default DoH upstream (NODATA)")
+        XCTAssertEqual(try dig(port, ["other.test", "A"]), "127.0.0.1\n", "unrouted, unprotected: the default upstream")
+        XCTAssertEqual(doh.counts.requests, 2, "the default upstream saw www.corp.test TXT and other.test A only")
+    }
+
+    func testBadRouteIsAUsageError() throws {
+        for route in ["*.corp.test", "*.corp.test=tcp=127.0.0.1:53", "!*.corp.test=udp=127.0.0.1:53", "*.corp.test=udp=nohost"] {
+            let result = try run(["stub", "--route", route])
+            XCTAssertEqual(result.status, 64, "\(route): \(result.stderrText)")
+            XCTAssertTrue(result.stderrText.contains("--route"), result.stderrText)
+        }
+        XCTAssertEqual(try run(["stub", "--metrics", "localhost:9153"]).status, 64)
+        XCTAssertTrue(try run(["stub", "--help"]).stdoutText.contains("--query-log"))
+    }
+
+    /// GET /metrics before and after some queries: the front and upstream counters move.
+    func testMetricsAreScrapedAndMove() throws {
+        let (_, port, metricsPort, _, doh) = try startRoutedStub(["--metrics", "127.0.0.1:0"])
+        let metrics = try XCTUnwrap(metricsPort)
+        let before = try scrape(metrics)
+        XCTAssertTrue(before.contains("# TYPE httpdns_stub_queries_total counter"), before)
+        XCTAssertTrue(before.contains("httpdns_stub_upstream_queries_total{upstream=\"doh=\(doh.url)\",result=\"answered\"} 0"), before)
+        XCTAssertEqual(try dig(port, ["git.corp.test", "TXT"]), "\"routed\"\n")
+        XCTAssertEqual(try dig(port, ["+tcp", "other.test", "A"]), "127.0.0.1\n")
+        XCTAssertEqual(try dig(port, ["other.test", "A"]), "127.0.0.1\n")
+        XCTAssertEqual(try dig(port, ["www.corp.test", "A"]), "127.0.0.11\n")
+        let after = try scrape(metrics)
+        for line in [
+            "httpdns_stub_queries_total{transport=\"udp\",source=\"route\"} 1",
+            "httpdns_stub_queries_total{transport=\"tcp\",source=\"upstream\"} 1",
+            "httpdns_stub_queries_total{transport=\"udp\",source=\"cache\"} 1",
+            "httpdns_stub_queries_total{transport=\"udp\",source=\"engine\"} 1",
+            "httpdns_stub_upstream_queries_total{upstream=\"doh=\(doh.url)\",result=\"answered\"} 1",
+            "httpdns_stub_upstream_hedged_total{upstream=\"doh=\(doh.url)\"} 0",
+            "httpdns_stub_cache_entries 2",
+        ] {
+            XCTAssertTrue(after.contains(line + "\n"), "\(line) in\n\(after)")
+        }
+        XCTAssertTrue(after.contains("result=\"answered\"} 1\nhttpdns_stub_upstream_queries_total{upstream=\"udp=127.0.0.1:"), after)
+        XCTAssertFalse(after.contains("httpdns_stub_upstream_rtt_seconds{upstream=\"doh=\(doh.url)\"} 0\n"), "an RTT measured")
+    }
+
+    func scrape(_ port: Int) throws -> String {
+        let client = try RawHTTPClient(port: port)
+        XCTAssertTrue(client.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"))
+        let response = client.readResponse(timeout: 5)
+        XCTAssertEqual(response.status, 200, response.body)
+        return response.body
+    }
+
+    /// One JSON line per query, with the members and values the README lists.
+    func testQueryLogLinesAreJSON() throws {
+        let path = try temporaryDirectory().appendingPathComponent("queries.log").path
+        let (stub, port, _, corp, _) = try startRoutedStub(["--query-log", path])
+        XCTAssertEqual(try dig(port, ["git.corp.test", "TXT"]), "\"routed\"\n")
+        XCTAssertEqual(try dig(port, ["+tcp", "other.test", "A"]), "127.0.0.1\n")
+        XCTAssertEqual(try dig(port, ["www.corp.test", "A"]), "127.0.0.11\n")
+        stub.send(SIGTERM)
+        XCTAssertEqual(try stub.wait(timeout: .seconds(20)), 0)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let lines = text.split(separator: "\n")
+        XCTAssertEqual(lines.count, 3, text)
+        let objects = try lines.map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], String($0)) }
+        guard objects.count == 3 else { return }
+        XCTAssertEqual(objects.map { $0["name"] as? String }, ["git.corp.test", "other.test", "www.corp.test"])
+        XCTAssertEqual(objects.map { $0["type"] as? String }, ["TXT", "A", "A"])
+        XCTAssertEqual(objects.map { $0["transport"] as? String }, ["udp", "tcp", "udp"])
+        XCTAssertEqual(objects.map { $0["source"] as? String }, ["route", "upstream", "engine"])
+        XCTAssertEqual(objects.map { $0["rcode"] as? String }, ["NOERROR", "NOERROR", "NOERROR"])
+        XCTAssertEqual(objects[0]["upstream"] as? String, "udp=127.0.0.1:\(corp.port)")
+        XCTAssertTrue(objects[2]["upstream"] is NSNull)
+        for object in objects {
+            XCTAssertEqual(object["client"] as? String, "127.0.0.1")
+            XCTAssertNotNil(object["ms"] as? Double, "\(object)")
+            XCTAssertTrue((object["time"] as? String)?.hasSuffix("Z") == true, "\(object)")
+        }
+    }
+
     /// Sends an A query for each name over UDP, `concurrency` at a time, and returns each latency in
     /// milliseconds; fails when a query gets no NOERROR answer with one record within 3 s.
     static func latencies(port: Int, names: [String], concurrency: Int) throws -> [Double] {
