@@ -18,23 +18,10 @@ extension Command {
             Clients answered (repeatable); others get REFUSED. Default: loopback only (127.0.0.0/8, ::1).
             """),
         OptionSpec("upstream", value: "kind=url", help: """
-            A DNS server for every query type the providers do not answer, (repeatable): \
+            A DNS server for every query type the providers do not answer (repeatable): \
             udp=IP:PORT (plain DNS, TCP when truncated) or doh=https://… (RFC 8484; ?bootstrap=IP gives its \
             address). Default: the DoH services of the default providers. Ranked by smoothed RTT and failures; \
             one slower than its usual time is hedged (the next is asked too, the first answer wins).
-            """),
-        OptionSpec("route", value: "pattern=upstream", help: """
-            Names matching PATTERN (as --protect: name, *.suffix, comma-separated, !pattern excludes) go to \
-            UPSTREAM only (as --upstream), every type, never to HTTPDNS (repeatable; the same PATTERN again \
-            adds an upstream to it). The longest matching suffix wins.
-            """),
-        OptionSpec("metrics", value: "ip:port", help: """
-            Serve GET /metrics (Prometheus text) there: queries by transport and source, per upstream \
-            results, smoothed RTT and hedges, cache entries. Default off.
-            """),
-        OptionSpec("query-log", value: "file|-", help: """
-            Append one JSON line per query (time, client, transport, name, type, rcode, source, upstream, ms) \
-            to FILE, or stdout for -; written off the serving threads, lines dropped (and counted) when it lags.
             """),
     ]
 
@@ -49,7 +36,7 @@ extension Command {
             until SIGINT or SIGTERM, then exits 0.
             """,
         usage: "httpdns stub [<options>]",
-        options: stubSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
+        options: stubSpecs + stubRouteSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
         sections: [
             ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT; with --metrics, then: metrics on http://IP:PORT/metrics"),
             ("EXIT STATUS", "0 after SIGINT or SIGTERM, 1 when it cannot listen, 64 bad usage."),
@@ -98,39 +85,7 @@ extension Command {
                 throw bad("bad --upstream '\(text)': \(error.detail)")
             }
         }
-        let routes: DNSStubRoutes
-        var routeUpstreams: [[any DNSStubUpstream]] = []
-        do {
-            routes = try DNSStubRoutes(parsing: parsed.all("route"))
-        } catch {
-            throw bad("bad --route: \(error.detail)")
-        }
-        for route in routes.routes {
-            var list: [any DNSStubUpstream] = []
-            for text in route.upstreams {
-                do {
-                    list.append(try DNSStubUpstreamSpec(parsing: text).makeUpstream(transport: transport, trust: trust))
-                } catch {
-                    throw bad("bad --route '\(route.patterns)=\(text)': \(error.detail)")
-                }
-            }
-            routeUpstreams.append(list)
-        }
-        var metricsListen: (HTTPDNSIPAddress, Int)?
-        if let text = parsed.last("metrics") {
-            guard let (address, port, scheme) = parseListen(text), scheme == nil else {
-                throw bad("bad --metrics '\(text)': expected IP:PORT ([IPv6]:PORT for IPv6)")
-            }
-            metricsListen = (address, port)
-        }
-        var queryLog: HTTPDNSAccessLog?
-        if let path = parsed.last("query-log") {
-            do {
-                queryLog = try HTTPDNSAccessLog(path: path)
-            } catch {
-                throw ToolFailure("cannot open --query-log \(path): \(error)")
-            }
-        }
+        let (routes, routeUpstreams, metricsListen, queryLog) = try stubRouting(parsed, transport: transport, trust: trust, bad: bad)
         let metrics = metricsListen == nil ? nil : DNSStubMetrics()
         var engineConfiguration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
         // The stub may be the system resolver: the engine's LocalDNS would ask the stub itself.
