@@ -57,29 +57,37 @@ final class StubUpstreamTests: ToolTestCase {
     /// still far below the 500 ms of the slow upstream or the 2 s of a dropped request's timeout.
     func testOneSlowOrDroppingUpstreamOfThreeKeepsTheP99() throws {
         let doh = try upstreams()
-        func batch(_ label: String) throws -> Double {
-            let arguments = doh.flatMap { ["--upstream", "doh=\($0.url)"] } + ["--protect", "protected.test"]
-            let (stub, port, _) = try startStub(arguments)
+        func batch(_ label: String) throws -> (p99: Double, metrics: String) {
+            let arguments = doh.flatMap { ["--upstream", "doh=\($0.url)"] } + ["--protect", "protected.test", "--metrics", "127.0.0.1:0"]
+            let (stub, port, metricsPort) = try startStub(arguments)
             _ = try Self.latencies(port: port, names: (0..<50).map { "warm\($0).\(label).test" }, concurrency: 1)
             let latencies = try Self.latencies(port: port, names: (0..<2_000).map { "q\($0).\(label).test" }, concurrency: 16)
+            let metrics = try scrape(try XCTUnwrap(metricsPort))
             stub.send(SIGTERM)
             XCTAssertEqual(try stub.wait(timeout: .seconds(20)), 0)
             let sorted = latencies.sorted()
             let p99 = sorted[sorted.count * 99 / 100]
             print("stub p99 \(label): \(String(format: "%.2f", p99)) ms (p50 \(String(format: "%.2f", sorted[sorted.count / 2])) ms, max \(String(format: "%.2f", sorted.last!)) ms)")
-            return p99
+            return (p99, metrics)
         }
-        let healthy = try batch("healthy")
+        func count(_ metrics: String, _ family: String, _ labels: String) -> Int {
+            let prefix = "httpdns_stub_\(family){upstream=\"doh=\(doh[0].url)\"\(labels)} "
+            return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) } ?? -1
+        }
+        let (healthy, _) = try batch("healthy")
         doh[0].delay = .milliseconds(500)
-        let slow = try batch("slow")
+        let (slow, slowMetrics) = try batch("slow")
+        XCTAssertGreaterThan(count(slowMetrics, "upstream_hedged_total", ""), 0, "the slow upstream was hedged\n\(slowMetrics)")
         doh[0].delay = .zero
         doh[0].dropRate = 0.2
-        let dropping = try batch("dropping")
+        let dropped = doh[0].counts.dropped
+        let (dropping, dropMetrics) = try batch("dropping")
+        XCTAssertGreaterThan(count(dropMetrics, "upstream_queries_total", ",result=\"cancelled\""), 0, "a dropped request overtaken\n\(dropMetrics)")
         print("stub p99: healthy \(healthy) ms, one 500 ms late \(slow) ms, one dropping 20 % \(dropping) ms; upstream 0 got \(doh[0].counts)")
         let bound = max(1.2 * healthy, healthy + 10)
         XCTAssertLessThanOrEqual(slow, bound, "one upstream 500 ms late")
         XCTAssertLessThanOrEqual(dropping, bound, "one upstream dropping 20 %")
-        XCTAssertGreaterThan(doh[0].counts.dropped, 0, "the dropping upstream was asked and dropped")
+        XCTAssertGreaterThan(doh[0].counts.dropped, dropped, "the dropping upstream was asked and dropped")
     }
 
     // MARK: - --route, --metrics, --query-log

@@ -33,9 +33,6 @@ package final class DNSStubUpstreamGroup: Sendable {
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
-    /// The ranking as it stands, for tests and logs.
-    package var snapshot: DNSStubUpstreamRanking { ranking.withLock { $0 } }
-
     private enum Event: Sendable {
         case finished(Int, Result<DNSMessage, any Error>)
         case hedge(Int)
