@@ -122,13 +122,19 @@ public final class HTTPDNSAccessLog: Sendable {
     /// Queues `line`; never blocks on I/O. Dropped (and counted) when the buffer is full or the log
     /// is closed.
     package func log(_ line: HTTPDNSAccessLogLine) {
+        log { line.append(to: &$0) }
+    }
+
+    /// Queues the line `append` writes (one JSON object and its newline), as ``log(_:)-swift.method``
+    /// does: other logs of one line per event (the stub's query log) share the writer and its bounds.
+    package func log(appending append: (inout [UInt8]) -> Void) {
         let (accepted, wakeWriter) = state.withLock { state -> (Bool, Bool) in
             guard !state.closing else {
                 state.dropped &+= 1
                 return (false, false)
             }
             let before = state.pending.count
-            line.append(to: &state.pending)
+            append(&state.pending)
             guard state.pending.count <= configuration.maxBufferedBytes else {
                 state.pending.removeSubrange(before...)
                 state.dropped &+= 1

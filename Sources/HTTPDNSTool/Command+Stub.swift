@@ -18,9 +18,10 @@ extension Command {
             Clients answered (repeatable); others get REFUSED. Default: loopback only (127.0.0.0/8, ::1).
             """),
         OptionSpec("upstream", value: "kind=url", help: """
-            A DNS server for every query type the providers do not answer, tried in order (repeatable): \
+            A DNS server for every query type the providers do not answer (repeatable): \
             udp=IP:PORT (plain DNS, TCP when truncated) or doh=https://… (RFC 8484; ?bootstrap=IP gives its \
-            address). Default: the DoH services of the default providers.
+            address). Default: the DoH services of the default providers. Ranked by smoothed RTT and failures; \
+            one slower than its usual time is hedged (the next is asked too, the first answer wins).
             """),
     ]
 
@@ -35,14 +36,15 @@ extension Command {
             until SIGINT or SIGTERM, then drains (new TCP connections refused, every query already received answered) and exits 0.
             """,
         usage: "httpdns stub [<options>]",
-        options: stubSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
+        options: stubSpecs + stubRouteSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
         sections: [
-            ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT"),
+            ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT; with --metrics, then: metrics on http://IP:PORT/metrics"),
             ("EXIT STATUS", "0 after SIGINT or SIGTERM, 1 when it cannot listen, 64 bad usage."),
             ("EXAMPLES", """
                 httpdns stub
                 dig @127.0.0.153 www.example.com
                 httpdns stub --listen 127.0.0.1:5353 --upstream udp=10.0.0.1:53 --protect '*.example.com'
+                httpdns stub --route '*.corp.example,!www.corp.example=udp=10.0.0.1:53' --metrics 127.0.0.1:9153
                 """),
         ])
 
@@ -83,6 +85,8 @@ extension Command {
                 throw bad("bad --upstream '\(text)': \(error.detail)")
             }
         }
+        let (routes, routeUpstreams, metricsListen, queryLog) = try stubRouting(parsed, transport: transport, trust: trust, bad: bad)
+        let metrics = metricsListen == nil ? nil : DNSStubMetrics()
         var engineConfiguration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
         // The stub may be the system resolver: the engine's LocalDNS would ask the stub itself.
         // The upstreams are the fallback instead (DNSStubResolver.Configuration.engineFallback).
@@ -91,16 +95,29 @@ extension Command {
         resolverConfiguration.engineFallback = !shared.httpdnsOnly
         if let timeout = shared.timeout { resolverConfiguration.upstreamTimeout = .milliseconds(Int64(timeout * 1000)) }
         let resolver = DNSStubResolver(
-            engine: HTTPDNSEngine(configuration: engineConfiguration), upstreams: upstreams, configuration: resolverConfiguration)
+            engine: HTTPDNSEngine(configuration: engineConfiguration), upstreams: upstreams, routes: routes,
+            routeUpstreams: routeUpstreams, configuration: resolverConfiguration, metrics: metrics, queryLog: queryLog)
         let server: DNSStubServer
         do {
             server = try DNSStubServer(resolver: resolver, configuration: configuration)
         } catch {
             throw ToolFailure("cannot listen on \(listen): \(error.detail)")
         }
+        var metricsServer: HTTPServer?
+        if let metrics, let (metricsAddress, metricsPort) = metricsListen {
+            do {
+                metricsServer = try metrics.serve(address: metricsAddress, port: metricsPort)
+            } catch {
+                server.stop()
+                throw ToolFailure("cannot listen on --metrics \(metricsAddress.uriText):\(metricsPort): \(error)")
+            }
+        }
         try await waitForStopSignal(announce: {
             let endpoint = "\(address.uriText):\(server.port)"
             try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")
+            if let metricsServer, let (metricsAddress, _) = metricsListen {
+                try Output.line("metrics on http://\(metricsAddress.uriText):\(metricsServer.port)/metrics")
+            }
         }) {
             // The drain: every query read is answered (issue 25). A query may try the engine and
             // each upstream in turn, each within the timeout.
@@ -110,6 +127,8 @@ extension Command {
             if await !server.drain(within: longest) {
                 Output.diagnostic("httpdns stub: queries still unanswered after \(longest); exiting")
             }
+            metricsServer?.stop(drain: .milliseconds(200))
+            queryLog?.close(timeout: .seconds(2))
         }
         return ExitStatus.success
     }

@@ -4,8 +4,10 @@ import HTTPDNSCore
 
 /// Answers the stub's queries: A and AAAA of names the engine protects through the engine
 /// (HTTPDNS providers, its cache, serve-stale); every other query, and those when the engine fails
-/// and ``Configuration/engineFallback`` allows, through the upstreams in order. Upstream answers go
-/// through the wire cache, which serves them stale when every upstream fails (RFC 8767).
+/// and ``Configuration/engineFallback`` allows, through the upstreams, ranked and hedged
+/// (``DNSStubUpstreamGroup``). A name that matches a `--route` (``DNSStubRoutes``) goes to that
+/// route's upstreams only, for every type, and never to the engine. Upstream answers go through the
+/// wire cache, which serves them stale when every upstream fails (RFC 8767).
 package final class DNSStubResolver: Sendable {
     /// Settings, each with its default.
     package struct Configuration: Sendable {
@@ -21,8 +23,13 @@ package final class DNSStubResolver: Sendable {
     }
 
     let engine: HTTPDNSEngine
-    let upstreams: [any DNSStubUpstream]
+    let upstreams: DNSStubUpstreamGroup
+    let routes: DNSStubRoutes
+    let routeUpstreams: [DNSStubUpstreamGroup]
     let configuration: Configuration
+    /// `--metrics` and `--query-log`, when asked for.
+    let metrics: DNSStubMetrics?
+    let queryLog: HTTPDNSAccessLog?
     private let cache: HTTPDNSLock<DNSStubCache>
     private let clock = ContinuousClock()
     private let start = ContinuousClock.now
@@ -30,12 +37,28 @@ package final class DNSStubResolver: Sendable {
     /// - Parameters:
     ///   - engine: answers A/AAAA of protected names; its LocalDNS fallback should be off (the stub
     ///     may be the system resolver: asking it would loop), the upstreams are the fallback.
-    ///   - upstreams: tried in order for everything else.
-    package init(engine: HTTPDNSEngine, upstreams: [any DNSStubUpstream], configuration: Configuration = Configuration()) {
+    ///   - upstreams: asked for everything else, ranked.
+    ///   - routes: names that go to other upstreams only, with those upstreams (`routeUpstreams[i]`
+    ///     serves `routes.routes[i]`). Default none.
+    ///   - metrics: counts every query and upstream exchange. Default none.
+    ///   - queryLog: gets one ``DNSStubQueryLogLine`` per query. Default none.
+    package init(
+        engine: HTTPDNSEngine, upstreams: [any DNSStubUpstream], routes: DNSStubRoutes = DNSStubRoutes(),
+        routeUpstreams: [[any DNSStubUpstream]] = [], configuration: Configuration = Configuration(),
+        metrics: DNSStubMetrics? = nil, queryLog: HTTPDNSAccessLog? = nil
+    ) {
+        precondition(routes.routes.count == routeUpstreams.count, "one upstream list per route")
         self.engine = engine
-        self.upstreams = upstreams
+        self.upstreams = DNSStubUpstreamGroup(upstreams, metrics: metrics)
+        self.routes = routes
+        self.routeUpstreams = routeUpstreams.map { DNSStubUpstreamGroup($0, metrics: metrics) }
         self.configuration = configuration
-        cache = HTTPDNSLock(DNSStubCache(configuration: configuration.cache))
+        self.metrics = metrics
+        self.queryLog = queryLog
+        let cache = HTTPDNSLock(DNSStubCache(configuration: configuration.cache))
+        self.cache = cache
+        for upstream in upstreams + routeUpstreams.flatMap({ $0 }) { metrics?.register(upstream.name) }
+        metrics?.observe(cacheEntries: { cache.withLock { $0.count } }, logDropped: { queryLog?.dropped ?? 0 })
     }
 
     /// Seconds on a monotonic clock, for the cache.
@@ -45,20 +68,45 @@ package final class DNSStubResolver: Sendable {
     }
 
     /// The answer to `request`, never throwing: a failure is SERVFAIL with an Extended DNS Error.
-    package func answer(_ request: DNSStubRequest) async -> DNSStubResponse {
+    /// Counted in the metrics and written to the query log, with `client`, when those are on.
+    package func answer(_ request: DNSStubRequest, client: HTTPDNSIPAddress? = nil) async -> DNSStubResponse {
+        let began = ContinuousClock.now
+        let time = HTTPDNSAccessLogLine.now()
+        let (response, source, upstream) = await resolve(request)
+        metrics?.query(request.transport, source)
+        if let queryLog {
+            let elapsed = ContinuousClock.now - began
+            let line = DNSStubQueryLogLine(
+                timeMicroseconds: time, client: client, transport: request.transport, name: request.question.name.text(),
+                type: request.question.type, rcode: response.rcode, source: source, upstream: upstream,
+                latencyMicroseconds: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
+            queryLog.log { line.append(to: &$0) }
+        }
+        return response
+    }
+
+    /// Counts a message the front answered itself (REFUSED to a stranger, FORMERR, NOTIMP).
+    package func frontReplied(_ transport: DNSStubTransport, _ reason: DNSStubRequestError) {
+        metrics?.query(transport, reason.code == .notAllowed ? .refused : .rejected)
+    }
+
+    private func resolve(_ request: DNSStubRequest) async -> (DNSStubResponse, DNSStubMetrics.Source, String?) {
         let question = request.question
         let host = question.name.text()
+        if let route = routes.route(for: host) {
+            return await fromUpstreams(request, routeUpstreams[route], source: .route)
+        }
         if question.recordClass == .IN, question.type == .A || question.type == .AAAA, engine.protects(host) {
             switch await fromEngine(host, type: question.type, name: question.name) {
             case .success(let response):
-                return response
+                return (response, .engine, nil)
             case .failure(let error):
-                guard configuration.engineFallback, !upstreams.isEmpty else {
-                    return .serverFailure(.networkError, "HTTPDNS failed: \(error.code)")
+                guard configuration.engineFallback, !upstreams.upstreams.isEmpty else {
+                    return (.serverFailure(.networkError, "HTTPDNS failed: \(error.code)"), .servfail, nil)
                 }
             }
         }
-        return await fromUpstreams(request)
+        return await fromUpstreams(request, upstreams, source: .upstream)
     }
 
     /// The engine's addresses as records of the name asked, with the engine's TTL.
@@ -85,38 +133,26 @@ package final class DNSStubResolver: Sendable {
         }
     }
 
-    /// The cache, then the upstreams in order; every failure → the stale answer if any, else
-    /// SERVFAIL with EDE 22 (every upstream timed out) or 23 (an upstream failed otherwise).
-    private func fromUpstreams(_ request: DNSStubRequest) async -> DNSStubResponse {
-        if let hit = cache.withLock({ $0.lookup(request, now: now) }) { return hit.response }
-        guard !upstreams.isEmpty else { return .serverFailure(.noReachableAuthority, "no upstream configured") }
+    /// The cache, then the group's upstreams (ranked, hedged); every failure → the stale answer if
+    /// any, else SERVFAIL with EDE 22 (every upstream timed out) or 23 (an upstream failed otherwise).
+    private func fromUpstreams(
+        _ request: DNSStubRequest, _ group: DNSStubUpstreamGroup, source: DNSStubMetrics.Source
+    ) async -> (DNSStubResponse, DNSStubMetrics.Source, String?) {
+        if let hit = cache.withLock({ $0.lookup(request, now: now) }) { return (hit.response, .cache, nil) }
+        guard !group.upstreams.isEmpty else { return (.serverFailure(.noReachableAuthority, "no upstream configured"), .servfail, nil) }
         var query = DNSMessage.makeQuery(
             name: request.question.name, type: request.question.type, recursionDesired: true,
             edns: DNSEDNS(udpPayloadSize: 1232, dnssecOK: request.dnssecOK)
         )
         query.questions[0].recordClass = request.question.recordClass
         query.checkingDisabled = request.checkingDisabled
-        var failures: [String] = []
-        var allTimedOut = true
-        for (index, upstream) in upstreams.enumerated() {
-            do {
-                let message = try await upstream.exchange(query, timeout: configuration.upstreamTimeout)
-                let response = DNSStubResponse(upstream: message)
-                // SERVFAIL/REFUSED from one upstream: the next may know better.
-                if response.rcode == .serverFailure || response.rcode == .refused, index < upstreams.count - 1 {
-                    failures.append("\(upstream.name): \(response.rcode)")
-                    allTimedOut = false
-                    continue
-                }
-                cache.withLock { _ = $0.store(response, for: request, now: now) }
-                return response
-            } catch {
-                let code = (error as? HTTPDNSError)?.code
-                if code != .timedOut { allTimedOut = false }
-                failures.append("\(upstream.name): \(code.map { "\($0)" } ?? "\(error)")")
-            }
+        switch await group.exchange(query, timeout: configuration.upstreamTimeout) {
+        case .answer(let response, let upstream):
+            cache.withLock { _ = $0.store(response, for: request, now: now) }
+            return (response, source, upstream)
+        case .failed(let failures, let allTimedOut):
+            if let stale = cache.withLock({ $0.lookup(request, now: now, upstreamFailed: true) }) { return (stale.response, .stale, nil) }
+            return (.serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; ")), .servfail, nil)
         }
-        if let stale = cache.withLock({ $0.lookup(request, now: now, upstreamFailed: true) }) { return stale.response }
-        return .serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; "))
     }
 }

@@ -13,7 +13,7 @@ extension DNSStubServer {
     /// ``Configuration/tcpIdleTimeout`` without a query, when a message or an answer takes longer
     /// than ``Configuration/tcpMessageTimeout``, on a message the front drops, or at ``stop()``
     /// once the queries already received (read, or queued in the kernel) are answered.
-    func serveTCP(_ connection: DNSStubSocket, allowed: Bool) {
+    func serveTCP(_ connection: DNSStubSocket, allowed: Bool, client: HTTPDNSIPAddress) {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         var deadline = ContinuousClock.now + configuration.tcpIdleTimeout
@@ -24,7 +24,7 @@ extension DNSStubServer {
                 guard buffer.count >= 2 + length else { break }
                 let message = Array(buffer[2..<(2 + length)])
                 buffer.removeFirst(2 + length)
-                guard let answer = answerTCP(message, allowed: allowed),
+                guard let answer = answerTCP(message, allowed: allowed, client: client),
                       write([UInt8(answer.count >> 8), UInt8(answer.count & 0xFF)] + answer, to: connection)
                 else { return }
                 deadline = ContinuousClock.now + (buffer.isEmpty ? configuration.tcpIdleTimeout : configuration.tcpMessageTimeout)
@@ -48,18 +48,19 @@ extension DNSStubServer {
     }
 
     /// The answer to one TCP message; nil to close the connection (a message the front drops).
-    private func answerTCP(_ message: [UInt8], allowed: Bool) -> [UInt8]? {
+    private func answerTCP(_ message: [UInt8], allowed: Bool, client: HTTPDNSIPAddress) -> [UInt8]? {
         switch front.receive(message, transport: .tcp, clientAllowed: allowed) {
         case .drop:
             return nil
-        case .reply(let bytes, _):
+        case .reply(let bytes, let reason):
+            resolver.frontReplied(.tcp, reason)
             return bytes
         case .resolve(let request):
             // This thread is the connection's own: waiting here blocks no task.
             let done = DispatchSemaphore(value: 0)
             let result = HTTPDNSLock<DNSStubResponse?>(nil)
             Task { [resolver] in
-                let response = await resolver.answer(request)
+                let response = await resolver.answer(request, client: client)
                 result.withLock { $0 = response }
                 done.signal()
             }

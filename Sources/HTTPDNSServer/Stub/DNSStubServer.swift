@@ -162,8 +162,9 @@ package final class DNSStubServer: Sendable {
         switch front.receive(message, transport: .udp, clientAllowed: allows(peer.address)) {
         case .drop:
             break
-        case .reply(let bytes, _):
+        case .reply(let bytes, let reason):
             udp.send(bytes, to: peer)
+            resolver.frontReplied(.udp, reason)
         case .resolve(let request):
             guard udpInFlight.add(1, ordering: .relaxed).newValue <= configuration.maxUDPInFlight else {
                 udpInFlight.subtract(1, ordering: .relaxed)
@@ -171,7 +172,7 @@ package final class DNSStubServer: Sendable {
             }
             let socket = udp
             Task { [self] in
-                let response = await resolver.answer(request)
+                let response = await resolver.answer(request, client: peer.address)
                 socket.send(front.encode(response, for: request), to: peer)
                 udpInFlight.subtract(1, ordering: .releasing)
             }
@@ -217,7 +218,7 @@ package final class DNSStubServer: Sendable {
         }
         let allowed = allows(peer.address)
         startThread("httpdns stub tcp conn") { [self] in
-            serveTCP(connection, allowed: allowed)
+            serveTCP(connection, allowed: allowed, client: peer.address)
             tcpConnections.subtract(1, ordering: .relaxed)
         }
         return true
