@@ -185,6 +185,15 @@ public final class HTTPDNSEngine: Sendable {
         }
     }
 
+    /// What ``resolve(_:family:)`` would return at once from the cache (a stale answer included when
+    /// the policy serves it, its refresh started, the hit reported), or nil when it would have to ask
+    /// a provider. Never waits: for a caller on a thread of its own that answers many clients (the
+    /// stub's UDP thread) and sends only the misses to a task.
+    package func resolveFromCache(_ host: String, family: HTTPDNSAddressFamily? = nil) -> HTTPDNSAnswer? {
+        guard case .hit(let answer) = lookupCache(host, family: family) else { return nil }
+        return answer
+    }
+
     /// The cached answer for `host`, if a fresh one exists; never goes upstream and never waits.
     public func cachedAnswer(_ host: String, family: HTTPDNSAddressFamily? = nil) -> HTTPDNSAnswer? {
         let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: concreteFamily(family))

@@ -70,19 +70,61 @@ package final class DNSStubResolver: Sendable {
     /// The answer to `request`, never throwing: a failure is SERVFAIL with an Extended DNS Error.
     /// Counted in the metrics and written to the query log, with `client`, when those are on.
     package func answer(_ request: DNSStubRequest, client: HTTPDNSIPAddress? = nil) async -> DNSStubResponse {
-        let began = ContinuousClock.now
-        let time = HTTPDNSAccessLogLine.now()
+        let began = Began(logging: queryLog != nil)
         let (response, source, upstream) = await resolve(request)
-        metrics?.query(request.transport, source)
-        if let queryLog {
-            let elapsed = ContinuousClock.now - began
-            let line = DNSStubQueryLogLine(
-                timeMicroseconds: time, client: client, transport: request.transport, name: request.question.name.text(),
-                type: request.question.type, rcode: response.rcode, source: source, upstream: upstream,
-                latencyMicroseconds: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
-            queryLog.log { line.append(to: &$0) }
-        }
+        record(request, client: client, response, source, upstream, began: began)
         return response
+    }
+
+    /// The answer to `request` when it needs no waiting: the engine's cached addresses of a
+    /// protected name, or a fresh answer of the wire cache; nil when a provider or an upstream must
+    /// be asked (then ``answer(_:client:)``). The UDP thread answers these itself, without a task.
+    package func answerAtOnce(_ request: DNSStubRequest, client: HTTPDNSIPAddress? = nil) -> DNSStubResponse? {
+        let began = Began(logging: queryLog != nil)
+        let question = request.question
+        let host = question.name.text()
+        let response: DNSStubResponse
+        let source: DNSStubMetrics.Source
+        if routes.route(for: host) == nil, isAddressQuestion(question), engine.protects(host) {
+            guard let answer = engine.resolveFromCache(host, family: question.type == .AAAA ? .ipv6 : .ipv4) else { return nil }
+            (response, source) = (Self.response(answer, type: question.type, name: question.name), .engine)
+        } else {
+            guard let hit = cache.withLock({ $0.lookup(request, now: now) }) else { return nil }
+            (response, source) = (hit.response, .cache)
+        }
+        record(request, client: client, response, source, nil, began: began)
+        return response
+    }
+
+    /// When a query began, read only for the query log.
+    private struct Began {
+        var time: Int64 = 0
+        var instant: ContinuousClock.Instant?
+
+        init(logging: Bool) {
+            guard logging else { return }
+            time = HTTPDNSAccessLogLine.now()
+            instant = .now
+        }
+    }
+
+    /// Counts the query and writes its query-log line, when those are on.
+    private func record(
+        _ request: DNSStubRequest, client: HTTPDNSIPAddress?, _ response: DNSStubResponse, _ source: DNSStubMetrics.Source,
+        _ upstream: String?, began: Began
+    ) {
+        metrics?.query(request.transport, source)
+        guard let queryLog, let instant = began.instant else { return }
+        let elapsed = ContinuousClock.now - instant
+        let line = DNSStubQueryLogLine(
+            timeMicroseconds: began.time, client: client, transport: request.transport, name: request.question.name.text(),
+            type: request.question.type, rcode: response.rcode, source: source, upstream: upstream,
+            latencyMicroseconds: Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000))
+        queryLog.log { line.append(to: &$0) }
+    }
+
+    private func isAddressQuestion(_ question: DNSQuestion) -> Bool {
+        question.recordClass == .IN && (question.type == .A || question.type == .AAAA)
     }
 
     /// Counts a message the front answered itself (REFUSED to a stranger, FORMERR, NOTIMP).
@@ -96,7 +138,7 @@ package final class DNSStubResolver: Sendable {
         if let route = routes.route(for: host) {
             return await fromUpstreams(request, routeUpstreams[route], source: .route)
         }
-        if question.recordClass == .IN, question.type == .A || question.type == .AAAA, engine.protects(host) {
+        if isAddressQuestion(question), engine.protects(host) {
             switch await fromEngine(host, type: question.type, name: question.name) {
             case .success(let response):
                 return (response, .engine, nil)
@@ -116,21 +158,25 @@ package final class DNSStubResolver: Sendable {
     /// asked (an IPv6-only name asked A) is NODATA without SOA, which clients do not cache long.
     private func fromEngine(_ host: String, type: DNSRecordType, name: DNSName) async -> Result<DNSStubResponse, HTTPDNSError> {
         do {
-            let answer = try await engine.resolve(host, family: type == .AAAA ? .ipv6 : .ipv4)
-            let ttl = UInt32(clamping: max(0, answer.ttl))
-            let records = answer.addresses.compactMap { address -> DNSRecord? in
-                switch (address.family, type) {
-                case (.v4, .A): DNSRecord(name: name, ttl: ttl, data: .a(address.bytes))
-                case (.v6, .AAAA): DNSRecord(name: name, ttl: ttl, data: .aaaa(address.bytes))
-                default: nil
-                }
-            }
-            return .success(DNSStubResponse(answers: records))
+            return .success(Self.response(try await engine.resolve(host, family: type == .AAAA ? .ipv6 : .ipv4), type: type, name: name))
         } catch let error as HTTPDNSError {
             return .failure(error)
         } catch {
             return .failure(HTTPDNSError(.transport, "\(error)"))
         }
+    }
+
+    /// The engine's `answer` as records of `name` of `type`, with the engine's TTL.
+    private static func response(_ answer: HTTPDNSAnswer, type: DNSRecordType, name: DNSName) -> DNSStubResponse {
+        let ttl = UInt32(clamping: max(0, answer.ttl))
+        let records = answer.addresses.compactMap { address -> DNSRecord? in
+            switch (address.family, type) {
+            case (.v4, .A): DNSRecord(name: name, ttl: ttl, data: .a(address.bytes))
+            case (.v6, .AAAA): DNSRecord(name: name, ttl: ttl, data: .aaaa(address.bytes))
+            default: nil
+            }
+        }
+        return DNSStubResponse(answers: records)
     }
 
     /// The cache, then the group's upstreams (ranked, hedged); every failure → the stale answer if

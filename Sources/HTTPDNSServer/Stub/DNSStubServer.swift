@@ -166,6 +166,11 @@ package final class DNSStubServer: Sendable {
             udp.send(bytes, to: peer)
             resolver.frontReplied(.udp, reason)
         case .resolve(let request):
+            // A cached answer goes out from this thread: a task per query would cost more than it.
+            if let response = resolver.answerAtOnce(request, client: peer.address) {
+                udp.send(front.encode(response, for: request), to: peer)
+                return true
+            }
             guard udpInFlight.add(1, ordering: .relaxed).newValue <= configuration.maxUDPInFlight else {
                 udpInFlight.subtract(1, ordering: .relaxed)
                 return true
