@@ -29,6 +29,7 @@ let measurements: [(row: Int, name: String, run: @Sendable (BenchRunner) async t
     (8, "httpdns serve vs dnsdist", ServerBench.run),
     (9, "loopback proxy", ProxyBench.run),
     (10, "httpdns serve: views and health checks vs the plain zone", ViewsBench.run),
+    (11, "httpdns stub vs dnsdist and Unbound", StubBench.run),
 ]
 signal(SIGPIPE, SIG_IGN)
 
