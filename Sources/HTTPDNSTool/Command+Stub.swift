@@ -35,9 +35,14 @@ extension Command {
             until SIGINT or SIGTERM, then exits 0.
             """,
         usage: "httpdns stub [<options>]",
-        options: stubSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
+        options: stubSpecs + stubBootSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
         sections: [
             ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT"),
+            ("SYSTEMD", """
+                With LISTEN_FDS (socket activation) the passed UDP and TCP sockets are served and --listen is \
+                ignored; READY=1 goes to NOTIFY_SOCKET once the caches are loaded and the sockets answer, \
+                STOPPING=1 at stop. Units: contrib/systemd/httpdns-stub.socket and .service.
+                """),
             ("EXIT STATUS", "0 after SIGINT or SIGTERM, 1 when it cannot listen, 64 bad usage."),
             ("EXAMPLES", """
                 httpdns stub
@@ -54,6 +59,8 @@ extension Command {
         guard parsed.positionals.isEmpty else { throw bad("unexpected argument '\(parsed.positionals[0])'") }
         let shared = try SharedOptions(parsed, command: command)
         var configuration = DNSStubServer.Configuration()
+        let cacheDirectory = parsed.last("cache-dir")
+        let hosts = try stubHosts(parsed.all("hosts"), command: command)
         let listen = parsed.last("listen") ?? stubDefaultListen
         guard let (address, port, scheme) = parseListen(listen), scheme == nil else {
             throw bad("bad --listen '\(listen)': expected IP:PORT ([IPv6]:PORT for IPv6)")
@@ -87,22 +94,44 @@ extension Command {
         // The stub may be the system resolver: the engine's LocalDNS would ask the stub itself.
         // The upstreams are the fallback instead (DNSStubResolver.Configuration.engineFallback).
         engineConfiguration.failover.httpdnsOnly = true
+        let monitor = StubMonitor()
+        engineConfiguration.monitor = monitor
+        if let cacheDirectory { engineConfiguration.cache.persistencePath = cacheDirectory + "/engine.cache" }
         var resolverConfiguration = DNSStubResolver.Configuration()
         resolverConfiguration.engineFallback = !shared.httpdnsOnly
+        resolverConfiguration.hosts = hosts
         if let timeout = shared.timeout { resolverConfiguration.upstreamTimeout = .milliseconds(Int64(timeout * 1000)) }
-        let resolver = DNSStubResolver(
-            engine: HTTPDNSEngine(configuration: engineConfiguration), upstreams: upstreams, configuration: resolverConfiguration)
+        let engine = HTTPDNSEngine(configuration: engineConfiguration)
+        let resolver = DNSStubResolver(engine: engine, upstreams: upstreams, configuration: resolverConfiguration)
+        // Both caches are loaded before a socket answers: a restart with the upstreams unreachable
+        // answers what it knew at once.
+        let persistence = cacheDirectory.map {
+            DNSStubCachePersistence(
+                path: $0 + "/stub.cache", resolver: resolver, key: engineConfiguration.cache.persistenceKey, monitor: monitor)
+        }
+        await onOwnThread("httpdns stub cache load") {
+            engine.waitForCacheFile()
+            persistence?.load()
+        }
         let server: DNSStubServer
         do {
-            server = try DNSStubServer(resolver: resolver, configuration: configuration)
+            let activated = try DNSStubSystemd.activatedSockets()
+            server = try DNSStubServer(resolver: resolver, configuration: configuration, activated: activated)
         } catch {
             throw ToolFailure("cannot listen on \(listen): \(error.detail)")
         }
+        persistence?.start()
         try await waitForStopSignal(announce: {
-            let endpoint = "\(address.uriText):\(server.port)"
+            let endpoint = "\(server.localAddress.uriText):\(server.port)"
             try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")
+            DNSStubSystemd.notify("READY=1")
         }) {
+            DNSStubSystemd.notify("STOPPING=1")
             server.stop()
+            await onOwnThread("httpdns stub cache save") {
+                persistence?.stop()
+                try? engine.saveCache()
+            }
         }
         return ExitStatus.success
     }

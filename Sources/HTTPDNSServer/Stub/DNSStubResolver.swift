@@ -16,6 +16,10 @@ package final class DNSStubResolver: Sendable {
         package var engineFallback: Bool = true
         /// The wire cache's limits.
         package var cache = DNSStubCache.Configuration()
+        /// When the upstreams count as down and stale answers go out at once (RFC 8767 §5).
+        package var upstreamHealth = DNSStubUpstreamHealth.Configuration()
+        /// Static entries (`--hosts`), answered before anything else; none by default.
+        package var hosts = DNSStubHosts()
 
         package init() {}
     }
@@ -23,7 +27,12 @@ package final class DNSStubResolver: Sendable {
     let engine: HTTPDNSEngine
     let upstreams: [any DNSStubUpstream]
     let configuration: Configuration
-    private let cache: HTTPDNSLock<DNSStubCache>
+    let cache: HTTPDNSLock<DNSStubCache>
+    /// Bumped by every store, so the cache file is written only after a change.
+    let cacheChanges = HTTPDNSLock(0)
+    let health: HTTPDNSLock<DNSStubUpstreamHealth>
+    /// Keys being refreshed in the background (at most one refresh per key).
+    let refreshing = HTTPDNSLock(Set<DNSStubCache.Key>())
     private let clock = ContinuousClock()
     private let start = ContinuousClock.now
 
@@ -36,10 +45,11 @@ package final class DNSStubResolver: Sendable {
         self.upstreams = upstreams
         self.configuration = configuration
         cache = HTTPDNSLock(DNSStubCache(configuration: configuration.cache))
+        health = HTTPDNSLock(DNSStubUpstreamHealth(configuration: configuration.upstreamHealth))
     }
 
     /// Seconds on a monotonic clock, for the cache.
-    private var now: Double {
+    var now: Double {
         let elapsed = clock.now - start
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
@@ -47,6 +57,7 @@ package final class DNSStubResolver: Sendable {
     /// The answer to `request`, never throwing: a failure is SERVFAIL with an Extended DNS Error.
     package func answer(_ request: DNSStubRequest) async -> DNSStubResponse {
         let question = request.question
+        if let local = configuration.hosts.answer(question) { return local }
         let host = question.name.text()
         if question.recordClass == .IN, question.type == .A || question.type == .AAAA, engine.protects(host) {
             switch await fromEngine(host, type: question.type, name: question.name) {
@@ -87,9 +98,42 @@ package final class DNSStubResolver: Sendable {
 
     /// The cache, then the upstreams in order; every failure → the stale answer if any, else
     /// SERVFAIL with EDE 22 (every upstream timed out) or 23 (an upstream failed otherwise).
+    ///
+    /// With a stale answer at hand, the client does not wait for upstreams known to be failing
+    /// (``DNSStubUpstreamHealth``): it gets the stale answer at once and the refresh runs in the
+    /// background; otherwise each upstream gets at most the client response timer (RFC 8767 §5).
     private func fromUpstreams(_ request: DNSStubRequest) async -> DNSStubResponse {
-        if let hit = cache.withLock({ $0.lookup(request, now: now) }) { return hit.response }
+        let start = now
+        if let hit = cache.withLock({ $0.lookup(request, now: start) }) { return hit.response }
         guard !upstreams.isEmpty else { return .serverFailure(.noReachableAuthority, "no upstream configured") }
+        let stale = cache.withLock { $0.lookup(request, now: start, upstreamFailed: true) }
+        if let stale, health.withLock({ $0.isDown(now: start) }) {
+            refreshInBackground(request)
+            return stale.response
+        }
+        var timeout = configuration.upstreamTimeout
+        if stale != nil { timeout = min(timeout, configuration.upstreamHealth.clientResponseTimer) }
+        switch await exchange(request, timeout: timeout) {
+        case .success(let response):
+            return response
+        case .failure(let failure):
+            if let stale = cache.withLock({ $0.lookup(request, now: now, upstreamFailed: true) }) { return stale.response }
+            return failure.response
+        }
+    }
+
+    /// Refreshes `request`'s entry from the upstreams in a task of its own, once at a time per key.
+    private func refreshInBackground(_ request: DNSStubRequest) {
+        let key = DNSStubCache.Key(request)
+        guard refreshing.withLock({ $0.insert(key).inserted }) else { return }
+        Task {
+            _ = await exchange(request, timeout: configuration.upstreamTimeout)
+            refreshing.withLock { _ = $0.remove(key) }
+        }
+    }
+
+    /// The upstreams in order, the answer stored in the cache; the failure is the SERVFAIL to send.
+    private func exchange(_ request: DNSStubRequest, timeout: Duration) async -> Result<DNSStubResponse, DNSStubExchangeFailure> {
         var query = DNSMessage.makeQuery(
             name: request.question.name, type: request.question.type, recursionDesired: true,
             edns: DNSEDNS(udpPayloadSize: 1232, dnssecOK: request.dnssecOK)
@@ -98,9 +142,12 @@ package final class DNSStubResolver: Sendable {
         query.checkingDisabled = request.checkingDisabled
         var failures: [String] = []
         var allTimedOut = true
+        var answered = false
         for (index, upstream) in upstreams.enumerated() {
             do {
-                let message = try await upstream.exchange(query, timeout: configuration.upstreamTimeout)
+                let message = try await upstream.exchange(query, timeout: timeout)
+                answered = true
+                health.withLock { $0.recordAnswer() }
                 let response = DNSStubResponse(upstream: message)
                 // SERVFAIL/REFUSED from one upstream: the next may know better.
                 if response.rcode == .serverFailure || response.rcode == .refused, index < upstreams.count - 1 {
@@ -108,15 +155,22 @@ package final class DNSStubResolver: Sendable {
                     allTimedOut = false
                     continue
                 }
-                cache.withLock { _ = $0.store(response, for: request, now: now) }
-                return response
+                let stored = cache.withLock { $0.store(response, for: request, now: now) }
+                if stored != nil { cacheChanges.withLock { $0 &+= 1 } }
+                return .success(response)
             } catch {
                 let code = (error as? HTTPDNSError)?.code
                 if code != .timedOut { allTimedOut = false }
                 failures.append("\(upstream.name): \(code.map { "\($0)" } ?? "\(error)")")
             }
         }
-        if let stale = cache.withLock({ $0.lookup(request, now: now, upstreamFailed: true) }) { return stale.response }
-        return .serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; "))
+        if !answered { health.withLock { $0.recordFailure(now: now) } }
+        return .failure(DNSStubExchangeFailure(
+            response: .serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; "))))
     }
+}
+
+/// The SERVFAIL for a query no upstream answered, as an `Error` for `Result`.
+struct DNSStubExchangeFailure: Error {
+    var response: DNSStubResponse
 }

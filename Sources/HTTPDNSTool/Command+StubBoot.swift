@@ -1,0 +1,56 @@
+import Foundation
+import HTTPDNS
+import HTTPDNSCore
+import HTTPDNSServer
+
+extension Command {
+    /// `httpdns stub`'s options for starting as a service: persistence, static entries, systemd.
+    static let stubBootSpecs: [OptionSpec] = [
+        OptionSpec("cache-dir", value: "dir", help: """
+            Keep both caches in DIR (created 0700), so that a restart answers the names it knew at once, \
+            stale where expired, before any upstream answers: the engine's in DIR/engine.cache, the wire \
+            cache in DIR/stub.cache (checksummed, 0600; a damaged file is ignored whole, with a warning). \
+            Saved at most every 2 s after a change and at stop. systemd: StateDirectory=.
+            """),
+        OptionSpec("hosts", value: "file", help: """
+            Static entries in /etc/hosts format (repeatable): A and AAAA of the names (NODATA for a family \
+            the file does not give), PTR of the addresses, TTL 60, answered before anything else.
+            """),
+    ]
+
+    /// The tables of the `--hosts` files, merged in order.
+    static func stubHosts(_ paths: [String], command: String) throws -> DNSStubHosts {
+        var hosts = DNSStubHosts()
+        for path in paths {
+            guard let data = FileManager.default.contents(atPath: path), data.count <= 16 << 20 else {
+                throw UsageError("cannot read --hosts '\(path)'", command: command)
+            }
+            do {
+                hosts.merge(try DNSStubHosts(parsing: String(decoding: data, as: UTF8.self), source: path))
+            } catch {
+                throw UsageError("bad --hosts: \(error.detail)", command: command)
+            }
+        }
+        return hosts
+    }
+
+    /// Runs `body` on a thread of its own (file I/O, waits) and returns when it is done, so the
+    /// cooperative pool never blocks.
+    static func onOwnThread(_ name: String, _ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                body()
+                continuation.resume()
+            }
+            thread.name = name
+            thread.start()
+        }
+    }
+}
+
+/// `httpdns stub`'s warnings (a refused cache file, a failed save) on stderr, once each.
+final class StubMonitor: HTTPDNSEventMonitor {
+    func warning(_ message: String) {
+        Output.diagnostic("httpdns stub: warning: \(message)")
+    }
+}
