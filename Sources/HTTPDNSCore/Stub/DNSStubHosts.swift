@@ -32,19 +32,23 @@ package struct DNSStubHosts: Sendable {
     /// - Throws: ``HTTPDNSError`` `.invalidConfiguration` naming the file and line: an address that
     ///   is not IPv4 or IPv6, a line without a name, a name that is not a host name, a line too long.
     package init(parsing text: String, source: String) throws(HTTPDNSError) {
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Bytes, not Characters: "\r\n" is one Character, and a CRLF file must split like an LF one.
+        let lines = Array(text.utf8).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        for (index, line) in lines.enumerated() {
             func bad(_ why: String) -> HTTPDNSError {
                 HTTPDNSError(.invalidConfiguration, "\(source) line \(index + 1): \(why)")
             }
-            guard line.utf8.count <= Self.maximumLineLength else { throw bad("longer than \(Self.maximumLineLength) bytes") }
-            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            let fields = content.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
+            guard line.count <= Self.maximumLineLength else { throw bad("longer than \(Self.maximumLineLength) bytes") }
+            let content = line.prefix { $0 != UInt8(ascii: "#") }
+            let fields = content
+                .split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") })
+                .map { String(decoding: $0, as: UTF8.self) }
             guard let first = fields.first else { continue }
-            guard let address = HTTPDNSIPAddress(String(first)) else { throw bad("'\(first.prefix(64))' is not an IP address") }
+            guard let address = HTTPDNSIPAddress(first) else { throw bad("'\(first.prefix(64))' is not an IP address") }
             guard fields.count > 1 else { throw bad("no name after the address") }
             var lineNames: [DNSName] = []
             for field in fields.dropFirst() {
-                guard let name = try? DNSName(hostName: String(field)) else { throw bad("'\(field.prefix(64))' is not a host name") }
+                guard let name = try? DNSName(hostName: field) else { throw bad("'\(field.prefix(64))' is not a host name") }
                 lineNames.append(name)
             }
             add(address, names: lineNames)
