@@ -97,6 +97,7 @@ extension Command {
         let monitor = StubMonitor()
         engineConfiguration.monitor = monitor
         if let cacheDirectory { engineConfiguration.cache.persistencePath = cacheDirectory + "/engine.cache" }
+        engineConfiguration.cache.persistenceKey = try stubCacheKey(parsed.last("cache-key-file"), command: command)
         var resolverConfiguration = DNSStubResolver.Configuration()
         resolverConfiguration.engineFallback = !shared.httpdnsOnly
         resolverConfiguration.hosts = hosts

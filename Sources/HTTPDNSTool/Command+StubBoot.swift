@@ -12,6 +12,11 @@ extension Command {
             cache in DIR/stub.cache (checksummed, 0600; a damaged file is ignored whole, with a warning). \
             Saved at most every 2 s after a change and at stop. systemd: StateDirectory=.
             """),
+        OptionSpec("cache-key-file", value: "file", help: """
+            Sign both cache files with HMAC-SHA256 under this file's bytes (at least 16, a trailing newline \
+            dropped): a file not signed with the key is refused. Default: a SHA-256 checksum, which catches \
+            damage but not a deliberate edit.
+            """),
         OptionSpec("hosts", value: "file", help: """
             Static entries in /etc/hosts format (repeatable): A and AAAA of the names (NODATA for a family \
             the file does not give), PTR of the addresses, TTL 60, answered before anything else.
@@ -32,6 +37,17 @@ extension Command {
             }
         }
         return hosts
+    }
+
+    /// The bytes of `--cache-key-file`, if given.
+    static func stubCacheKey(_ path: String?, command: String) throws -> [UInt8]? {
+        guard let path else { return nil }
+        guard var key = FileManager.default.contents(atPath: path).map(Array.init), key.count <= 4096 else {
+            throw UsageError("cannot read --cache-key-file '\(path)'", command: command)
+        }
+        if key.last == UInt8(ascii: "\n") { key.removeLast() }
+        guard key.count >= 16 else { throw UsageError("--cache-key-file '\(path)' holds \(key.count) bytes; at least 16 needed", command: command) }
+        return key
     }
 
     /// Runs `body` on a thread of its own (file I/O, waits) and returns when it is done, so the

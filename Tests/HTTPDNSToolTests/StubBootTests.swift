@@ -139,6 +139,35 @@ final class StubBootTests: ToolTestCase {
         XCTAssertTrue(warnings.first?.contains("rejected: checksum mismatch; ignored") ?? false, "\(warnings)")
     }
 
+    /// `--cache-key-file`: the files are signed with HMAC-SHA256 under the key; without it, or with
+    /// another, they are refused (one warning each) and nothing is served from them.
+    func testCacheKeyFileSignsBothFiles() throws {
+        let upstream = try startUpstream()
+        let directory = try temporaryDirectory()
+        let state = directory.appendingPathComponent("state").path
+        let key = directory.appendingPathComponent("key").path
+        try "0123456789abcdef0123\n".write(toFile: key, atomically: true, encoding: .utf8)
+        let (first, port) = try startStub(["--cache-dir", state, "--cache-key-file", key, "--protect", "none.invalid",
+                                           "--upstream", "udp=127.0.0.1:\(upstream.port)"])
+        XCTAssertNotNil(try StubWire.udp("h60.boot.test", .A, port: port).message)
+        first.send(SIGTERM)
+        XCTAssertEqual(try first.wait(timeout: .seconds(20)), 0)
+        let header = try XCTUnwrap(FileManager.default.contents(atPath: state + "/stub.cache")).prefix(39)
+        XCTAssertEqual(String(decoding: header, as: UTF8.self), "swift-httpdns-stub-cache 1 hmac-sha256 ")
+        upstream.stop()
+        let blackhole = try blackholeUDP()
+        let (keyed, keyedPort) = try startStub(["--cache-dir", state, "--cache-key-file", key, "--protect", "none.invalid",
+                                                "--upstream", "udp=127.0.0.1:\(blackhole)"])
+        XCTAssertEqual(try StubWire.udp("h60.boot.test", .A, port: keyedPort).message?.answers.count, 1, "loaded with the key")
+        keyed.send(SIGKILL)
+        _ = try keyed.wait(timeout: .seconds(20))
+        let (unkeyed, unkeyedPort) = try startStub(["--cache-dir", state, "--protect", "none.invalid", "--upstream", "udp=127.0.0.1:\(blackhole)"])
+        XCTAssertEqual(try StubWire.udp("h60.boot.test", .A, port: unkeyedPort, wait: 5000).message?.rcode, .serverFailure, "refused without it")
+        XCTAssertTrue(String(decoding: unkeyed.stderr, as: UTF8.self).contains("stub.cache rejected: checksum mismatch; ignored"))
+        try "short\n".write(toFile: key, atomically: true, encoding: .utf8)
+        XCTAssertEqual(try run(["stub", "--cache-key-file", key]).status, 64, "a key under 16 bytes")
+    }
+
     /// (e) `--hosts`: A and AAAA from the file, NODATA for the family it lacks, PTR, TTL 60; other
     /// names and types go on to the upstream; a bad line is a usage error naming it.
     func testHostsFileAnswersAuthoritatively() throws {

@@ -138,3 +138,33 @@ final class NotifySocket {
         return count >= 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
     }
 }
+
+extension StubSystemdTests {
+    /// The unit files in contrib/systemd pass `systemd-analyze verify` (with ExecStart= pointed at
+    /// the built binary, which verify requires to exist).
+    func testUnitFilesVerify() throws {
+        let analyze = "/usr/bin/systemd-analyze"
+        guard FileManager.default.isExecutableFile(atPath: analyze) else {
+            return XCTFail("\(analyze) not found: install the Debian package systemd (scripts/ensure-deps.sh)")
+        }
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("contrib/systemd")
+        let directory = try temporaryDirectory()
+        for name in ["httpdns-stub.socket", "httpdns-stub.service"] {
+            var text = try String(contentsOf: source.appendingPathComponent(name), encoding: .utf8)
+            if name.hasSuffix(".service") {
+                XCTAssertTrue(text.contains("ExecStart=/usr/local/bin/httpdns stub --cache-dir /var/lib/httpdns-stub"))
+                XCTAssertTrue(text.contains("Type=notify"))
+                XCTAssertTrue(text.contains("\nCapabilityBoundingSet=\n"))
+                text = text.replacingOccurrences(of: "/usr/local/bin/httpdns", with: runner.executable.path)
+            } else {
+                XCTAssertTrue(text.contains("ListenDatagram=127.0.0.153:53\nListenStream=127.0.0.153:53\n"))
+            }
+            try text.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+        let result = try ToolRunner(executable: URL(fileURLWithPath: analyze)).run(
+            ["verify", directory.appendingPathComponent("httpdns-stub.socket").path, directory.appendingPathComponent("httpdns-stub.service").path])
+        XCTAssertEqual(result.status, 0, result.stderrText)
+        XCTAssertEqual(result.stderrText, "", "no warning")
+    }
+}
