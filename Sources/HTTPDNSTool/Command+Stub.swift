@@ -59,6 +59,13 @@ extension Command {
         guard parsed.positionals.isEmpty else { throw bad("unexpected argument '\(parsed.positionals[0])'") }
         let shared = try SharedOptions(parsed, command: command)
         var configuration = DNSStubServer.Configuration()
+        // Taken first, before any thread of ours runs: it edits the environment (LISTEN_*).
+        let activated: (udp: Int32, tcp: Int32)?
+        do {
+            activated = try DNSStubSystemd.activatedSockets()
+        } catch {
+            throw ToolFailure("socket activation: \(error.detail)")
+        }
         let cacheDirectory = parsed.last("cache-dir")
         let hosts = try stubHosts(parsed.all("hosts"), command: command)
         let listen = parsed.last("listen") ?? stubDefaultListen
@@ -116,7 +123,6 @@ extension Command {
         }
         let server: DNSStubServer
         do {
-            let activated = try DNSStubSystemd.activatedSockets()
             server = try DNSStubServer(resolver: resolver, configuration: configuration, activated: activated)
         } catch {
             throw ToolFailure("cannot listen on \(listen): \(error.detail)")
@@ -131,7 +137,11 @@ extension Command {
             server.stop()
             await onOwnThread("httpdns stub cache save") {
                 persistence?.stop()
-                try? engine.saveCache()
+                do {
+                    try engine.saveCache()
+                } catch {
+                    monitor.warning("cache file \(cacheDirectory ?? "")/engine.cache could not be written: \(error)")
+                }
             }
         }
         return ExitStatus.success

@@ -27,8 +27,8 @@ extension Command {
     static func stubHosts(_ paths: [String], command: String) throws -> DNSStubHosts {
         var hosts = DNSStubHosts()
         for path in paths {
-            guard let data = FileManager.default.contents(atPath: path), data.count <= 16 << 20 else {
-                throw UsageError("cannot read --hosts '\(path)'", command: command)
+            guard let data = readSmallFile(path, limit: 16 << 20) else {
+                throw UsageError("cannot read --hosts '\(path)' (or it is over 16 MiB)", command: command)
             }
             do {
                 hosts.merge(try DNSStubHosts(parsing: String(decoding: data, as: UTF8.self), source: path))
@@ -42,12 +42,21 @@ extension Command {
     /// The bytes of `--cache-key-file`, if given.
     static func stubCacheKey(_ path: String?, command: String) throws -> [UInt8]? {
         guard let path else { return nil }
-        guard var key = FileManager.default.contents(atPath: path).map(Array.init), key.count <= 4096 else {
-            throw UsageError("cannot read --cache-key-file '\(path)'", command: command)
+        guard var key = readSmallFile(path, limit: 4096).map(Array.init) else {
+            throw UsageError("cannot read --cache-key-file '\(path)' (or it is over 4096 bytes)", command: command)
         }
         if key.last == UInt8(ascii: "\n") { key.removeLast() }
         guard key.count >= 16 else { throw UsageError("--cache-key-file '\(path)' holds \(key.count) bytes; at least 16 needed", command: command) }
         return key
+    }
+
+    /// The bytes of `path`, nil when it cannot be read or holds more than `limit` bytes (read to
+    /// the limit only: a FIFO or /dev/zero is not read forever).
+    static func readSmallFile(_ path: String, limit: Int) -> Data? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: limit + 1) ?? Data(), data.count <= limit else { return nil }
+        return data
     }
 
     /// Runs `body` on a thread of its own (file I/O, waits) and returns when it is done, so the

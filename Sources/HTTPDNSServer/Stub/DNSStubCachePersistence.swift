@@ -92,7 +92,9 @@ package final class DNSStubCachePersistence: Sendable {
     private func saveIfChanged() {
         let changes = resolver.cacheChanges.withLock { $0 }
         guard changes != savedChanges.withLock({ $0 }) else { return }
-        // A copy under the lock (copy on write: cheap), encoded outside it.
+        // A copy under the lock (copy on write: O(1)), encoded outside it. A store while the encoding
+        // runs copies the cache's storage once, under the lock: a cost of one save, at most every
+        // interval, against a lock held for the whole encoding.
         let (snapshot, now) = resolver.cache.withLock { ($0, resolver.now) }
         let bytes = DNSStubCacheFile.encode(snapshot, now: now, wallClock: Date().timeIntervalSince1970, key: key)
         do {
