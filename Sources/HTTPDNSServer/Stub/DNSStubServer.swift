@@ -55,40 +55,31 @@ package final class DNSStubServer: Sendable {
     let front: DNSStubFront
     /// The port both sockets are bound to.
     package let port: UInt16
-    /// The address the TCP socket is bound to.
-    package let localAddress: HTTPDNSIPAddress
     private let udp: DNSStubSocket
-    private let tcp: DNSStubSocket
+    let tcp: DNSStubSocket
     let stopped = Atomic<Bool>(false)
     let tcpConnections = Atomic<Int>(0)
     let udpInFlight = Atomic<Int>(0)
 
-    /// Binds both sockets (or takes `activated`, systemd's, as they are) and starts serving.
+    /// Binds both sockets and starts serving.
     /// - Throws: `HTTPDNSError` `.transport` when either socket cannot be bound.
+    /// - Parameter activated: systemd's sockets (``DNSStubSystemd/activatedSockets(environment:)``),
+    ///   served as they are instead of binding ``Configuration/address`` and ``Configuration/port``.
     package init(
         resolver: DNSStubResolver, configuration: Configuration = Configuration(), activated: (udp: Int32, tcp: Int32)? = nil
     ) throws(HTTPDNSError) {
         self.configuration = configuration
         self.resolver = resolver
         front = DNSStubFront(configuration: configuration.front)
-        if let activated {
-            udp = DNSStubSocket(fd: activated.udp)
-            tcp = DNSStubSocket(fd: activated.tcp)
-            port = tcp.localPort ?? 0
-            localAddress = tcp.localAddress?.address ?? configuration.address
-            startThreads()
-            return
-        }
-        localAddress = configuration.address
         // Port 0: TCP picks the port and UDP takes the same one; another process may hold that
         // port for UDP, so a few tries.
         var attempt = 0
         while true {
             attempt += 1
-            let tcp = try DNSStubSocket.bind(SocketAddress(address: configuration.address, port: configuration.port), datagram: false)
+            let tcp = try DNSStubSocket.adopt(activated?.tcp, orBind: SocketAddress(address: configuration.address, port: configuration.port), datagram: false)
             guard let bound = tcp.localPort else { throw DNSStubSocket.error("getsockname") }
             do {
-                udp = try DNSStubSocket.bind(SocketAddress(address: configuration.address, port: bound), datagram: true)
+                udp = try DNSStubSocket.adopt(activated?.udp, orBind: SocketAddress(address: configuration.address, port: bound), datagram: true)
                 self.tcp = tcp
                 port = bound
                 break
@@ -96,10 +87,6 @@ package final class DNSStubServer: Sendable {
                 if configuration.port != 0 || attempt >= 5 { throw error }
             }
         }
-        startThreads()
-    }
-
-    private func startThreads() {
         let udpThread = Thread { [self] in serveUDP() }
         udpThread.name = "httpdns stub udp"
         udpThread.start()
