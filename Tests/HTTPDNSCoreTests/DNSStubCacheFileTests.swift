@@ -121,6 +121,16 @@ final class DNSStubCacheFileTests: XCTestCase {
                        "the 60 s answer is past its stale window, the others (120, 200, 300 s) are not")
     }
 
+    func testASizeLimitKeepsTheMostRecentlyUsed() throws {
+        let cache = try filledCache()
+        let whole = DNSStubCacheFile.encode(cache, now: 10, wallClock: wall, key: nil)
+        let headerLength = whole.firstIndex(of: 0x0A)! + 1
+        let limited = DNSStubCacheFile.encode(cache, now: 10, wallClock: wall, key: nil, maximumBodySize: whole.count - headerLength - 1)
+        var loaded = DNSStubCache()
+        XCTAssertEqual(try DNSStubCacheFile.load(limited, key: nil, into: &loaded, now: 0, wallClock: wall), 3)
+        XCTAssertEqual(loaded.keys, Array(cache.keys.prefix(3)), "the least recently used left out")
+    }
+
     func testEntriesAlreadyCachedWin() throws {
         let bytes = DNSStubCacheFile.encode(try filledCache(), now: 10, wallClock: wall, key: nil)
         var cache = DNSStubCache()

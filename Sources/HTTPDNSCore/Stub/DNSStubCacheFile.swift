@@ -34,17 +34,20 @@ package enum DNSStubCacheFile {
         package var description: String { reason }
     }
 
-    /// The file's bytes for every entry of `cache`, least recently used first (so loading them in
-    /// order keeps the LRU order), signed with `key` when given.
+    /// The file's bytes for the entries of `cache`, least recently used first (so loading them in
+    /// order keeps the LRU order), signed with `key` when given. Entries are taken most recently
+    /// used first up to `maximumBodySize` bytes, so the file stays under the reader's 64 MiB limit
+    /// however large the answers cached.
     ///
     /// - Parameters:
     ///   - now: the cache's clock now (the clock its `now` arguments use).
     ///   - wallClock: seconds since 1970 now.
-    package static func encode(_ cache: DNSStubCache, now: Double, wallClock: Double, key: [UInt8]?) -> [UInt8] {
-        var body: [UInt8] = []
-        var count: UInt32 = 0
-        body.append(contentsOf: [0, 0, 0, 0])
-        for cacheKey in cache.keys.reversed() {
+    package static func encode(
+        _ cache: DNSStubCache, now: Double, wallClock: Double, key: [UInt8]?, maximumBodySize: Int = 60 << 20
+    ) -> [UInt8] {
+        var records: [[UInt8]] = []
+        var size = 4
+        for cacheKey in cache.keys {
             guard let entry = cache.peek(cacheKey) else { continue }
             var message = DNSMessage(
                 flags: 0x8000,
@@ -54,19 +57,24 @@ package enum DNSStubCacheFile {
                 additionals: entry.response.additionals)
             message.rcode = entry.response.rcode
             guard let wire = try? message.encode(), wire.count <= Int(UInt16.max) else { continue }
+            guard size + 11 + wire.count <= maximumBodySize else { break }
             var flags: UInt8 = 0
             if cacheKey.dnssecOK { flags |= 1 }
             if cacheKey.checkingDisabled { flags |= 2 }
             if cacheKey.type == nil { flags |= 4 }
             if entry.response.authenticData { flags |= 8 }
-            body.append(flags)
+            var record = [flags]
             let storedAt = wallClock - (now - entry.storedAt)
-            append(storedAt.bitPattern, bytes: 8, to: &body)
-            append(UInt64(wire.count), bytes: 2, to: &body)
-            body.append(contentsOf: wire)
-            count += 1
+            append(storedAt.bitPattern, bytes: 8, to: &record)
+            append(UInt64(wire.count), bytes: 2, to: &record)
+            record.append(contentsOf: wire)
+            size += record.count
+            records.append(record)
         }
-        withUnsafeBytes(of: count.bigEndian) { body.replaceSubrange(0..<4, with: $0) }
+        var body: [UInt8] = []
+        body.reserveCapacity(size)
+        append(UInt64(records.count), bytes: 4, to: &body)
+        for record in records.reversed() { body.append(contentsOf: record) }
         return Array(header(for: body, key: key).utf8) + body
     }
 
