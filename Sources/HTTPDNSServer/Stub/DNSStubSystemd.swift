@@ -20,7 +20,8 @@ package enum DNSStubSystemd {
     /// environment, as `sd_listen_fds(1)` does, so that no child takes them for its own.
     ///
     /// - Throws: ``HTTPDNSError`` `.invalidConfiguration` when the descriptors are not exactly one
-    ///   UDP socket and one listening TCP socket.
+    ///   UDP socket and one listening TCP socket (checked with `getsockopt`: `SO_TYPE`, `SO_DOMAIN`
+    ///   IPv4 or IPv6, `SO_ACCEPTCONN`).
     package static func activatedSockets(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(HTTPDNSError) -> (udp: Int32, tcp: Int32)? {
@@ -32,11 +33,20 @@ package enum DNSStubSystemd {
         unsetenv("LISTEN_FDNAMES")
         var udp: Int32?
         var tcp: Int32?
-        for fd in firstDescriptor..<(firstDescriptor + count) {
-            var type: Int32 = 0
+        func option(_ fd: Int32, _ name: Int32) -> Int32? {
+            var value: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
-            guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0 else {
+            return getsockopt(fd, SOL_SOCKET, name, &value, &length) == 0 ? value : nil
+        }
+        for fd in firstDescriptor..<(firstDescriptor + count) {
+            guard let type = option(fd, SO_TYPE), let domain = option(fd, SO_DOMAIN) else {
                 throw HTTPDNSError(.invalidConfiguration, "passed descriptor \(fd) is not a socket")
+            }
+            guard domain == AF_INET || domain == AF_INET6 else {
+                throw HTTPDNSError(.invalidConfiguration, "passed descriptor \(fd) is not an IPv4 or IPv6 socket")
+            }
+            if type == Int32(SOCK_STREAM.rawValue), option(fd, SO_ACCEPTCONN) != 1 {
+                throw HTTPDNSError(.invalidConfiguration, "passed stream socket \(fd) is not listening (Accept=no, ListenStream=)")
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
