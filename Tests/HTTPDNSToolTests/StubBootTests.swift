@@ -140,6 +140,22 @@ final class StubBootTests: ToolTestCase {
         XCTAssertTrue(warnings.first?.contains("rejected: checksum mismatch; ignored") ?? false, "\(warnings)")
     }
 
+    /// A cache directory that cannot be made (its path is a file): the stub serves all the same, and
+    /// the failed saves (every 2 s and at stop) are reported once.
+    func testUnwritableCacheDirectoryIsReportedOnce() throws {
+        let upstream = try startUpstream()
+        let file = try temporaryDirectory().appendingPathComponent("not-a-directory").path
+        try "x".write(toFile: file, atomically: true, encoding: .utf8)
+        let (stub, port) = try startStub(["--cache-dir", file, "--protect", "none.invalid", "--upstream", "udp=127.0.0.1:\(upstream.port)"])
+        XCTAssertEqual(try StubWire.udp("h70.boot.test", .A, port: port).message?.answers.count, 1)
+        usleep(4_500_000)  // two save ticks with the change unsaved
+        stub.send(SIGTERM)
+        XCTAssertEqual(try stub.wait(timeout: .seconds(20)), 0)
+        let failures = String(decoding: stub.stderr, as: UTF8.self).split(separator: "\n")
+            .filter { $0.contains("stub cache file") && $0.contains("could not be written") }
+        XCTAssertEqual(failures.count, 1, "\(failures)")
+    }
+
     /// `--cache-key-file`: the files are signed with HMAC-SHA256 under the key; without it, or with
     /// another, they are refused (one warning each) and nothing is served from them.
     func testCacheKeyFileSignsBothFiles() throws {

@@ -22,6 +22,8 @@ package final class DNSStubCachePersistence: Sendable {
     let interval: Double
     private let queue = DispatchQueue(label: "swift-httpdns.stub-cache-persistence")
     private let savedChanges = HTTPDNSLock(0)
+    /// A failed save was reported; the next is reported only after a save succeeded.
+    private let saveFailureReported = HTTPDNSLock(false)
     /// nil before ``start()``, true once stopped.
     private let running = HTTPDNSLock<Bool?>(nil)
 
@@ -105,7 +107,10 @@ package final class DNSStubCachePersistence: Sendable {
             }
             try HTTPDNSAtomicFile.replace(file.path, with: bytes)
             savedChanges.withLock { $0 = changes }
+            saveFailureReported.withLock { $0 = false }
         } catch {
+            // Retried at every tick; said once, not every 2 s, while the directory stays unwritable.
+            guard !saveFailureReported.withLock({ reported in defer { reported = true }; return reported }) else { return }
             monitor.warning("stub cache file \(file.path) could not be written: \(error)")
         }
     }
