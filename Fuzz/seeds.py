@@ -285,5 +285,21 @@ def main():
                                              ("edge.example.net", 1, 30, bytes([192, 0, 2, 1]))])
     write("stub-front", "query-with-chain", struct.pack(">HH", 0x0203, 0x0100) + chain[4:])
 
+    # The stub's persisted wire cache (issue 23): the header line with the body's SHA-256, a count,
+    # then per entry flags, the wall-clock store time (a double) and a length-prefixed answer.
+    def stub_cache(entries):
+        body = struct.pack(">I", len(entries))
+        for flags, message in entries:
+            body += bytes([flags]) + struct.pack(">dH", 1_800_000_000.0, len(message)) + message
+        return b"swift-httpdns-stub-cache 1 sha256 " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+    soa_rdata = dns_name("ns1.example.com") + dns_name("hostmaster.example.com") + struct.pack(">IIIII", 1, 3600, 600, 86400, 300)
+    nxdomain = struct.pack(">HHHHHH", 0, 0x8183, 1, 0, 1, 0) + dns_name("gone.example.com") + struct.pack(">HH", 1, 1) \
+        + dns_name("example.com") + struct.pack(">HHIH", 6, 1, 3600, len(soa_rdata)) + soa_rdata
+    write("stub-cache", "empty", stub_cache([]))
+    write("stub-cache", "three", stub_cache([(0, chain), (3 | 8, dns_answer("signed.example.com", 1, [("signed.example.com", 1, 60, bytes([192, 0, 2, 3]))])),
+                                             (4, nxdomain)]))
+    write("stub-cache", "truncated", stub_cache([(0, chain)])[:-3])
+
 if __name__ == "__main__":
     main()

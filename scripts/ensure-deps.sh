@@ -15,6 +15,7 @@ packages=(
   openssl                # tests and the demo make a private CA and certificates on the fly
   nginx-light            # the real HTTPS origin in tests and the demo
   dnsmasq-base           # a real (and lying) DNS server in tests and the demo
+  systemd                # systemd-socket-activate and systemd-analyze: the stub's socket activation and unit file tests
   curl                   # interoperability tests: curl --doh-url against httpdns serve
   dnsutils               # dig, for captured fixtures and interoperability (dig +https against serve); nsupdate, the changes to bind9's zone in tests
   knot-dnsutils          # kdig +https against httpdns serve (interoperability)

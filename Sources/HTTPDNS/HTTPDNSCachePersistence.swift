@@ -25,20 +25,20 @@ import HTTPDNSCore
 ///
 /// A missing file is normal; anything else that is refused is reported once as a warning event,
 /// never a crash.
-final class HTTPDNSCachePersistence: Sendable {
+package final class HTTPDNSCachePersistence: Sendable {
     /// Files larger than this are not read (a cache of 100,000 names is far smaller).
-    static let maximumFileSize = 64 << 20
+    package static let maximumFileSize = 64 << 20
     /// A temporary file this old is a leftover even when its process id is in use again.
     static let staleTemporaryAge: Double = 600
 
-    let path: String
+    package let path: String
     private let key: [UInt8]?
     private let monitor: any HTTPDNSEventMonitor
     private let queue = DispatchQueue(label: "swift-httpdns.cache-persistence")
     private let savePending = HTTPDNSLock(false)
     private let interval: Double
 
-    init(path: String, interval: Double, key: [UInt8]?, monitor: any HTTPDNSEventMonitor) {
+    package init(path: String, interval: Double, key: [UInt8]?, monitor: any HTTPDNSEventMonitor) {
         self.path = path
         self.interval = max(interval, 0)
         self.key = key
@@ -94,14 +94,14 @@ final class HTTPDNSCachePersistence: Sendable {
         }
     }
 
-    enum ReadOutcome {
+    package enum ReadOutcome {
         case missing
         case refused(String)
         case read([UInt8])
     }
 
     /// The file's bytes, after the checks on the open descriptor.
-    func readFile() -> ReadOutcome {
+    package func readFile() -> ReadOutcome {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let error = errno
@@ -175,7 +175,7 @@ final class HTTPDNSCachePersistence: Sendable {
 
     /// Removes this file's temporary files left by saves that were killed: ours (same owner), and
     /// either their process is gone or they are older than ``staleTemporaryAge``.
-    func removeStaleTemporaryFiles() {
+    package func removeStaleTemporaryFiles() {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         let prefix = temporaryPrefix
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }

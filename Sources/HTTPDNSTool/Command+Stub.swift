@@ -36,9 +36,14 @@ extension Command {
             until SIGINT or SIGTERM, then drains (new TCP connections refused, every query already received answered) and exits 0.
             """,
         usage: "httpdns stub [<options>]",
-        options: stubSpecs + stubRouteSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
+        options: stubSpecs + stubRouteSpecs + stubBootSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
         sections: [
             ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT; with --metrics, then: metrics on http://IP:PORT/metrics"),
+            ("SYSTEMD", """
+                With LISTEN_FDS (socket activation) the passed UDP and TCP sockets are served and --listen is \
+                ignored; READY=1 goes to NOTIFY_SOCKET once the caches are loaded and the sockets answer, \
+                STOPPING=1 at stop. Units: contrib/systemd/httpdns-stub.socket and .service.
+                """),
             ("EXIT STATUS", "0 after SIGINT or SIGTERM, 1 when it cannot listen, 64 bad usage."),
             ("EXAMPLES", """
                 httpdns stub
@@ -56,6 +61,15 @@ extension Command {
         guard parsed.positionals.isEmpty else { throw bad("unexpected argument '\(parsed.positionals[0])'") }
         let shared = try SharedOptions(parsed, command: command)
         var configuration = DNSStubServer.Configuration()
+        // Taken first, before any thread of ours runs: it edits the environment (LISTEN_*).
+        let activated: (udp: Int32, tcp: Int32)?
+        do {
+            activated = try DNSStubSystemd.activatedSockets()
+        } catch {
+            throw ToolFailure("socket activation: \(error.detail)")
+        }
+        let cacheDirectory = parsed.last("cache-dir")
+        let hosts = try stubHosts(parsed.all("hosts"), command: command)
         let listen = parsed.last("listen") ?? stubDefaultListen
         guard let (address, port, scheme) = parseListen(listen), scheme == nil else {
             throw bad("bad --listen '\(listen)': expected IP:PORT ([IPv6]:PORT for IPv6)")
@@ -91,15 +105,31 @@ extension Command {
         // The stub may be the system resolver: the engine's LocalDNS would ask the stub itself.
         // The upstreams are the fallback instead (DNSStubResolver.Configuration.engineFallback).
         engineConfiguration.failover.httpdnsOnly = true
+        let monitor = StubMonitor()
+        engineConfiguration.monitor = monitor
+        if let cacheDirectory { engineConfiguration.cache.persistencePath = cacheDirectory + "/engine.cache" }
+        engineConfiguration.cache.persistenceKey = try stubCacheKey(parsed.last("cache-key-file"), command: command)
         var resolverConfiguration = DNSStubResolver.Configuration()
         resolverConfiguration.engineFallback = !shared.httpdnsOnly
+        resolverConfiguration.hosts = hosts
         if let timeout = shared.timeout { resolverConfiguration.upstreamTimeout = .milliseconds(Int64(timeout * 1000)) }
+        let engine = HTTPDNSEngine(configuration: engineConfiguration)
         let resolver = DNSStubResolver(
-            engine: HTTPDNSEngine(configuration: engineConfiguration), upstreams: upstreams, routes: routes,
-            routeUpstreams: routeUpstreams, configuration: resolverConfiguration, metrics: metrics, queryLog: queryLog)
+            engine: engine, upstreams: upstreams, routes: routes, routeUpstreams: routeUpstreams,
+            configuration: resolverConfiguration, metrics: metrics, queryLog: queryLog)
+        // Both caches are loaded before a socket answers: a restart with the upstreams unreachable
+        // answers what it knew at once.
+        let persistence = cacheDirectory.map {
+            DNSStubCachePersistence(
+                path: $0 + "/stub.cache", resolver: resolver, key: engineConfiguration.cache.persistenceKey, monitor: monitor)
+        }
+        await onOwnThread("httpdns stub cache load") {
+            engine.waitForCacheFile()
+            persistence?.load()
+        }
         let server: DNSStubServer
         do {
-            server = try DNSStubServer(resolver: resolver, configuration: configuration)
+            server = try DNSStubServer(resolver: resolver, configuration: configuration, activated: activated)
         } catch {
             throw ToolFailure("cannot listen on \(listen): \(error.detail)")
         }
@@ -112,13 +142,16 @@ extension Command {
                 throw ToolFailure("cannot listen on --metrics \(metricsAddress.uriText):\(metricsPort): \(error)")
             }
         }
+        persistence?.start()
         try await waitForStopSignal(announce: {
-            let endpoint = "\(address.uriText):\(server.port)"
+            let endpoint = "\(server.localAddress.uriText):\(server.port)"
             try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")
             if let metricsServer, let (metricsAddress, _) = metricsListen {
                 try Output.line("metrics on http://\(metricsAddress.uriText):\(metricsServer.port)/metrics")
             }
+            DNSStubSystemd.notify("READY=1")
         }) {
+            DNSStubSystemd.notify("STOPPING=1")
             // The drain: every query read is answered (issue 25). A query may try the engine and
             // each upstream in turn, each within the timeout.
             let longest = resolverConfiguration.upstreamTimeout * (upstreams.count + 1) + .seconds(1)
@@ -129,6 +162,14 @@ extension Command {
             }
             metricsServer?.stop(drain: .milliseconds(200))
             queryLog?.close(timeout: .seconds(2))
+            await onOwnThread("httpdns stub cache save") {
+                persistence?.stop()
+                do {
+                    try engine.saveCache()
+                } catch {
+                    monitor.warning("cache file \(cacheDirectory ?? "")/engine.cache could not be written: \(error)")
+                }
+            }
         }
         return ExitStatus.success
     }

@@ -178,7 +178,7 @@ package struct DNSStubCache: Sendable {
         return result
     }
 
-    private mutating func insert(_ key: Key, _ entry: Entry) {
+    mutating func insert(_ key: Key, _ entry: Entry) {
         if let slot = index[key] {
             nodes[slot].entry = entry
             touch(slot)
@@ -200,6 +200,11 @@ package struct DNSStubCache: Sendable {
         while index.count > max(configuration.maxEntries, 1) {
             remove(nodes[tail].key)
         }
+    }
+
+    /// The entry under `key`, fresh or not, without making it recently used (for saving).
+    func peek(_ key: Key) -> Entry? {
+        index[key].map { nodes[$0].entry }
     }
 
     private mutating func touch(_ slot: Int) {

@@ -8,6 +8,8 @@ package final class DNSStubMetrics: Sendable {
     /// Where an answer came from (`source` label and the query log's `source`).
     package enum Source: String, Sendable, CaseIterable {
         case engine, cache, stale, upstream, route, refused, servfail
+        /// A `--hosts` entry.
+        case hosts
         /// FORMERR or NOTIMP from the front, before any resolving.
         case rejected
     }

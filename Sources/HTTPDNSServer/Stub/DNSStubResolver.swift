@@ -18,6 +18,10 @@ package final class DNSStubResolver: Sendable {
         package var engineFallback: Bool = true
         /// The wire cache's limits.
         package var cache = DNSStubCache.Configuration()
+        /// When the upstreams count as down and stale answers go out at once (RFC 8767 §5).
+        package var upstreamHealth = DNSStubUpstreamHealth.Configuration()
+        /// Static entries (`--hosts`), answered before anything else; none by default.
+        package var hosts = DNSStubHosts()
 
         package init() {}
     }
@@ -30,7 +34,12 @@ package final class DNSStubResolver: Sendable {
     /// `--metrics` and `--query-log`, when asked for.
     let metrics: DNSStubMetrics?
     let queryLog: HTTPDNSAccessLog?
-    private let cache: HTTPDNSLock<DNSStubCache>
+    let cache: HTTPDNSLock<DNSStubCache>
+    /// Bumped by every store, so the cache file is written only after a change.
+    let cacheChanges = HTTPDNSLock(0)
+    let health: HTTPDNSLock<DNSStubUpstreamHealth>
+    /// Keys being refreshed in the background (at most one refresh per key).
+    let refreshing = HTTPDNSLock(Set<DNSStubCache.Key>())
     private let clock = ContinuousClock()
     private let start = ContinuousClock.now
 
@@ -57,12 +66,13 @@ package final class DNSStubResolver: Sendable {
         self.queryLog = queryLog
         let cache = HTTPDNSLock(DNSStubCache(configuration: configuration.cache))
         self.cache = cache
+        health = HTTPDNSLock(DNSStubUpstreamHealth(configuration: configuration.upstreamHealth))
         for upstream in upstreams + routeUpstreams.flatMap({ $0 }) { metrics?.register(upstream.name) }
         metrics?.observe(cacheEntries: { cache.withLock { $0.count } }, logDropped: { queryLog?.dropped ?? 0 })
     }
 
     /// Seconds on a monotonic clock, for the cache.
-    private var now: Double {
+    var now: Double {
         let elapsed = clock.now - start
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
@@ -85,7 +95,9 @@ package final class DNSStubResolver: Sendable {
         let host = question.name.text()
         let response: DNSStubResponse
         let source: DNSStubMetrics.Source
-        if routes.route(for: host) == nil, isAddressQuestion(question), engine.protects(host) {
+        if let local = configuration.hosts.answer(question) {
+            (response, source) = (local, .hosts)
+        } else if routes.route(for: host) == nil, isAddressQuestion(question), engine.protects(host) {
             guard let answer = engine.resolveFromCache(host, family: question.type == .AAAA ? .ipv6 : .ipv4) else { return nil }
             (response, source) = (Self.response(answer, type: question.type, name: question.name), .engine)
         } else {
@@ -134,6 +146,7 @@ package final class DNSStubResolver: Sendable {
 
     private func resolve(_ request: DNSStubRequest) async -> (DNSStubResponse, DNSStubMetrics.Source, String?) {
         let question = request.question
+        if let local = configuration.hosts.answer(question) { return (local, .hosts, nil) }
         let host = question.name.text()
         if let route = routes.route(for: host) {
             return await fromUpstreams(request, routeUpstreams[route], source: .route)
@@ -181,24 +194,68 @@ package final class DNSStubResolver: Sendable {
 
     /// The cache, then the group's upstreams (ranked, hedged); every failure → the stale answer if
     /// any, else SERVFAIL with EDE 22 (every upstream timed out) or 23 (an upstream failed otherwise).
+    ///
+    /// With a stale answer at hand, the client does not wait for upstreams known to be failing
+    /// (``DNSStubUpstreamHealth``): it gets the stale answer at once and the refresh runs in the
+    /// background; otherwise the upstreams get at most the client response timer (RFC 8767 §5).
     private func fromUpstreams(
         _ request: DNSStubRequest, _ group: DNSStubUpstreamGroup, source: DNSStubMetrics.Source
     ) async -> (DNSStubResponse, DNSStubMetrics.Source, String?) {
-        if let hit = cache.withLock({ $0.lookup(request, now: now) }) { return (hit.response, .cache, nil) }
+        let start = now
+        if let hit = cache.withLock({ $0.lookup(request, now: start) }) { return (hit.response, .cache, nil) }
         guard !group.upstreams.isEmpty else { return (.serverFailure(.noReachableAuthority, "no upstream configured"), .servfail, nil) }
+        let stale = cache.withLock { $0.lookup(request, now: start, upstreamFailed: true) }
+        if let stale, health.withLock({ $0.isDown(now: start) }) {
+            refreshInBackground(request, group)
+            return (stale.response, .stale, nil)
+        }
+        var timeout = configuration.upstreamTimeout
+        if stale != nil { timeout = min(timeout, configuration.upstreamHealth.clientResponseTimer) }
+        switch await exchange(request, group, timeout: timeout) {
+        case .success(let answer):
+            return (answer.response, source, answer.upstream)
+        case .failure(let failure):
+            if let stale = cache.withLock({ $0.lookup(request, now: now, upstreamFailed: true) }) { return (stale.response, .stale, nil) }
+            return (failure.response, .servfail, nil)
+        }
+    }
+
+    /// Refreshes `request`'s entry from `group` in a task of its own, once at a time per key.
+    private func refreshInBackground(_ request: DNSStubRequest, _ group: DNSStubUpstreamGroup) {
+        let key = DNSStubCache.Key(request)
+        guard refreshing.withLock({ $0.insert(key).inserted }) else { return }
+        Task {
+            _ = await exchange(request, group, timeout: configuration.upstreamTimeout)
+            refreshing.withLock { _ = $0.remove(key) }
+        }
+    }
+
+    /// The group's upstreams, the answer stored in the cache; the failure is the SERVFAIL to send.
+    private func exchange(
+        _ request: DNSStubRequest, _ group: DNSStubUpstreamGroup, timeout: Duration
+    ) async -> Result<(response: DNSStubResponse, upstream: String), DNSStubExchangeFailure> {
         var query = DNSMessage.makeQuery(
             name: request.question.name, type: request.question.type, recursionDesired: true,
             edns: DNSEDNS(udpPayloadSize: 1232, dnssecOK: request.dnssecOK)
         )
         query.questions[0].recordClass = request.question.recordClass
         query.checkingDisabled = request.checkingDisabled
-        switch await group.exchange(query, timeout: configuration.upstreamTimeout) {
+        switch await group.exchange(query, timeout: timeout) {
         case .answer(let response, let upstream):
-            cache.withLock { _ = $0.store(response, for: request, now: now) }
-            return (response, source, upstream)
+            health.withLock { $0.recordAnswer() }
+            let stored = cache.withLock { $0.store(response, for: request, now: now) }
+            if stored != nil { cacheChanges.withLock { $0 &+= 1 } }
+            return .success((response, upstream))
         case .failed(let failures, let allTimedOut):
-            if let stale = cache.withLock({ $0.lookup(request, now: now, upstreamFailed: true) }) { return (stale.response, .stale, nil) }
-            return (.serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; ")), .servfail, nil)
+            // No upstream answered at all (a SERVFAIL from one comes back as an answer).
+            health.withLock { $0.recordFailure(now: now) }
+            return .failure(DNSStubExchangeFailure(
+                response: .serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; "))))
         }
     }
+}
+
+/// The SERVFAIL for a query no upstream answered, as an `Error` for `Result`.
+struct DNSStubExchangeFailure: Error {
+    var response: DNSStubResponse
 }

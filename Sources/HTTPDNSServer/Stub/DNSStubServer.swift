@@ -65,7 +65,7 @@ package final class DNSStubServer: Sendable {
     /// The port both sockets are bound to.
     package let port: UInt16
     private let udp: DNSStubSocket
-    private let tcp: DNSStubSocket
+    let tcp: DNSStubSocket
     let stopped = Atomic<Bool>(false)
     let tcpConnections = Atomic<Int>(0)
     let udpInFlight = Atomic<Int>(0)
@@ -74,7 +74,11 @@ package final class DNSStubServer: Sendable {
 
     /// Binds both sockets and starts serving.
     /// - Throws: `HTTPDNSError` `.transport` when either socket cannot be bound.
-    package init(resolver: DNSStubResolver, configuration: Configuration = Configuration()) throws(HTTPDNSError) {
+    /// - Parameter activated: systemd's sockets (``DNSStubSystemd/activatedSockets(environment:)``),
+    ///   served as they are instead of binding ``Configuration/address`` and ``Configuration/port``.
+    package init(
+        resolver: DNSStubResolver, configuration: Configuration = Configuration(), activated: (udp: Int32, tcp: Int32)? = nil
+    ) throws(HTTPDNSError) {
         self.configuration = configuration
         self.resolver = resolver
         front = DNSStubFront(configuration: configuration.front)
@@ -83,10 +87,10 @@ package final class DNSStubServer: Sendable {
         var attempt = 0
         while true {
             attempt += 1
-            let tcp = try DNSStubSocket.bind(SocketAddress(address: configuration.address, port: configuration.port), datagram: false)
+            let tcp = try DNSStubSocket.adopt(activated?.tcp, orBind: SocketAddress(address: configuration.address, port: configuration.port), datagram: false)
             guard let bound = tcp.localPort else { throw DNSStubSocket.error("getsockname") }
             do {
-                udp = try DNSStubSocket.bind(SocketAddress(address: configuration.address, port: bound), datagram: true)
+                udp = try DNSStubSocket.adopt(activated?.udp, orBind: SocketAddress(address: configuration.address, port: bound), datagram: true)
                 self.tcp = tcp
                 port = bound
                 break

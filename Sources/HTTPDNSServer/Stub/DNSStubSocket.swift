@@ -35,14 +35,17 @@ final class DNSStubSocket: Sendable {
     }
 
     /// The port the kernel bound (port 0 picks one).
-    var localPort: UInt16? {
+    var localPort: UInt16? { localAddress?.port }
+
+    /// The address and port the socket is bound to.
+    var localAddress: SocketAddress? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let result = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         guard result == 0 else { return nil }
-        return withUnsafePointer(to: &storage) { SocketAddress(storage: UnsafeRawPointer($0))?.port }
+        return withUnsafePointer(to: &storage) { SocketAddress(storage: UnsafeRawPointer($0)) }
     }
 
     /// Waits up to `milliseconds` for `events`; the events seen, 0 on timeout or EINTR.
