@@ -10,7 +10,7 @@ struct BenchOptions: Sendable {
     var childRow: Int? = nil
     var childOutput: String? = nil
 
-    static let allRows = 1...10
+    static let allRows = 1...11
 
     static let usage = """
         OVERVIEW: what HTTPDNS protection costs, against baselines measured in the same run
@@ -19,7 +19,7 @@ struct BenchOptions: Sendable {
 
         OPTIONS:
           --quick          fewer rounds and smaller loops (smoke runs; figures are noisier)
-          --only N[,N…]    run only these rows of the table (1-10)
+          --only N[,N…]    run only these rows of the table (1-11)
           --json FILE      also write every figure as JSON to FILE
           -h, --help       show this help
 
@@ -28,7 +28,8 @@ struct BenchOptions: Sendable {
         7 memory per cached host, 8 httpdns serve vs dnsdist (DoH, h2load; needs the Debian packages
         dnsdist and nghttp2-client), 9 loopback proxy (httpdns proxy vs plain URLSession, a direct
         download and tinyproxy; needs the Debian package tinyproxy), 10 httpdns serve with views and health
-        checks vs the plain zone (h2load). Exit status 1 names every missed target; 64 for bad usage.
+        checks vs the plain zone (h2load), 11 httpdns stub vs dnsdist's packet cache and Unbound (dnsperf;
+        needs dnsdist, unbound and dnsperf). Exit status 1 names every missed target; 64 for bad usage.
         """
 
     struct UsageError: Error, CustomStringConvertible {
@@ -64,7 +65,7 @@ struct BenchOptions: Sendable {
             case "--only":
                 for part in try value(argument).split(separator: ",") {
                     guard let row = Int(part), allRows.contains(row) else {
-                        throw UsageError(description: "--only takes row numbers 1-10, got \(part)")
+                        throw UsageError(description: "--only takes row numbers 1-11, got \(part)")
                     }
                     options.only.insert(row)
                 }

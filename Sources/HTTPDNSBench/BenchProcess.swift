@@ -1,26 +1,24 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// One server the bench runs as a child process, its output in a log file: started, waited for
-/// until a TCP port accepts, stopped with SIGTERM (SIGKILL after 5 s).
+/// One server the bench runs as a child process: started, waited for until a TCP port accepts,
+/// stopped with SIGTERM (SIGKILL after 5 s).
+///
+/// Spawned as the tests spawn servers (``RunningTool``, posix_spawn), not with Foundation's
+/// `Process`: dnsmasq closes the descriptors it inherits, Foundation then takes it for exited and
+/// blocks its child-watching thread in `waitpid` on it, and no later `Process` (dnsperf) is ever
+/// seen to exit (observed: row 11 hung with dnsperf a zombie).
 final class BenchProcess: @unchecked Sendable {
     let name: String
-    private let process = Process()
-    let log: URL
+    private let process: RunningTool
 
-    init(_ name: String, _ executable: String, _ arguments: [String], directory: URL) throws {
+    init(_ name: String, _ executable: String, _ arguments: [String]) throws {
         self.name = name
-        log = directory.appendingPathComponent("\(name)-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        process = try RunningTool(executable: URL(fileURLWithPath: executable), arguments: arguments)
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -31,22 +29,21 @@ final class BenchProcess: @unchecked Sendable {
         let giveUp = Date().addingTimeInterval(15)
         while !BenchTCPSink.accepts(port: port) {
             guard process.isRunning else {
-                throw BenchFailure("\(name) exited with \(process.terminationStatus): \(logTail)")
+                throw BenchFailure("\(name) exited: \(logTail)")
             }
             guard Date() < giveUp else { throw BenchFailure("\(name) did not listen on 127.0.0.1:\(port) within 15 s: \(logTail)") }
             usleep(50_000)
         }
     }
 
+    /// The end of what it wrote (stdout, then stderr).
     var logTail: String {
-        String(((try? String(contentsOf: log, encoding: .utf8)) ?? "").suffix(400))
+        String(String(decoding: process.stdout + process.stderr, as: UTF8.self).suffix(400))
     }
 
     func stop() {
         guard process.isRunning else { return }
-        process.terminate()
-        let giveUp = Date().addingTimeInterval(5)
-        while process.isRunning, Date() < giveUp { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.send(SIGTERM)
+        _ = try? process.wait(timeout: .seconds(5))  // SIGKILL after that
     }
 }

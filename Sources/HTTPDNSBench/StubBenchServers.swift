@@ -49,7 +49,7 @@ final class StubBenchServers: @unchecked Sendable {
             guard FileManager.default.isExecutableFile(atPath: executable) else {
                 throw BenchFailure("\(executable) not found: make bench installs it (scripts/ensure-deps.sh --bench)")
             }
-            let process = try BenchProcess(name, executable, arguments, directory: directory)
+            let process = try BenchProcess(name, executable, arguments)
             started.append(process)
             try process.waitForListener(port)
             return process
@@ -110,6 +110,8 @@ final class StubBenchServers: @unchecked Sendable {
                   msg-cache-size: 64m
                   rrset-cache-size: 128m
                   prefetch: no
+                  # test. is one of its special-use names (NXDOMAIN by default, RFC 6761).
+                  local-zone: "test." nodefault
                 forward-zone:
                   name: "."
                   forward-addr: 127.0.0.1@\(authority)
