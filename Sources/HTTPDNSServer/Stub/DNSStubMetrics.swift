@@ -10,6 +10,8 @@ package final class DNSStubMetrics: Sendable {
         case engine, cache, stale, upstream, route, refused, servfail
         /// FORMERR or NOTIMP from the front, before any resolving.
         case rejected
+        /// Over the client's rate limit: dropped, TC=1 or REFUSED (``DNSStubRateLimiter``).
+        case ratelimited
     }
 
     /// One upstream exchange's outcome (`result` label).
