@@ -58,8 +58,9 @@ package struct DNSStubHostCheck: Sendable, Hashable {
         if resolv.nameservers.count > DNSStubResolvConf.maxNameservers { describe += "; nameservers past the third are never asked" }
         if let link = inputs.resolvConfLink { describe += "; a link to \(link)" }
         lines.append("resolv.conf: nameserver \(describe)")
-        if !resolv.search.isEmpty || !resolv.options.isEmpty {
-            lines.append("resolv.conf: search \(resolv.search.joined(separator: " ")); options \(resolv.options.joined(separator: " "))")
+        let settings = [("search", resolv.search), ("options", resolv.options)].filter { !$0.1.isEmpty }
+        if !settings.isEmpty {
+            lines.append("resolv.conf: " + settings.map { "\($0.0) \($0.1.joined(separator: " "))" }.joined(separator: "; "))
         }
         if !resolv.ignored.isEmpty { lines.append("resolv.conf: ignored lines: \(resolv.ignored.joined(separator: " | "))") }
         let resolved = DNSStubResolvedConf(parsing: inputs.resolvedConfs)
