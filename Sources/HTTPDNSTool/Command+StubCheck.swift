@@ -42,13 +42,13 @@ extension Command {
         var inputs = DNSStubHostCheck.Inputs(listen: listen)
         inputs.resolvConf = read("/etc/resolv.conf")
         inputs.resolvConfLink = try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/etc/resolv.conf")
-        let dropIns = (try? FileManager.default.contentsOfDirectory(atPath: root + "/etc/systemd/resolved.conf.d")) ?? []
-        let main = read("/etc/systemd/resolved.conf")
+        let files = DNSStubResolvedConf.files(
+            exists: { FileManager.default.fileExists(atPath: root + $0) },
+            list: { (try? FileManager.default.contentsOfDirectory(atPath: root + $0)) ?? [] })
         inputs.resolvedUplinks = read("/run/systemd/resolve/resolv.conf")
-        if main != nil || !dropIns.isEmpty || inputs.resolvedUplinks != nil {
-            // Drop-ins are read after the main file, in lexical order (resolved.conf(5)).
-            inputs.resolvedConfs = [main ?? ""] + dropIns.filter { $0.hasSuffix(".conf") }.sorted()
-                .compactMap { read("/etc/systemd/resolved.conf.d/\($0)") }
+        if !files.isEmpty || inputs.resolvedUplinks != nil {
+            // Without any file resolved runs on its defaults: an empty configuration.
+            inputs.resolvedConfs = [""] + files.compactMap(read)
         }
         inputs.stubAnswers = await stubAnswers(at: listen)
         let check = DNSStubHostCheck(inputs)

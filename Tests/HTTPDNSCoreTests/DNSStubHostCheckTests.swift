@@ -120,5 +120,29 @@ final class DNSStubHostCheckTests: XCTestCase {
         let result = check("nameserver 127.0.0.153\n", answers: false)
         XCTAssertEqual(result.verdict, .protected, "a stub that is down makes lookups fail, not leak")
         XCTAssertTrue(result.lines.contains("httpdns stub: 127.0.0.153:53 does not answer (no reply within 1 s): names would fail, not leak"), "\(result.lines)")
+        let leaking = check("nameserver 10.0.0.1\n", answers: false)
+        XCTAssertTrue(leaking.lines.contains("httpdns stub: 127.0.0.153:53 does not answer (no reply within 1 s)"), "\(leaking.lines)")
+    }
+}
+
+extension DNSStubHostCheckTests {
+    /// The main file from the highest directory that has one; drop-ins from all four, /etc hiding the
+    /// same name under /usr/lib, sorted by name across directories.
+    func testResolvedConfigurationFilesInSystemdOrder() {
+        let present: Set<String> = ["/usr/lib/systemd/resolved.conf", "/run/systemd/resolved.conf"]
+        let listings = [
+            "/etc/systemd/resolved.conf.d": ["90-local.conf", "50-vendor.conf", "README"],
+            "/run/systemd/resolved.conf.d": ["70-run.conf"],
+            "/usr/lib/systemd/resolved.conf.d": ["50-vendor.conf", "10-first.conf"],
+        ]
+        let files = DNSStubResolvedConf.files(exists: present.contains, list: { listings[$0] ?? [] })
+        XCTAssertEqual(files, [
+            "/run/systemd/resolved.conf",
+            "/usr/lib/systemd/resolved.conf.d/10-first.conf",
+            "/etc/systemd/resolved.conf.d/50-vendor.conf",
+            "/run/systemd/resolved.conf.d/70-run.conf",
+            "/etc/systemd/resolved.conf.d/90-local.conf",
+        ])
+        XCTAssertEqual(DNSStubResolvedConf.files(exists: { _ in false }, list: { _ in [] }), [])
     }
 }

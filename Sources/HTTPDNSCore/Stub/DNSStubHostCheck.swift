@@ -73,12 +73,14 @@ package struct DNSStubHostCheck: Sendable, Hashable {
             let known = DNSStubResolvConf(parsing: uplinks).nameservers.map(\.description)
             lines.append("systemd-resolved: servers in use (/run/systemd/resolve/resolv.conf): \(known.isEmpty ? "(none)" : known.joined(separator: ", "))")
         }
+        (verdict, verdictLine) = Self.judge(asked: asked, resolved: resolved, hasResolved: !inputs.resolvedConfs.isEmpty, stub: stub)
         switch inputs.stubAnswers {
         case .none: lines.append("httpdns stub: \(stub) (not probed)")
         case .some(true): lines.append("httpdns stub: \(stub) answers")
-        case .some(false): lines.append("httpdns stub: \(stub) does not answer (no reply within 1 s): names would fail, not leak")
+        case .some(false):
+            let outcome = verdict == .protected ? ": names would fail, not leak" : ""
+            lines.append("httpdns stub: \(stub) does not answer (no reply within 1 s)\(outcome)")
         }
-        (verdict, verdictLine) = Self.judge(asked: asked, resolved: resolved, hasResolved: !inputs.resolvedConfs.isEmpty, stub: stub)
     }
 
     /// The verdict and its line.

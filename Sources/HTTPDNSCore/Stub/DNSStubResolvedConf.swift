@@ -97,6 +97,28 @@ package struct DNSStubResolvedConf: Sendable, Hashable {
         return list
     }
 
+    /// Where systemd's configuration lives, highest priority first.
+    package static let directories = ["/etc/systemd", "/run/systemd", "/usr/local/lib/systemd", "/usr/lib/systemd"]
+
+    /// The files resolved reads, in the order it applies them (systemd's "Configuration Directories
+    /// and Precedence"): `resolved.conf` from the first of ``directories`` that has one, then every
+    /// `resolved.conf.d/*.conf`, a name in a higher directory hiding the same name in lower ones,
+    /// sorted by file name whatever their directory (the last one read wins).
+    /// - Parameters:
+    ///   - exists: whether a file exists at a path.
+    ///   - list: the names in a directory (none when it does not exist).
+    package static func files(exists: (String) -> Bool, list: (String) -> [String]) -> [String] {
+        var paths = directories.map { "\($0)/resolved.conf" }.first(where: exists).map { [$0] } ?? []
+        var dropIns: [String: String] = [:]
+        for directory in directories.reversed() {
+            for name in list("\(directory)/resolved.conf.d") where name.hasSuffix(".conf") {
+                dropIns[name] = "\(directory)/resolved.conf.d/\(name)"
+            }
+        }
+        paths += dropIns.keys.sorted().map { dropIns[$0]! }
+        return paths
+    }
+
     /// Whether `Domains=` holds `~.`, the routing domain that matches every name.
     package var routesEveryName: Bool { domains.contains("~.") }
 
