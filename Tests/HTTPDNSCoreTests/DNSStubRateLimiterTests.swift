@@ -22,6 +22,8 @@ final class DNSStubRateLimiterTests: XCTestCase {
         for _ in 0..<5000 { XCTAssertEqual(limiter.admit(HTTPDNSIPAddress("::1")!, now: 0), .answer) }
         let answered = (0..<1500).filter { _ in limiter.admit(client, now: 0) == .answer }.count
         XCTAssertEqual(answered, 1000)
+        XCTAssertEqual(limiter.configuration.queriesPerSecond(for: HTTPDNSIPAddress("::ffff:127.0.0.1")!), 0, "mapped loopback is loopback")
+        XCTAssertEqual(limiter.configuration.queriesPerSecond(for: client), 1000)
         var off = self.limiter(0)
         XCTAssertTrue(off.isOff)
         XCTAssertEqual(off.admit(client, now: 0), .answer)

@@ -74,7 +74,7 @@ package struct DNSStubRateLimiter: Sendable {
     ///   which the server answers REFUSED (a TCP source is not spoofed, and TC means nothing there).
     package mutating func admit(_ client: HTTPDNSIPAddress, transport: DNSStubTransport = .udp, now: Double) -> Decision {
         let address = client.ipv4Mapped ?? client
-        let rate = Double(address.isLoopback ? configuration.loopbackQueriesPerSecond : configuration.queriesPerSecond)
+        let rate = Double(configuration.queriesPerSecond(for: address))
         guard rate > 0 else { return .answer }
         let key = Key(bits: address.words.high, isV6: address.family == .v6)
         var hasher = Hasher()
@@ -96,4 +96,10 @@ package struct DNSStubRateLimiter: Sendable {
 
 extension DNSStubRateLimiter.Configuration {
     package var isOff: Bool { queriesPerSecond <= 0 && loopbackQueriesPerSecond <= 0 }
+
+    /// The limit that applies to `client` (0: none); the server asks it before taking the lock, so
+    /// that unlimited clients (loopback, by default) never wait for it.
+    package func queriesPerSecond(for client: HTTPDNSIPAddress) -> Int {
+        max(0, (client.ipv4Mapped ?? client).isLoopback ? loopbackQueriesPerSecond : queriesPerSecond)
+    }
 }

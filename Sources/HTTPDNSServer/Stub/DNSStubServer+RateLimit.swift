@@ -9,7 +9,7 @@ extension DNSStubServer {
     /// or REFUSED (TCP); anything but a query to resolve passes through. Drops are counted here,
     /// replies by the caller as every front reply is.
     func rateLimited(_ action: DNSStubFront.Action, client: HTTPDNSIPAddress) -> DNSStubFront.Action {
-        guard case .resolve(let request) = action, !configuration.rateLimit.isOff else { return action }
+        guard case .resolve(let request) = action, configuration.rateLimit.queriesPerSecond(for: client) > 0 else { return action }
         let elapsed = ContinuousClock.now - Self.rateEpoch
         let now = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         let decision = rateLimiter.withLock { $0.admit(client, transport: request.transport, now: now) }
