@@ -26,19 +26,28 @@ enum DemoStubScene {
             DemoOutput.line("(stub scene skipped: needs the httpdns binary next to httpdns-demo, and \(programs.joined(separator: ", ")))\n")
             return
         }
-        // resolv.conf can only name port 53, and binding it needs root (as does the mount namespace).
-        let root = geteuid() == 0
         let carrier = "udp=\(bed.dnsmasq.address):\(bed.dnsmasq.port)"
-        let stub: RunningTool
-        let port: String
-        do {
-            stub = try RunningTool(executable: tool, arguments: [
-                "stub", "--listen", "\(address):\(root ? 53 : 0)", "--provider", "dnspod=\(bed.httpdnsURL)", "--allow-private",
+        func start(port: Int) throws -> (RunningTool, String) {
+            let stub = try RunningTool(executable: tool, arguments: [
+                "stub", "--listen", "\(address):\(port)", "--provider", "dnspod=\(bed.httpdnsURL)", "--allow-private",
                 "--protect", "*.demo.test", "--upstream", carrier,
             ])
             cleanup.add { stub.send(SIGTERM) }
             let line = try stub.waitForLine(startingWith: "listening on ", timeout: .seconds(10))
-            port = String(line.split(separator: ":").last ?? "53")
+            return (stub, String(line.split(separator: ":").last ?? ""))
+        }
+        // resolv.conf can only name port 53, and binding it needs root (as does the mount namespace);
+        // when port 53 is taken (a server bound to every address), a free port and dig @stub only.
+        var root = geteuid() == 0
+        let stub: RunningTool
+        let port: String
+        do {
+            if root, let started = try? start(port: 53) {
+                (stub, port) = started
+            } else {
+                root = false
+                (stub, port) = try start(port: 0)
+            }
         } catch {
             return DemoOutput.error("cannot start httpdns stub: \(error)")
         }
@@ -67,7 +76,7 @@ enum DemoStubScene {
                 from HTTPDNS (\(DemoBed.origin)), not the carrier's \(DemoBed.hijacker).
                 """)
         } else {
-            lines.append("  (not root: the demo cannot give programs a resolv.conf of their own, so only dig @stub is shown)")
+            lines.append("  (not root, or port 53 taken: the demo cannot give programs a resolv.conf naming the stub, so only dig @stub is shown)")
             lines.append("  $ dig @\(address) -p \(port) +short \(DemoBed.secureHosts[0])")
             lines.append("    " + run("/usr/bin/dig", ["@\(address)", "-p", port, "+short", "+time=2", "+tries=1", DemoBed.secureHosts[0]]))
         }

@@ -36,10 +36,18 @@ final class DNSStubHostCheckTests: XCTestCase {
             link: "../run/systemd/resolve/stub-resolv.conf")
         XCTAssertEqual(result.verdict, .protected, result.verdictLine)
         XCTAssertTrue(result.verdictLine.hasPrefix("protected: every name goes to httpdns stub at 127.0.0.153:53 through systemd-resolved"), result.verdictLine)
-        XCTAssertEqual(result.lines[0], "resolv.conf: nameserver 127.0.0.53:53; a link to ../run/systemd/resolve/stub-resolv.conf")
+        XCTAssertEqual(result.lines[0], "resolv.conf: nameserver 127.0.0.53:53; a link to ../run/systemd/resolve/stub-resolv.conf (systemd-resolved's stub file)")
         XCTAssertTrue(result.lines.contains("systemd-resolved: DNS=127.0.0.153:53 Domains=~. FallbackDNS=(empty) DNSStubListener=yes"), "\(result.lines)")
         XCTAssertTrue(result.lines.contains("systemd-resolved: servers in use (/run/systemd/resolve/resolv.conf): 127.0.0.153, 192.168.1.1"), "\(result.lines)")
         XCTAssertTrue(result.lines.contains("httpdns stub: 127.0.0.153:53 (not probed)"), "\(result.lines)")
+    }
+
+    /// resolv.conf linked to resolved's list of its servers: glibc skips resolved and asks them all.
+    func testResolvConfLinkedToResolvedsServerList() {
+        let result = check("nameserver 127.0.0.153\nnameserver 192.168.1.1\n", resolved: ["[Resolve]\nDNS=127.0.0.153\nDomains=~.\n"],
+                           link: "/run/systemd/resolve/resolv.conf")
+        XCTAssertEqual(result.lines[0], "resolv.conf: nameserver 127.0.0.153:53, 192.168.1.1:53; a link to /run/systemd/resolve/resolv.conf (systemd-resolved's own servers: glibc asks them directly)")
+        XCTAssertEqual(result.verdict, .notProtected, "the link's DHCP server is asked whenever the stub is slow")
     }
 
     func testResolvedWithoutRoutingDomainIsPartlyProtected() {

@@ -40,7 +40,7 @@ final class StubCheckCommandTests: ToolTestCase {
         let protected = try check(files, listen: "127.0.0.1:\(server.port)", link: "../run/systemd/resolve/stub-resolv.conf")
         XCTAssertEqual(protected.status, 0, protected.stdoutText + protected.stderrText)
         XCTAssertEqual(protected.stdoutLines, [
-            "resolv.conf: nameserver 127.0.0.53:53; a link to ../run/systemd/resolve/stub-resolv.conf",
+            "resolv.conf: nameserver 127.0.0.53:53; a link to ../run/systemd/resolve/stub-resolv.conf (systemd-resolved's stub file)",
             "resolv.conf: search .; options edns0 trust-ad",
             "systemd-resolved: DNS=127.0.0.1:\(server.port) Domains=~. FallbackDNS=(built-in) DNSStubListener=yes",
             "systemd-resolved: servers in use (/run/systemd/resolve/resolv.conf): 127.0.0.1",

@@ -56,7 +56,14 @@ package struct DNSStubHostCheck: Sendable, Hashable {
         var describe = inputs.resolvConf == nil ? "missing" : asked.map(\.description).joined(separator: ", ")
         if resolv.nameservers.isEmpty { describe += " (no nameserver line: glibc asks 127.0.0.1:53)" }
         if resolv.nameservers.count > DNSStubResolvConf.maxNameservers { describe += "; nameservers past the third are never asked" }
-        if let link = inputs.resolvConfLink { describe += "; a link to \(link)" }
+        if let link = inputs.resolvConfLink {
+            describe += "; a link to \(link)"
+            if link.hasSuffix("/systemd/resolve/stub-resolv.conf") {
+                describe += " (systemd-resolved's stub file)"
+            } else if link.hasSuffix("/systemd/resolve/resolv.conf") {
+                describe += " (systemd-resolved's own servers: glibc asks them directly)"
+            }
+        }
         lines.append("resolv.conf: nameserver \(describe)")
         let settings = [("search", resolv.search), ("options", resolv.options)].filter { !$0.1.isEmpty }
         if !settings.isEmpty {
