@@ -153,4 +153,15 @@ extension DNSStubHostCheckTests {
         ])
         XCTAssertEqual(DNSStubResolvedConf.files(exists: { _ in false }, list: { _ in [] }), [])
     }
+
+    /// A stub on every address (`--listen 0.0.0.0:53`) is reached through any loopback address.
+    func testStubOnTheUnspecifiedAddress() {
+        let any = DNSStubResolvedConf.Server(address: HTTPDNSIPAddress("0.0.0.0")!)
+        XCTAssertEqual(check("nameserver 127.0.0.1\n", listen: any).verdict, .protected)
+        XCTAssertEqual(check("nameserver 127.0.0.53\n", resolved: ["[Resolve]\nDNS=127.0.0.1\nDomains=~.\n"], listen: any).verdict, .protected)
+        XCTAssertEqual(check("nameserver 127.0.0.53\n", resolved: ["[Resolve]\nDNS=9.9.9.9\nDomains=~.\n"], listen: any).verdict, .notProtected,
+                       "127.0.0.53 is resolved's, even with the stub on every address")
+        XCTAssertEqual(check("nameserver 10.0.0.1\n", listen: any).verdict, .notProtected)
+        XCTAssertEqual(check("nameserver ::1\n", listen: any).verdict, .notProtected, "an IPv4 socket does not take IPv6")
+    }
 }

@@ -90,11 +90,21 @@ package struct DNSStubHostCheck: Sendable, Hashable {
         }
     }
 
+    /// Whether a query to `server` reaches the stub: the same address and port, or, for a stub on
+    /// the unspecified address (`--listen 0.0.0.0:53`, `[::]:53`), any loopback address of that
+    /// family on its port but systemd-resolved's (a socket bound to 127.0.0.53 gets its queries
+    /// before one bound to every address); the host's other addresses are not known here.
+    static func reaches(_ server: DNSStubResolvedConf.Server, _ stub: DNSStubResolvedConf.Server) -> Bool {
+        guard server.port == stub.port else { return false }
+        guard stub.address.isUnspecified else { return server.address == stub.address }
+        return server.address.isLoopback && server.address.family == stub.address.family && !resolvedStubs.contains(server.address)
+    }
+
     /// The verdict and its line.
     private static func judge(
         asked: [DNSStubResolvedConf.Server], resolved: DNSStubResolvedConf, hasResolved: Bool, stub: DNSStubResolvedConf.Server
     ) -> (Verdict, String) {
-        let others = asked.filter { $0 != stub && !resolvedStubs.contains($0.address) }
+        let others = asked.filter { !reaches($0, stub) && !resolvedStubs.contains($0.address) }
         if !others.isEmpty {
             let list = others.map(\.description).joined(separator: ", ")
             if others.count < asked.count {
@@ -103,10 +113,10 @@ package struct DNSStubHostCheck: Sendable, Hashable {
             let port = others.contains { $0.address == stub.address } ? " (resolv.conf can only name port 53; the stub listens on \(stub))" : " (not the stub)"
             return (.notProtected, "NOT protected: resolv.conf sends names to \(list)\(port)")
         }
-        guard asked.contains(where: { resolvedStubs.contains($0.address) }) else {
+        guard asked.contains(where: { resolvedStubs.contains($0.address) && !reaches($0, stub) }) else {
             return (.protected, "protected: every name goes to httpdns stub at \(stub)")
         }
-        let via = asked.first { resolvedStubs.contains($0.address) }!.address
+        let via = asked.first { resolvedStubs.contains($0.address) && !reaches($0, stub) }!.address
         guard hasResolved else {
             return (.notProtected, "NOT protected: resolv.conf sends names to systemd-resolved at \(via), whose configuration was not found")
         }
@@ -116,7 +126,7 @@ package struct DNSStubHostCheck: Sendable, Hashable {
         guard !resolved.dns.isEmpty else {
             return (.notProtected, "NOT protected: systemd-resolved has no DNS=: names go to each link's DNS (DHCP) or to FallbackDNS, not the stub")
         }
-        let elsewhere = resolved.dns.filter { $0 != stub }
+        let elsewhere = resolved.dns.filter { !reaches($0, stub) }
         guard elsewhere.isEmpty else {
             return (.notProtected, "NOT protected: systemd-resolved also sends names to \(elsewhere.map(\.description).joined(separator: ", ")) (not the stub)")
         }
