@@ -60,6 +60,7 @@ func runDemo(arguments: [String]) async -> Int32 {
         await demo.compare(url)
     }
     DemoProxyScene.run(bed: bed, cleanup: cleanup)
+    DemoStubScene.run(bed: bed, cleanup: cleanup)
     DemoServiceScene.run(cleanup: cleanup)
     DemoOutput.line("""
         What happened: the lying LocalDNS sent every demo name to the hijacker at \(DemoBed.hijacker). Unprotected, \

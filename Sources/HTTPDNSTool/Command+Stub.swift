@@ -36,7 +36,7 @@ extension Command {
             until SIGINT or SIGTERM, then drains (new TCP connections refused, every query already received answered) and exits 0.
             """,
         usage: "httpdns stub [<options>]",
-        options: stubSpecs + stubRouteSpecs + stubBootSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
+        options: stubSpecs + stubRouteSpecs + stubBootSpecs + stubCheckSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
         sections: [
             ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT; with --metrics, then: metrics on http://IP:PORT/metrics"),
             ("SYSTEMD", """
@@ -44,10 +44,11 @@ extension Command {
                 ignored; READY=1 goes to NOTIFY_SOCKET once the caches are loaded and the sockets answer, \
                 STOPPING=1 at stop. Units: contrib/systemd/httpdns-stub.socket and .service.
                 """),
-            ("EXIT STATUS", "0 after SIGINT or SIGTERM, 1 when it cannot listen, 64 bad usage."),
+            ("EXIT STATUS", "0 after SIGINT or SIGTERM, 1 when it cannot listen, 64 bad usage. With --check: 0 protected, 1 not or partly protected."),
             ("EXAMPLES", """
                 httpdns stub
                 dig @127.0.0.153 www.example.com
+                httpdns stub --check
                 httpdns stub --listen 127.0.0.1:5353 --upstream udp=10.0.0.1:53 --protect '*.example.com'
                 httpdns stub --route '*.corp.example,!www.corp.example=udp=10.0.0.1:53' --metrics 127.0.0.1:9153
                 """),
@@ -76,6 +77,8 @@ extension Command {
         }
         configuration.address = address
         configuration.port = UInt16(port)
+        if parsed.has("check") { return try await stubCheck(listen: DNSStubResolvedConf.Server(address: address, port: UInt16(port))) }
+        configuration.rateLimit = try stubRateLimit(parsed, bad: bad)
         if parsed.has("allow-from") {
             configuration.allowFrom = []
             for text in parsed.all("allow-from") {

@@ -18,6 +18,7 @@ package struct DNSStubRequestError: Error, Sendable, Hashable, CustomStringConve
             case badClientSubnet
             case unsupportedType
             case notAllowed
+            case rateLimited
         }
 
         private let base: Base
@@ -44,6 +45,9 @@ package struct DNSStubRequestError: Error, Sendable, Hashable, CustomStringConve
         package static let unsupportedType = Code(.unsupportedType)
         /// The client is not allowed to ask: REFUSED with EDE 18 Prohibited (RFC 8914 §4.19).
         package static let notAllowed = Code(.notAllowed)
+        /// The client is over its rate limit (``DNSStubRateLimiter``): dropped or TC=1 over UDP,
+        /// REFUSED over TCP.
+        package static let rateLimited = Code(.rateLimited)
 
         package var description: String { base.rawValue }
     }
@@ -62,7 +66,7 @@ package struct DNSStubRequestError: Error, Sendable, Hashable, CustomStringConve
         case .tooShort, .isResponse: nil
         case .notQuery: .notImplemented
         case .badVersion: .badVersion
-        case .unsupportedType, .notAllowed: .refused
+        case .unsupportedType, .notAllowed, .rateLimited: .refused
         default: .formatError
         }
     }
@@ -72,6 +76,7 @@ package struct DNSStubRequestError: Error, Sendable, Hashable, CustomStringConve
         switch code {
         case .unsupportedType: DNSExtendedError(.notSupported, detail)
         case .notAllowed: DNSExtendedError(.prohibited, detail)
+        case .rateLimited: DNSExtendedError(.other, "rate limited")
         default: nil
         }
     }

@@ -12,6 +12,8 @@ package final class DNSStubMetrics: Sendable {
         case hosts
         /// FORMERR or NOTIMP from the front, before any resolving.
         case rejected
+        /// Over the client's rate limit: dropped, TC=1 or REFUSED (``DNSStubRateLimiter``).
+        case ratelimited
     }
 
     /// One upstream exchange's outcome (`result` label).

@@ -141,7 +141,7 @@ package final class DNSStubResolver: Sendable {
 
     /// Counts a message the front answered itself (REFUSED to a stranger, FORMERR, NOTIMP).
     package func frontReplied(_ transport: DNSStubTransport, _ reason: DNSStubRequestError) {
-        metrics?.query(transport, reason.code == .notAllowed ? .refused : .rejected)
+        metrics?.query(transport, reason.code == .notAllowed ? .refused : reason.code == .rateLimited ? .ratelimited : .rejected)
     }
 
     private func resolve(_ request: DNSStubRequest) async -> (DNSStubResponse, DNSStubMetrics.Source, String?) {

@@ -49,7 +49,7 @@ extension DNSStubServer {
 
     /// The answer to one TCP message; nil to close the connection (a message the front drops).
     private func answerTCP(_ message: [UInt8], allowed: Bool, client: HTTPDNSIPAddress) -> [UInt8]? {
-        switch front.receive(message, transport: .tcp, clientAllowed: allowed) {
+        switch rateLimited(front.receive(message, transport: .tcp, clientAllowed: allowed), client: client) {
         case .drop:
             return nil
         case .reply(let bytes, let reason):

@@ -46,6 +46,8 @@ package final class DNSStubServer: Sendable {
         /// How long the draining listener still accepts handshakes the kernel answered before it
         /// refused new ones. Default 200 ms.
         package var handshakeGrace: Duration = .milliseconds(200)
+        /// The per-client rate limit (``DNSStubRateLimiter``): off for loopback, 1,000/s otherwise.
+        package var rateLimit = DNSStubRateLimiter.Configuration()
 
         package init() {}
     }
@@ -69,6 +71,7 @@ package final class DNSStubServer: Sendable {
     let stopped = Atomic<Bool>(false)
     let tcpConnections = Atomic<Int>(0)
     let udpInFlight = Atomic<Int>(0)
+    let rateLimiter: HTTPDNSLock<DNSStubRateLimiter>
     /// Serving threads not yet finished (UDP, accept, connections).
     let threads = Atomic<Int>(0)
 
@@ -82,6 +85,7 @@ package final class DNSStubServer: Sendable {
         self.configuration = configuration
         self.resolver = resolver
         front = DNSStubFront(configuration: configuration.front)
+        rateLimiter = HTTPDNSLock(DNSStubRateLimiter(configuration: configuration.rateLimit))
         // Port 0: TCP picks the port and UDP takes the same one; another process may hold that
         // port for UDP, so a few tries.
         var attempt = 0
@@ -163,7 +167,7 @@ package final class DNSStubServer: Sendable {
         guard count >= 0 else { return errno == EINTR }
         guard let peer = withUnsafePointer(to: &storage, { SocketAddress(storage: UnsafeRawPointer($0)) }) else { return true }
         let message = Array(buffer[0..<count])
-        switch front.receive(message, transport: .udp, clientAllowed: allows(peer.address)) {
+        switch rateLimited(front.receive(message, transport: .udp, clientAllowed: allows(peer.address)), client: peer.address) {
         case .drop:
             break
         case .reply(let bytes, let reason):
