@@ -144,23 +144,25 @@ package final class DNSStubServer: Sendable {
     }
 
     private func serveUDP() {
+        // One system call per datagram: a receive that blocks up to ``slice`` (then the stop is
+        // checked), not a poll before each receive (a third of the calls, measured under dnsperf).
+        udp.blockReceives(timeoutMilliseconds: Self.slice)
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while !isStopped {
-            guard udp.wait(for: Int16(POLLIN), milliseconds: Self.slice) != 0 else { continue }
-            _ = receiveUDP(&buffer)
+            _ = receiveUDP(&buffer, wait: true)
         }
         // The drain: what the kernel queued before the stop is answered too.
-        while receiveUDP(&buffer) {}
+        while receiveUDP(&buffer, wait: false) {}
     }
 
-    /// Reads and handles one datagram without waiting; false when none was queued.
-    private func receiveUDP(_ buffer: inout [UInt8]) -> Bool {
+    /// Reads and handles one datagram, waiting up to ``slice`` for it when `wait`; false when none came.
+    private func receiveUDP(_ buffer: inout [UInt8], wait: Bool) -> Bool {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let count = buffer.withUnsafeMutableBytes { bytes in
             withUnsafeMutablePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    recvfrom(udp.fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
+                    recvfrom(udp.fd, bytes.baseAddress, bytes.count, wait ? 0 : Int32(MSG_DONTWAIT), $0, &length)
                 }
             }
         }
