@@ -38,13 +38,19 @@ package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible 
         }
         self.kind = kind
         location = String(text[text.index(after: equals)...])
-        _ = try makeUpstream(transport: nil)
+        _ = try makeUpstream(dohTransport: nil)
     }
 
     package var description: String { "\(kind.rawValue)=\(location)" }
 
     /// The upstream; `transport` carries DoH requests (nil only to validate).
     package func makeUpstream(transport: HTTPTransport?, trust: HTTPDNSTrust = .system) throws(HTTPDNSError) -> any DNSStubUpstream {
+        try makeUpstream(dohTransport: transport.map { DNSStubDoHTransport($0) }, trust: trust)
+    }
+
+    /// The upstream; `dohTransport` carries DoH requests and is renewed when the network changes
+    /// (nil only to validate).
+    package func makeUpstream(dohTransport: DNSStubDoHTransport?, trust: HTTPDNSTrust = .system) throws(HTTPDNSError) -> any DNSStubUpstream {
         switch kind {
         case .udp:
             guard let (address, port) = Self.hostPort(location) else {
@@ -73,7 +79,7 @@ package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible 
             }
             components.queryItems = kept.isEmpty ? nil : kept
             guard let url = components.url else { throw HTTPDNSError(.invalidConfiguration, "bad doh URL \(location)") }
-            return DNSStubDoHUpstream(url: url, bootstrap: bootstrap, transport: transport ?? .shared, trust: trust)
+            return DNSStubDoHUpstream(url: url, bootstrap: bootstrap, transport: dohTransport ?? DNSStubDoHTransport(.shared), trust: trust)
         }
     }
 
@@ -106,11 +112,11 @@ struct DNSStubSocketUpstream: DNSStubUpstream {
 
 /// DNS over HTTPS in the RFC 8484 wire format: the client's query with ID 0 (§4.1), POSTed as
 /// `application/dns-message`, on the libcurl transport (HTTP/2, pinned bootstrap addresses, the
-/// URL's host verified by TLS).
+/// URL's host verified by TLS; a new connection after a network change, ``DNSStubDoHTransport``).
 struct DNSStubDoHUpstream: DNSStubUpstream {
     var url: URL
     var bootstrap: [HTTPDNSIPAddress]
-    var transport: HTTPTransport
+    var transport: DNSStubDoHTransport
     var trust: HTTPDNSTrust
 
     var name: String { "doh=\(url.absoluteString)" }
@@ -136,7 +142,7 @@ struct DNSStubDoHUpstream: DNSStubUpstream {
         request.maxResponseBytes = 65_535
         let response: HTTPTransportResponse
         do {
-            response = try await transport.send(request)
+            response = try await transport.current.send(request)
         } catch {
             throw HTTPDNSError(.transport, "\(error)", source: name)
         }
