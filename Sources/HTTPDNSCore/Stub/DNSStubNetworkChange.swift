@@ -1,7 +1,7 @@
 import DNSWire
 
 /// What `httpdns stub` does to its own state when the host moves to another network (an address or
-/// a default route came or went, as ``HTTPDNSNetworkWatcher`` reports it), as a value applied to
+/// a default route came or went, as `HTTPDNSNetworkWatcher` reports it), as a value applied to
 /// that state with an explicit `now`.
 ///
 /// - The upstreams' health (``DNSStubUpstreamHealth``) and rankings (``DNSStubUpstreamRanking``)
@@ -17,7 +17,7 @@ import DNSWire
 ///   its next query, and while the upstreams still fail the old negative answer goes out stale
 ///   (RFC 8767, EDE 19) rather than a SERVFAIL.
 ///
-/// The I/O shell also drops its DoH connections and tells the engine (``HTTPDNSEngine``'s own
+/// The I/O shell also drops its DoH connections and tells the engine (`HTTPDNSEngine`'s own
 /// `networkDidChange()`); neither is a value.
 package struct DNSStubNetworkChange: Sendable, Hashable {
     /// Negative answers expired by the change.
