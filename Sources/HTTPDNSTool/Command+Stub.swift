@@ -90,8 +90,6 @@ extension Command {
             }
         }
         let transport = HTTPTransport()
-        // The upstreams' own, renewed when the network changes (the engine keeps `transport`).
-        let dohTransport = DNSStubDoHTransport()
         let trust = try shared.makeTrust(command: command)
         let upstreamTexts = parsed.has("upstream")
             ? parsed.all("upstream")
@@ -99,12 +97,12 @@ extension Command {
         var upstreams: [any DNSStubUpstream] = []
         for text in upstreamTexts {
             do {
-                upstreams.append(try DNSStubUpstreamSpec(parsing: text).makeUpstream(dohTransport: dohTransport, trust: trust))
+                upstreams.append(try DNSStubUpstreamSpec(parsing: text).makeUpstream(transport: transport, trust: trust))
             } catch {
                 throw bad("bad --upstream '\(text)': \(error.detail)")
             }
         }
-        let (routes, routeUpstreams, metricsListen, queryLog) = try stubRouting(parsed, transport: dohTransport, trust: trust, bad: bad)
+        let (routes, routeUpstreams, metricsListen, queryLog) = try stubRouting(parsed, transport: transport, trust: trust, bad: bad)
         let metrics = metricsListen == nil ? nil : DNSStubMetrics()
         var engineConfiguration = try shared.makeEngine(transport: transport, trust: trust, command: command).configuration
         // The stub may be the system resolver: the engine's LocalDNS would ask the stub itself.
@@ -148,7 +146,7 @@ extension Command {
             }
         }
         persistence?.start()
-        let watcher = stubWatchNetwork(resolver, renewing: dohTransport)
+        let watcher = stubWatchNetwork(resolver, renewing: transport)
         try await waitForStopSignal(announce: {
             let endpoint = "\(server.localAddress.uriText):\(server.port)"
             try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")

@@ -24,7 +24,7 @@ extension Command {
     /// the metrics, and the open query log.
     /// - Throws: a usage error naming the bad option, ``ToolFailure`` when the log cannot be opened.
     static func stubRouting(
-        _ parsed: ParsedArguments, transport: DNSStubDoHTransport, trust: HTTPDNSTrust, bad: (String) -> UsageError
+        _ parsed: ParsedArguments, transport: HTTPTransport, trust: HTTPDNSTrust, bad: (String) -> UsageError
     ) throws -> (DNSStubRoutes, [[any DNSStubUpstream]], (HTTPDNSIPAddress, Int)?, HTTPDNSAccessLog?) {
         let routes: DNSStubRoutes
         do {
@@ -37,7 +37,7 @@ extension Command {
             var list: [any DNSStubUpstream] = []
             for text in route.upstreams {
                 do {
-                    list.append(try DNSStubUpstreamSpec(parsing: text).makeUpstream(dohTransport: transport, trust: trust))
+                    list.append(try DNSStubUpstreamSpec(parsing: text).makeUpstream(transport: transport, trust: trust))
                 } catch {
                     throw bad("bad --route '\(route.patterns)=\(text)': \(error.detail)")
                 }

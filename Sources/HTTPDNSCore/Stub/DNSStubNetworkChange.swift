@@ -17,7 +17,7 @@ import DNSWire
 ///   its next query, and while the upstreams still fail the old negative answer goes out stale
 ///   (RFC 8767, EDE 19) rather than a SERVFAIL.
 ///
-/// The I/O shell also drops its DoH connections and tells the engine (`HTTPDNSEngine`'s own
+/// The I/O shell also drops its HTTP connections (providers, DoH upstreams) and tells the engine (`HTTPDNSEngine`'s own
 /// `networkDidChange()`); neither is a value.
 package struct DNSStubNetworkChange: Sendable, Hashable {
     /// Negative answers expired by the change.

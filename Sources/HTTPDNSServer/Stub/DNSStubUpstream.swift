@@ -38,19 +38,13 @@ package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible 
         }
         self.kind = kind
         location = String(text[text.index(after: equals)...])
-        _ = try makeUpstream(dohTransport: nil)
+        _ = try makeUpstream(transport: nil)
     }
 
     package var description: String { "\(kind.rawValue)=\(location)" }
 
     /// The upstream; `transport` carries DoH requests (nil only to validate).
     package func makeUpstream(transport: HTTPTransport?, trust: HTTPDNSTrust = .system) throws(HTTPDNSError) -> any DNSStubUpstream {
-        try makeUpstream(dohTransport: transport.map { DNSStubDoHTransport($0) }, trust: trust)
-    }
-
-    /// The upstream; `dohTransport` carries DoH requests and is renewed when the network changes
-    /// (nil only to validate).
-    package func makeUpstream(dohTransport: DNSStubDoHTransport?, trust: HTTPDNSTrust = .system) throws(HTTPDNSError) -> any DNSStubUpstream {
         switch kind {
         case .udp:
             guard let (address, port) = Self.hostPort(location) else {
@@ -79,7 +73,7 @@ package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible 
             }
             components.queryItems = kept.isEmpty ? nil : kept
             guard let url = components.url else { throw HTTPDNSError(.invalidConfiguration, "bad doh URL \(location)") }
-            return DNSStubDoHUpstream(url: url, bootstrap: bootstrap, transport: dohTransport ?? DNSStubDoHTransport(.shared), trust: trust)
+            return DNSStubDoHUpstream(url: url, bootstrap: bootstrap, transport: transport ?? .shared, trust: trust)
         }
     }
 
@@ -112,11 +106,11 @@ struct DNSStubSocketUpstream: DNSStubUpstream {
 
 /// DNS over HTTPS in the RFC 8484 wire format: the client's query with ID 0 (§4.1), POSTed as
 /// `application/dns-message`, on the libcurl transport (HTTP/2, pinned bootstrap addresses, the
-/// URL's host verified by TLS; a new connection after a network change, ``DNSStubDoHTransport``).
+/// URL's host verified by TLS).
 struct DNSStubDoHUpstream: DNSStubUpstream {
     var url: URL
     var bootstrap: [HTTPDNSIPAddress]
-    var transport: DNSStubDoHTransport
+    var transport: HTTPTransport
     var trust: HTTPDNSTrust
 
     var name: String { "doh=\(url.absoluteString)" }
@@ -142,7 +136,7 @@ struct DNSStubDoHUpstream: DNSStubUpstream {
         request.maxResponseBytes = 65_535
         let response: HTTPTransportResponse
         do {
-            response = try await transport.current.send(request)
+            response = try await transport.send(request)
         } catch {
             throw HTTPDNSError(.transport, "\(error)", source: name)
         }
