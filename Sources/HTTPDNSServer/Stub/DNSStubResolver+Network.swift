@@ -3,12 +3,13 @@ import HTTPDNSCore
 import HTTPDNSTransport
 
 extension DNSStubResolver {
-    /// Starts over after the host moved to another network: the engine drops what it learnt on the
-    /// old one (``HTTPDNSEngine/networkDidChange()``: cool-downs, rankings, its answers kept only as
-    /// stale), the HTTP connections to the providers and the DoH upstreams are dropped (`renewing`'s
-    /// ``HTTPTransport/renewConnections()``: a kept connection may come from an address that is
-    /// gone, and a request on it would wait for its timeout), the upstreams' health and rankings start over, and the wire cache's negative answers expire
-    /// while its positive ones are kept (``DNSStubNetworkChange``).
+    /// Starts over after the host moved to another network: the HTTP connections to the providers
+    /// and the DoH upstreams are dropped (`renewing`'s ``HTTPTransport/renewConnections()``: a kept
+    /// connection may come from an address that is gone, and a request on it would wait for its
+    /// timeout), the engine drops what it learnt on the old network (``HTTPDNSEngine/networkDidChange()``:
+    /// cool-downs, rankings, its answers kept only as stale), the upstreams' health and rankings
+    /// start over, and the wire cache's negative answers expire while its positive ones are kept
+    /// (``DNSStubNetworkChange``).
     ///
     /// Called by the rtnetlink watcher's thread once per burst of changes; blocks for moments (an
     /// old transport stopping), so never on the cooperative pool.
@@ -16,8 +17,9 @@ extension DNSStubResolver {
     /// - Returns: what changed in the stub's own state, for the log line.
     @discardableResult
     package func networkDidChange(renewing transports: [HTTPTransport] = []) -> DNSStubNetworkChange {
-        engine.networkDidChange()
+        // Connections first: the engine's pre-resolution starts at once, on the new ones.
         for transport in transports { transport.renewConnections() }
+        engine.networkDidChange()
         let groups = [upstreams] + routeUpstreams
         var rankings = groups.map(\.currentRanking)
         let at = now
