@@ -146,6 +146,7 @@ extension Command {
             }
         }
         persistence?.start()
+        let watcher = stubWatchNetwork(resolver, renewing: transport)
         try await waitForStopSignal(announce: {
             let endpoint = "\(server.localAddress.uriText):\(server.port)"
             try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")
@@ -155,6 +156,7 @@ extension Command {
             DNSStubSystemd.notify("READY=1")
         }) {
             DNSStubSystemd.notify("STOPPING=1")
+            watcher?.stop()
             // The drain: every query read is answered (issue 25). A query may try the engine and
             // each upstream in turn, each within the timeout.
             let longest = resolverConfiguration.upstreamTimeout * (upstreams.count + 1) + .seconds(1)

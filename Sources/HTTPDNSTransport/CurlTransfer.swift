@@ -13,7 +13,7 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var easy: UnsafeMutableRawPointer?
     let host: String
     let loop: CurlEventLoop
-    /// Keeps the transport (and so the loop thread) alive while the transfer runs.
+    /// Keeps the loop thread alive while the transfer runs (its ``CurlLoopOwner``).
     private let owner: any Sendable
     private let delegate: any HTTPTransportDelegate
     private let cancelFlag = Atomic<Bool>(false)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSCore
 
 /// Sends HTTP requests with libcurl, optionally to pinned addresses, from one event-loop thread.
 ///
@@ -32,7 +33,13 @@ package final class HTTPTransport: Sendable {
 
     /// The settings this transport was made with.
     package let configuration: Configuration
-    let loop: CurlEventLoop
+    /// The loop new requests go to, and loops that ``renewConnections()`` replaced.
+    private let loops: HTTPDNSLock<(current: CurlLoopOwner, retired: [CurlLoopOwner])>
+
+    /// The loop (with its connection cache) that new requests go to.
+    private var owner: CurlLoopOwner {
+        loops.withLock { $0.current }
+    }
 
     /// A process-wide transport, for callers that need no special configuration.
     package static let shared = HTTPTransport()
@@ -40,13 +47,33 @@ package final class HTTPTransport: Sendable {
     /// Starts the event-loop thread. It stops when the transport is released and no transfer runs.
     package init(configuration: Configuration = .init()) {
         self.configuration = configuration
-        self.loop = CurlEventLoop(configuration: configuration)
+        loops = HTTPDNSLock((CurlLoopOwner(CurlEventLoop(configuration: configuration)), []))
     }
 
-    deinit {
-        loop.shutdown()
-        // Short: shutdown cancels what runs; the wait ends when libcurl has freed its TLS state.
-        loop.waitUntilStopped(timeout: .seconds(2))
+    /// Sends the requests started from now on over new connections, after the host moved to
+    /// another network: a kept connection (an HTTP/2 session) may go through a gateway or from an
+    /// address that is gone, and a request on it would wait for its timeout before libcurl gives
+    /// it up. Requests in flight finish on their connections.
+    ///
+    /// libcurl cannot close the connections its `curl_multi` handle caches from outside the loop
+    /// thread, so new requests go to a new loop (a new handle, no connection); the old one stops,
+    /// closing its connections, once no transfer holds it, and is released at a later call or with
+    /// the transport (releasing waits for its thread: call this off the cooperative pool).
+    package func renewConnections() {
+        let released = loops.withLock { loops -> [CurlLoopOwner] in
+            var released: [CurlLoopOwner] = []
+            var kept: [CurlLoopOwner] = []
+            // Taken out of the array first: the array's own reference would make none unique.
+            while var retired = loops.retired.popLast() {
+                if isKnownUniquelyReferenced(&retired) { released.append(retired) } else { kept.append(retired) }
+            }
+            kept.append(loops.current)
+            loops.retired = kept
+            loops.current = CurlLoopOwner(CurlEventLoop(configuration: configuration))
+            return released
+        }
+        // Released here, outside the lock: each one's deinit waits for its loop thread.
+        _ = released
     }
 
     /// Starts a transfer whose events go to `delegate` (on the loop thread).
@@ -55,9 +82,10 @@ package final class HTTPTransport: Sendable {
     ///   sent; every later failure goes to ``HTTPTransportDelegate/didComplete(_:)``.
     @discardableResult
     package func start(_ request: HTTPTransportRequest, delegate: some HTTPTransportDelegate) throws(HTTPTransportError) -> HTTPTransportTask {
+        let owner = owner
         let transfer = try CurlTransfer(
-            request: request, configuration: configuration, delegate: delegate, loop: loop, owner: self)
-        loop.submit(transfer)
+            request: request, configuration: configuration, delegate: delegate, loop: owner.loop, owner: owner)
+        owner.loop.submit(transfer)
         return HTTPTransportTask(transfer: transfer)
     }
 
@@ -66,12 +94,13 @@ package final class HTTPTransport: Sendable {
     /// - Throws: ``HTTPTransportError``; `cancelled` when the calling task is cancelled.
     package func send(_ request: HTTPTransportRequest) async throws(HTTPTransportError) -> HTTPTransportResponse {
         let collector = ResponseCollector()
+        let owner = owner
         let transfer = try CurlTransfer(
-            request: request, configuration: configuration, delegate: collector, loop: loop, owner: self)
+            request: request, configuration: configuration, delegate: collector, loop: owner.loop, owner: owner)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 collector.setDelivery { continuation.resume(returning: $0) }
-                loop.submit(transfer)
+                owner.loop.submit(transfer)
             }
         } onCancel: {
             transfer.cancel()
@@ -91,10 +120,11 @@ package final class HTTPTransport: Sendable {
         completion: @escaping @Sendable (Result<HTTPTransportResponse, HTTPTransportError>) -> Void
     ) throws(HTTPTransportError) -> HTTPTransportTask {
         let collector = ResponseCollector()
+        let owner = owner
         let transfer = try CurlTransfer(
-            request: request, configuration: configuration, delegate: collector, loop: loop, owner: self)
+            request: request, configuration: configuration, delegate: collector, loop: owner.loop, owner: owner)
         collector.setDelivery(completion)
-        loop.submit(transfer)
+        owner.loop.submit(transfer)
         return HTTPTransportTask(transfer: transfer)
     }
 
@@ -116,16 +146,33 @@ package final class HTTPTransport: Sendable {
         let buffer = request.receiveBuffer ?? HTTPTransportReceiveBuffer()
         request.receiveBuffer = buffer
         let streamer = ResponseStreamer(body: buffer)
+        let owner = owner
         let transfer = try CurlTransfer(
-            request: request, configuration: configuration, delegate: streamer, loop: loop, owner: self)
+            request: request, configuration: configuration, delegate: streamer, loop: owner.loop, owner: owner)
         let head = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 streamer.setHeadContinuation(continuation)
-                loop.submit(transfer)
+                owner.loop.submit(transfer)
             }
         } onCancel: {
             transfer.cancel()
         }
         return (try head.get(), buffer.makeStream { transfer.cancel() })
+    }
+}
+
+/// One loop thread's life: it stops when the owner is released, that is when the transport has
+/// moved on (released, or ``HTTPTransport/renewConnections()``) and no transfer on it runs.
+final class CurlLoopOwner: Sendable {
+    let loop: CurlEventLoop
+
+    init(_ loop: CurlEventLoop) {
+        self.loop = loop
+    }
+
+    deinit {
+        loop.shutdown()
+        // Short: shutdown cancels what runs; the wait ends when libcurl has freed its TLS state.
+        loop.waitUntilStopped(timeout: .seconds(2))
     }
 }

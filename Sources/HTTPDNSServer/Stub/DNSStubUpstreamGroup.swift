@@ -27,6 +27,12 @@ package final class DNSStubUpstreamGroup: Sendable {
         ranking = HTTPDNSLock(DNSStubUpstreamRanking(count: upstreams.count, configuration: configuration))
     }
 
+    /// The ranking as it stands; replaced as a whole when the network changes (``DNSStubNetworkChange``).
+    package var currentRanking: DNSStubUpstreamRanking {
+        get { ranking.withLock { $0 } }
+        set { ranking.withLock { $0 = newValue } }
+    }
+
     /// Seconds on a monotonic clock.
     private var now: Double {
         let elapsed = clock.now - start
