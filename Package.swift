@@ -78,6 +78,8 @@ let package = Package(
 
         // Linux calls of the loopback proxy's event loop (epoll, splice) that Glibc does not import.
         .target(name: "CHTTPDNSProxy"),
+        // sendmmsg, which Glibc does not import either: the stub's UDP answers, sent in batches.
+        .target(name: "CDatagrams"),
 
         // The three routes, a module each (a change to one shows what it can break in another):
         // IP direct connect for code you write: `HTTPDNSClient`, connection racing, and the one
@@ -92,7 +94,7 @@ let package = Package(
         .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSDirect", "HTTPDNSLoopbackProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
-        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CDatagrams", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.

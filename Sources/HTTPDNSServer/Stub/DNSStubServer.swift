@@ -146,17 +146,23 @@ package final class DNSStubServer: Sendable {
     private func serveUDP() {
         // One system call per datagram: a receive that blocks up to ``slice`` (then the stop is
         // checked), not a poll before each receive (a third of the calls, measured under dnsperf).
+        // Answers made here wait in `batch` only while more queries are queued (DNSStubUDPBatch).
         udp.blockReceives(timeoutMilliseconds: Self.slice)
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var batch = DNSStubUDPBatch()
         while !isStopped {
-            _ = receiveUDP(&buffer, wait: true)
+            if !receiveUDP(&buffer, wait: batch.isEmpty, into: &batch) || batch.isFull { batch.flush(on: udp.fd) }
         }
         // The drain: what the kernel queued before the stop is answered too.
-        while receiveUDP(&buffer, wait: false) {}
+        while receiveUDP(&buffer, wait: false, into: &batch) {
+            if batch.isFull { batch.flush(on: udp.fd) }
+        }
+        batch.flush(on: udp.fd)
     }
 
-    /// Reads and handles one datagram, waiting up to ``slice`` for it when `wait`; false when none came.
-    private func receiveUDP(_ buffer: inout [UInt8], wait: Bool) -> Bool {
+    /// Reads and handles one datagram, waiting up to ``slice`` for it when `wait`; false when none
+    /// came. Answers made on this thread go into `batch`; the others are sent by their task.
+    private func receiveUDP(_ buffer: inout [UInt8], wait: Bool, into batch: inout DNSStubUDPBatch) -> Bool {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let count = buffer.withUnsafeMutableBytes { bytes in
@@ -173,12 +179,12 @@ package final class DNSStubServer: Sendable {
         case .drop:
             break
         case .reply(let bytes, let reason):
-            udp.send(bytes, to: peer)
+            batch.append(bytes, to: peer)
             resolver.frontReplied(.udp, reason)
         case .resolve(let request):
             // A cached answer goes out from this thread: a task per query would cost more than it.
             if let response = resolver.answerAtOnce(request, client: peer.address) {
-                udp.send(front.encode(response, for: request), to: peer)
+                batch.append(front.encode(response, for: request), to: peer)
                 return true
             }
             guard udpInFlight.add(1, ordering: .relaxed).newValue <= configuration.maxUDPInFlight else {
