@@ -86,6 +86,43 @@ final class CarrierNetworks {
         try ip(["netns", "exec", core, Self.nft, "-f", file.path])
     }
 
+    /// Starts nginx in the core namespace with `servers` (its `server { … }` blocks) in a directory
+    /// of its own under `directory`, single-process (`master_process off`: stopping it stops
+    /// everything), and waits until its listeners are bound (it writes its pid file then).
+    func startNginx(in directory: URL, servers: String) throws {
+        let dir = directory.appendingPathComponent("nginx")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let path = { (name: String) in dir.appendingPathComponent(name).path }
+        let config = """
+            \(geteuid() == 0 ? "user root root;" : "")
+            daemon off;
+            master_process off;
+            pid \(path("nginx.pid"));
+            lock_file \(path("nginx.lock"));
+            error_log \(path("error.log")) info;
+            events { worker_connections 256; }
+            http {
+              default_type text/plain;
+              client_body_temp_path \(path("body"));
+              proxy_temp_path \(path("proxy"));
+              fastcgi_temp_path \(path("fastcgi"));
+              uwsgi_temp_path \(path("uwsgi"));
+              scgi_temp_path \(path("scgi"));
+              access_log \(path("access.log"));
+            \(servers)
+            }
+            """
+        try config.write(toFile: path("nginx.conf"), atomically: true, encoding: .utf8)
+        let nginx = try start(in: core, "/usr/sbin/nginx", ["-p", dir.path + "/", "-c", path("nginx.conf"), "-e", path("error.log")])
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: path("nginx.pid")) {
+            guard nginx.isRunning, Date() < deadline else {
+                throw ToolRunner.Failure("nginx did not start: \((try? String(contentsOfFile: path("error.log"), encoding: .utf8)) ?? "")")
+            }
+            usleep(20_000)
+        }
+    }
+
     /// Runs `executable` inside `namespace` and waits for it.
     func run(in namespace: String, _ executable: String, _ arguments: [String], timeout: Duration = .seconds(20)) throws -> ToolRunner.Result {
         try ToolRunner(executable: Self.ip).run(["netns", "exec", namespace, executable] + arguments, timeout: timeout, environment: Self.environment)

@@ -173,26 +173,8 @@ final class FailureReportLoopTests: XCTestCase {
     /// nginx in the core namespace on the three origin addresses, port 443, answering with the
     /// address that served. Single-process (`master_process off`): stopping it stops everything.
     private func startOrigin(_ leaf: TestCertificates.Leaf) throws {
-        let dir = directory.appendingPathComponent("nginx")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let path = { (name: String) in dir.appendingPathComponent(name).path }
         let listens = networks.origins.map { "    listen \($0):443 ssl;" }.joined(separator: "\n")
-        let config = """
-            \(geteuid() == 0 ? "user root root;" : "")
-            daemon off;
-            master_process off;
-            pid \(path("nginx.pid"));
-            lock_file \(path("nginx.lock"));
-            error_log \(path("error.log")) info;
-            events { worker_connections 256; }
-            http {
-              default_type text/plain;
-              client_body_temp_path \(path("body"));
-              proxy_temp_path \(path("proxy"));
-              fastcgi_temp_path \(path("fastcgi"));
-              uwsgi_temp_path \(path("uwsgi"));
-              scgi_temp_path \(path("scgi"));
-              access_log \(path("access.log"));
+        try networks.startNginx(in: directory, servers: """
               server {
             \(listens)
                 server_name \(Self.host);
@@ -200,22 +182,9 @@ final class FailureReportLoopTests: XCTestCase {
                 ssl_certificate_key \(leaf.keyPath);
                 location / { return 200 "origin $server_addr\\n"; }
               }
-            }
-            """
-        try config.write(toFile: path("nginx.conf"), atomically: true, encoding: .utf8)
-        let nginx = try networks.start(in: networks.core, "/usr/sbin/nginx", ["-p", dir.path + "/", "-c", path("nginx.conf"), "-e", path("error.log")])
-        // nginx writes its pid file once its listeners are bound.
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: path("nginx.pid")) {
-            guard nginx.isRunning, Date() < deadline else {
-                throw ToolRunner.Failure("nginx did not start: \((try? String(contentsOfFile: path("error.log"), encoding: .utf8)) ?? "")")
-            }
-            usleep(20_000)
-        }
+            """)
     }
 
-    /// `httpdns serve` in the core namespace: the zone with a view per carrier and an HTTPS check
-    /// of the origins, report tokens and an account, threshold 3 (carrier A's three networks).
     private func startServer() throws {
         let o = networks.origins.map { "\"\($0)\"" }
         let zone = """

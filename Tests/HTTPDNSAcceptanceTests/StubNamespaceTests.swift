@@ -108,35 +108,15 @@ final class StubNamespaceTests: XCTestCase {
     // MARK: - The carrier
 
     private func startResolvers() throws {
-        try write("""
-            port=53
-            listen-address=\(Self.liar)
-            bind-interfaces
-            no-resolv
-            no-hosts
-            no-poll
-            pid-file=
-            log-facility=-
-            \(geteuid() == 0 ? "user=root\ngroup=root" : "")
-            address=/example.test/\(Self.ad)
-            """, "liar.conf")
-        try write("""
-            port=5300
-            listen-address=\(Self.honest)
-            bind-interfaces
-            no-resolv
-            no-hosts
-            no-poll
-            pid-file=
-            log-facility=-
-            \(geteuid() == 0 ? "user=root\ngroup=root" : "")
-            mx-host=mail.example.test,mx1.example.test,10
-            txt-record=txt.example.test,"the upstream's text"
-            srv-host=_sip._udp.example.test,sip.example.test,5060,0,5
-            dns-rr=\(Self.site),65,000100
-            ptr-record=10.0.19.198.in-addr.arpa,\(Self.site)
-            address=/example.test/\(Self.ad)
-            """, "honest.conf")
+        try write(dnsmasq(Self.liar, port: 53, ["address=/example.test/\(Self.ad)"]), "liar.conf")
+        try write(dnsmasq(Self.honest, port: 5300, [
+            "mx-host=mail.example.test,mx1.example.test,10",
+            #"txt-record=txt.example.test,"the upstream's text""#,
+            "srv-host=_sip._udp.example.test,sip.example.test,5060,0,5",
+            "dns-rr=\(Self.site),65,000100",
+            "ptr-record=10.0.19.198.in-addr.arpa,\(Self.site)",
+            "address=/example.test/\(Self.ad)",
+        ]), "honest.conf")
         for name in ["liar", "honest"] {
             _ = try networks.start(in: networks.core, "/usr/sbin/dnsmasq", ["--keep-in-foreground", "--conf-file=\(file("\(name).conf"))"])
         }
@@ -147,38 +127,17 @@ final class StubNamespaceTests: XCTestCase {
         }
     }
 
+    /// A dnsmasq configuration answering on `address`:`port` from `records` alone.
+    private func dnsmasq(_ address: String, port: Int, _ records: [String]) -> String {
+        (["port=\(port)", "listen-address=\(address)", "bind-interfaces", "no-resolv", "no-hosts", "no-poll", "pid-file=", "log-facility=-"]
+            + (geteuid() == 0 ? ["user=root", "group=root"] : []) + records).joined(separator: "\n") + "\n"
+    }
+
     private func startOrigins() throws {
-        let dir = directory.appendingPathComponent("nginx")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let path = { (name: String) in dir.appendingPathComponent(name).path }
-        let config = """
-            \(geteuid() == 0 ? "user root root;" : "")
-            daemon off;
-            master_process off;
-            pid \(path("nginx.pid"));
-            lock_file \(path("nginx.lock"));
-            error_log \(path("error.log")) info;
-            events { worker_connections 64; }
-            http {
-              default_type text/plain;
-              client_body_temp_path \(path("body"));
-              proxy_temp_path \(path("proxy"));
-              fastcgi_temp_path \(path("fastcgi"));
-              uwsgi_temp_path \(path("uwsgi"));
-              scgi_temp_path \(path("scgi"));
-              access_log off;
+        try networks.startNginx(in: directory, servers: """
               server { listen \(Self.real):80; location / { return 200 "real origin\\n"; } }
               server { listen \(Self.ad):80; location / { return 200 "ad server\\n"; } }
-            }
-            """
-        try config.write(toFile: path("nginx.conf"), atomically: true, encoding: .utf8)
-        let nginx = try networks.start(in: networks.core, "/usr/sbin/nginx", ["-p", dir.path + "/", "-c", path("nginx.conf"), "-e", path("error.log")])
-        try waitFor("nginx") {
-            guard nginx.isRunning else {
-                throw ToolRunner.Failure("nginx did not start: \((try? String(contentsOfFile: path("error.log"), encoding: .utf8)) ?? "")")
-            }
-            return FileManager.default.fileExists(atPath: path("nginx.pid"))
-        }
+            """)
     }
 
     private func startService() throws {
