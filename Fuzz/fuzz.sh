@@ -32,9 +32,9 @@ for module in $MODULES; do
         objects+=("$object")
     done < <(grep -o '"object": *"[^"]*"' "$SCRATCH/debug/$module.build/output-file-map.json" | sed 's/.*"\([^"]*\)"$/\1/')
 done
-# The C targets (CH2O under the server, CHTTPDNSProxy under the proxy): their objects, their
+# The C targets (CH2O and CDatagrams under the server, CHTTPDNSProxy under the proxy): their objects, their
 # generated module maps and the libraries Package.swift links them with (swiftc does not read it).
-C_TARGETS="CH2O CHTTPDNSProxy"
+C_TARGETS="CH2O CDatagrams CHTTPDNSProxy"
 module_maps=()
 for target in $C_TARGETS; do
     for object in "$SCRATCH/debug/$target.build"/*.o; do
