@@ -169,6 +169,29 @@ final class StubUpstreamTests: ToolTestCase {
         XCTAssertFalse(after.contains("httpdns_stub_upstream_rtt_seconds{upstream=\"doh=\(doh.url)\"} 0\n"), "an RTT measured")
     }
 
+    /// Repeats of a query the UDP thread answered a moment ago come from its packet cache: each
+    /// with its own ID and its question as asked (another case is another query), counted under
+    /// the source that made the answer, the upstream asked once.
+    func testRepeatsAreAnsweredWithTheirOwnIDAndCountedUnderTheirSource() throws {
+        let (_, port, metricsPort, _, doh) = try startRoutedStub(["--metrics", "127.0.0.1:0"])
+        let metrics = try XCTUnwrap(metricsPort)
+        for id in UInt16(1)...60 {
+            let name = id % 2 == 0 ? "other.test" : "OTHER.Test"
+            let message = try XCTUnwrap(StubWire.udp(name, .A, port: port, id: id).message, "query \(id)")
+            XCTAssertEqual(message.id, id)
+            XCTAssertEqual(message.questions.first?.name.text(), name)
+            XCTAssertEqual(message.answers.map(\.data), [.a([127, 0, 0, 1])], "query \(id)")
+        }
+        let after = try scrape(metrics)
+        for line in [
+            "httpdns_stub_queries_total{transport=\"udp\",source=\"upstream\"} 1",
+            "httpdns_stub_queries_total{transport=\"udp\",source=\"cache\"} 59",
+            "httpdns_stub_upstream_queries_total{upstream=\"doh=\(doh.url)\",result=\"answered\"} 1",
+        ] {
+            XCTAssertTrue(after.contains(line + "\n"), "\(line) in\n\(after)")
+        }
+    }
+
     func scrape(_ port: Int) throws -> String {
         let client = try RawHTTPClient(port: port)
         XCTAssertTrue(client.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"))

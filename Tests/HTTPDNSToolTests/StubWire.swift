@@ -14,8 +14,9 @@ enum StubWire {
 
     /// The answer and the milliseconds from send to receive; nil message when none came in `wait` ms
     /// (or the port was refused).
-    static func udp(_ name: String, _ type: DNSRecordType, port: Int, wait: Int32 = 3000) throws -> (message: DNSMessage?, milliseconds: Double) {
-        let id = UInt16.random(in: 1...UInt16.max)
+    static func udp(
+        _ name: String, _ type: DNSRecordType, port: Int, wait: Int32 = 3000, id: UInt16 = .random(in: 1...UInt16.max)
+    ) throws -> (message: DNSMessage?, milliseconds: Double) {
         let bytes = try query(name, type, id: id)
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw ToolRunner.Failure("socket") }

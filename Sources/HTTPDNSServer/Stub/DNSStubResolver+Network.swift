@@ -20,6 +20,7 @@ extension DNSStubResolver {
         // Connections first: the engine's pre-resolution starts at once, on the new ones.
         for transport in transports { transport.renewConnections() }
         engine.networkDidChange()
+        generation.add(1, ordering: .releasing)
         let groups = [upstreams] + routeUpstreams
         var rankings = groups.map(\.currentRanking)
         let at = now

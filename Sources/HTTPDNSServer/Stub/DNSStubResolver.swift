@@ -1,6 +1,7 @@
 import DNSWire
 import HTTPDNS
 import HTTPDNSCore
+import Synchronization
 
 /// Answers the stub's queries: A and AAAA of names the engine protects through the engine
 /// (HTTPDNS providers, its cache, serve-stale); every other query, and those when the engine fails
@@ -40,6 +41,9 @@ package final class DNSStubResolver: Sendable {
     let health: HTTPDNSLock<DNSStubUpstreamHealth>
     /// Keys being refreshed in the background (at most one refresh per key).
     let refreshing = HTTPDNSLock(Set<DNSStubCache.Key>())
+    /// Bumped when what the caches hold stops being true (the network changed): the UDP thread's
+    /// packet cache starts over when it sees a new value.
+    package let generation = Atomic<Int>(0)
     private let clock = ContinuousClock()
     private let start = ContinuousClock.now
 
@@ -80,16 +84,50 @@ package final class DNSStubResolver: Sendable {
     /// The answer to `request`, never throwing: a failure is SERVFAIL with an Extended DNS Error.
     /// Counted in the metrics and written to the query log, with `client`, when those are on.
     package func answer(_ request: DNSStubRequest, client: HTTPDNSIPAddress? = nil) async -> DNSStubResponse {
-        let began = Began(logging: queryLog != nil)
-        let (response, source, upstream) = await resolve(request)
-        record(request, client: client, response, source, upstream, began: began)
-        return response
+        await withCheckedContinuation { continuation in
+            answer(request, client: client) { continuation.resume(returning: $0) }
+        }
     }
+
+    /// The same without a task where none is needed: an upstream's answer reaches `completion` on
+    /// the thread it arrived on (libcurl's loop thread for DoH), so the stub's UDP and TCP threads
+    /// hand a query over and the answer goes out from there, with no hop through the task pool;
+    /// the engine's answers still come from a task. `completion` is called once and must be quick.
+    package func answer(
+        _ request: DNSStubRequest, client: HTTPDNSIPAddress? = nil, completion: @escaping @Sendable (DNSStubResponse) -> Void
+    ) {
+        let began = Began(logging: queryLog != nil)
+        let deliver: Delivery = { [self] response, source, upstream in
+            record(request, client: client, response, source, upstream, began: began)
+            completion(response)
+        }
+        let question = request.question
+        if let local = configuration.hosts.answer(question) { return deliver(local, .hosts, nil) }
+        let host = question.name.text()
+        if let route = routes.route(for: host) { return fromUpstreams(request, routeUpstreams[route], source: .route, deliver) }
+        guard isAddressQuestion(question), engine.protects(host) else { return fromUpstreams(request, upstreams, source: .upstream, deliver) }
+        Task { [self] in
+            switch await fromEngine(host, type: question.type, name: question.name) {
+            case .success(let response):
+                deliver(response, .engine, nil)
+            case .failure(let error):
+                guard configuration.engineFallback, !upstreams.upstreams.isEmpty else {
+                    return deliver(.serverFailure(.networkError, "HTTPDNS failed: \(error.code)"), .servfail, nil)
+                }
+                fromUpstreams(request, upstreams, source: .upstream, deliver)
+            }
+        }
+    }
+
+    /// Where an answer goes: the response, where it came from, and the upstream that gave it.
+    private typealias Delivery = @Sendable (DNSStubResponse, DNSStubMetrics.Source, String?) -> Void
 
     /// The answer to `request` when it needs no waiting: the engine's cached addresses of a
     /// protected name, or a fresh answer of the wire cache; nil when a provider or an upstream must
     /// be asked (then ``answer(_:client:)``). The UDP thread answers these itself, without a task.
-    package func answerAtOnce(_ request: DNSStubRequest, client: HTTPDNSIPAddress? = nil) -> DNSStubResponse? {
+    package func answerAtOnce(
+        _ request: DNSStubRequest, client: HTTPDNSIPAddress? = nil
+    ) -> (response: DNSStubResponse, source: DNSStubMetrics.Source)? {
         let began = Began(logging: queryLog != nil)
         let question = request.question
         let host = question.name.text()
@@ -105,7 +143,16 @@ package final class DNSStubResolver: Sendable {
             (response, source) = (hit.response, .cache)
         }
         record(request, client: client, response, source, nil, began: began)
-        return response
+        return (response, source)
+    }
+
+    /// Whether the UDP thread may repeat answers from its packet cache (``DNSStubPacketCache``):
+    /// not when every query must reach the query log.
+    package var repeatsAnswers: Bool { queryLog == nil }
+
+    /// Counts an answer the UDP thread repeated from its packet cache, under the source that made it.
+    package func countRepeated(_ source: DNSStubMetrics.Source) {
+        metrics?.query(.udp, source)
     }
 
     /// When a query began, read only for the query log.
@@ -144,26 +191,6 @@ package final class DNSStubResolver: Sendable {
         metrics?.query(transport, reason.code == .notAllowed ? .refused : reason.code == .rateLimited ? .ratelimited : .rejected)
     }
 
-    private func resolve(_ request: DNSStubRequest) async -> (DNSStubResponse, DNSStubMetrics.Source, String?) {
-        let question = request.question
-        if let local = configuration.hosts.answer(question) { return (local, .hosts, nil) }
-        let host = question.name.text()
-        if let route = routes.route(for: host) {
-            return await fromUpstreams(request, routeUpstreams[route], source: .route)
-        }
-        if isAddressQuestion(question), engine.protects(host) {
-            switch await fromEngine(host, type: question.type, name: question.name) {
-            case .success(let response):
-                return (response, .engine, nil)
-            case .failure(let error):
-                guard configuration.engineFallback, !upstreams.upstreams.isEmpty else {
-                    return (.serverFailure(.networkError, "HTTPDNS failed: \(error.code)"), .servfail, nil)
-                }
-            }
-        }
-        return await fromUpstreams(request, upstreams, source: .upstream)
-    }
-
     /// The engine's addresses as records of the name asked, with the engine's TTL.
     ///
     /// The engine keeps addresses, not the CNAME chain that led to them, so the answer is the
@@ -199,58 +226,62 @@ package final class DNSStubResolver: Sendable {
     /// (``DNSStubUpstreamHealth``): it gets the stale answer at once and the refresh runs in the
     /// background; otherwise the upstreams get at most the client response timer (RFC 8767 §5).
     private func fromUpstreams(
-        _ request: DNSStubRequest, _ group: DNSStubUpstreamGroup, source: DNSStubMetrics.Source
-    ) async -> (DNSStubResponse, DNSStubMetrics.Source, String?) {
+        _ request: DNSStubRequest, _ group: DNSStubUpstreamGroup, source: DNSStubMetrics.Source, _ deliver: @escaping Delivery
+    ) {
         let start = now
-        if let hit = cache.withLock({ $0.lookup(request, now: start) }) { return (hit.response, .cache, nil) }
-        guard !group.upstreams.isEmpty else { return (.serverFailure(.noReachableAuthority, "no upstream configured"), .servfail, nil) }
+        if let hit = cache.withLock({ $0.lookup(request, now: start) }) { return deliver(hit.response, .cache, nil) }
+        guard !group.upstreams.isEmpty else { return deliver(.serverFailure(.noReachableAuthority, "no upstream configured"), .servfail, nil) }
         let stale = cache.withLock { $0.lookup(request, now: start, upstreamFailed: true) }
         if let stale, health.withLock({ $0.isDown(now: start) }) {
             refreshInBackground(request, group)
-            return (stale.response, .stale, nil)
+            return deliver(stale.response, .stale, nil)
         }
         var timeout = configuration.upstreamTimeout
         if stale != nil { timeout = min(timeout, configuration.upstreamHealth.clientResponseTimer) }
-        switch await exchange(request, group, timeout: timeout) {
-        case .success(let answer):
-            return (answer.response, source, answer.upstream)
-        case .failure(let failure):
-            if let stale = cache.withLock({ $0.lookup(request, now: now, upstreamFailed: true) }) { return (stale.response, .stale, nil) }
-            return (failure.response, .servfail, nil)
+        exchange(request, group, timeout: timeout) { [self] result in
+            switch result {
+            case .success(let answer):
+                deliver(answer.response, source, answer.upstream)
+            case .failure(let failure):
+                if let stale = cache.withLock({ $0.lookup(request, now: now, upstreamFailed: true) }) { return deliver(stale.response, .stale, nil) }
+                deliver(failure.response, .servfail, nil)
+            }
         }
     }
 
-    /// Refreshes `request`'s entry from `group` in a task of its own, once at a time per key.
+    /// Refreshes `request`'s entry from `group` in the background, once at a time per key.
     private func refreshInBackground(_ request: DNSStubRequest, _ group: DNSStubUpstreamGroup) {
         let key = DNSStubCache.Key(request)
         guard refreshing.withLock({ $0.insert(key).inserted }) else { return }
-        Task {
-            _ = await exchange(request, group, timeout: configuration.upstreamTimeout)
+        exchange(request, group, timeout: configuration.upstreamTimeout) { [self] _ in
             refreshing.withLock { _ = $0.remove(key) }
         }
     }
 
     /// The group's upstreams, the answer stored in the cache; the failure is the SERVFAIL to send.
     private func exchange(
-        _ request: DNSStubRequest, _ group: DNSStubUpstreamGroup, timeout: Duration
-    ) async -> Result<(response: DNSStubResponse, upstream: String), DNSStubExchangeFailure> {
+        _ request: DNSStubRequest, _ group: DNSStubUpstreamGroup, timeout: Duration,
+        completion: @escaping @Sendable (Result<(response: DNSStubResponse, upstream: String), DNSStubExchangeFailure>) -> Void
+    ) {
         var query = DNSMessage.makeQuery(
             name: request.question.name, type: request.question.type, recursionDesired: true,
             edns: DNSEDNS(udpPayloadSize: 1232, dnssecOK: request.dnssecOK)
         )
         query.questions[0].recordClass = request.question.recordClass
         query.checkingDisabled = request.checkingDisabled
-        switch await group.exchange(query, timeout: timeout) {
-        case .answer(let response, let upstream):
-            health.withLock { $0.recordAnswer() }
-            let stored = cache.withLock { $0.store(response, for: request, now: now) }
-            if stored != nil { cacheChanges.withLock { $0 &+= 1 } }
-            return .success((response, upstream))
-        case .failed(let failures, let allTimedOut):
-            // No upstream answered at all (a SERVFAIL from one comes back as an answer).
-            health.withLock { $0.recordFailure(now: now) }
-            return .failure(DNSStubExchangeFailure(
-                response: .serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; "))))
+        group.exchange(query, timeout: timeout) { [self] outcome in
+            switch outcome {
+            case .answer(let response, let upstream):
+                health.withLock { $0.recordAnswer() }
+                let stored = cache.withLock { $0.store(response, for: request, now: now) }
+                if stored != nil { cacheChanges.withLock { $0 &+= 1 } }
+                completion(.success((response, upstream)))
+            case .failed(let failures, let allTimedOut):
+                // No upstream answered at all (a SERVFAIL from one comes back as an answer).
+                health.withLock { $0.recordFailure(now: now) }
+                completion(.failure(DNSStubExchangeFailure(
+                    response: .serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; ")))))
+            }
         }
     }
 }

@@ -59,8 +59,7 @@ extension DNSStubServer {
             // This thread is the connection's own: waiting here blocks no task.
             let done = DispatchSemaphore(value: 0)
             let result = HTTPDNSLock<DNSStubResponse?>(nil)
-            Task { [resolver] in
-                let response = await resolver.answer(request, client: client)
+            resolver.answer(request, client: client) { response in
                 result.withLock { $0 = response }
                 done.signal()
             }

@@ -11,10 +11,11 @@ import Synchronization
 
 /// The stub's I/O shell: a UDP socket and a TCP listener on one address and port, each served by a
 /// thread of its own, and one thread per TCP connection (bounded). Blocking socket calls stay on
-/// those threads; only resolution (``DNSStubResolver``) runs as tasks.
+/// those threads; resolution (``DNSStubResolver``) runs on the upstreams' threads and in tasks.
 ///
-/// Which thread owns what: the UDP thread reads datagrams and answers rejections itself; each
-/// query becomes a task that sends its own answer (non-blocking `sendto`, so a task never blocks).
+/// Which thread owns what: the UDP thread reads datagrams and answers rejections and cached
+/// answers itself; any other query is handed to the resolver, and its answer is sent (non-blocking
+/// `sendto`) from the thread it arrives on: an upstream's, or a task's for the engine's answers.
 /// The accept thread owns the listener; each connection thread owns its descriptor and answers its
 /// queries one after another, waiting for each task (pipelined queries are answered in order).
 ///
@@ -148,24 +149,38 @@ package final class DNSStubServer: Sendable {
         // checked), not a poll before each receive (a third of the calls, measured under dnsperf).
         // Answers made here wait in `batch` only while more queries are queued (DNSStubUDPBatch).
         udp.blockReceives(timeoutMilliseconds: Self.slice)
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        var batch = DNSStubUDPBatch()
+        var thread = UDPThreadState()
         while !isStopped {
-            if !receiveUDP(&buffer, wait: batch.isEmpty, into: &batch) || batch.isFull { batch.flush(on: udp.fd) }
+            if !receiveUDP(&thread, wait: thread.batch.isEmpty) || thread.batch.isFull { thread.batch.flush(on: udp.fd) }
         }
         // The drain: what the kernel queued before the stop is answered too.
-        while receiveUDP(&buffer, wait: false, into: &batch) {
-            if batch.isFull { batch.flush(on: udp.fd) }
+        while receiveUDP(&thread, wait: false) {
+            if thread.batch.isFull { thread.batch.flush(on: udp.fd) }
         }
-        batch.flush(on: udp.fd)
+        thread.batch.flush(on: udp.fd)
+    }
+
+    /// What the UDP thread alone owns.
+    private struct UDPThreadState {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        /// Answers made on the thread, sent together.
+        var batch = DNSStubUDPBatch()
+        /// Answers made on the thread, repeated for the same query bytes for a moment.
+        var packets = DNSStubPacketCache<DNSStubMetrics.Source>()
+        /// The resolver's ``DNSStubResolver/generation`` the packet cache was filled under.
+        var generation = 0
     }
 
     /// Reads and handles one datagram, waiting up to ``slice`` for it when `wait`; false when none
-    /// came. Answers made on this thread go into `batch`; the others are sent by their task.
-    private func receiveUDP(_ buffer: inout [UInt8], wait: Bool, into batch: inout DNSStubUDPBatch) -> Bool {
+    /// came. Answers made on this thread go into the batch; the others are sent where they arrive.
+    ///
+    /// An allowed client's query (with no rate limit for it, and no query log to write) is first
+    /// looked up whole in the packet cache (``DNSStubPacketCache``): a repeat of a query answered
+    /// here a moment ago is answered without being parsed, only its ID changed.
+    private func receiveUDP(_ thread: inout UDPThreadState, wait: Bool) -> Bool {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let count = buffer.withUnsafeMutableBytes { bytes in
+        let count = thread.buffer.withUnsafeMutableBytes { bytes in
             withUnsafeMutablePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     recvfrom(udp.fd, bytes.baseAddress, bytes.count, wait ? 0 : Int32(MSG_DONTWAIT), $0, &length)
@@ -174,26 +189,46 @@ package final class DNSStubServer: Sendable {
         }
         guard count >= 0 else { return errno == EINTR }
         guard let peer = withUnsafePointer(to: &storage, { SocketAddress(storage: UnsafeRawPointer($0)) }) else { return true }
-        let message = Array(buffer[0..<count])
-        switch rateLimited(front.receive(message, transport: .udp, clientAllowed: allows(peer.address)), client: peer.address) {
+        let message = thread.buffer[0..<count]
+        let allowed = allows(peer.address)
+        let repeatable = allowed && resolver.repeatsAnswers && configuration.rateLimit.queriesPerSecond(for: peer.address) == 0
+        var now = 0.0
+        if repeatable {
+            let generation = resolver.generation.load(ordering: .acquiring)
+            if generation != thread.generation {
+                thread.packets.removeAll()
+                thread.generation = generation
+            }
+            now = resolver.now
+            if let hit = thread.packets.answer(message, now: now) {
+                thread.batch.append(hit.answer, to: peer)
+                resolver.countRepeated(hit.source)
+                return true
+            }
+        }
+        switch rateLimited(front.receive(Array(message), transport: .udp, clientAllowed: allowed), client: peer.address) {
         case .drop:
             break
         case .reply(let bytes, let reason):
-            batch.append(bytes, to: peer)
+            thread.batch.append(bytes, to: peer)
             resolver.frontReplied(.udp, reason)
         case .resolve(let request):
             // A cached answer goes out from this thread: a task per query would cost more than it.
-            if let response = resolver.answerAtOnce(request, client: peer.address) {
-                batch.append(front.encode(response, for: request), to: peer)
+            if let (response, source) = resolver.answerAtOnce(request, client: peer.address) {
+                let answer = front.encode(response, for: request)
+                thread.batch.append(answer, to: peer)
+                if repeatable { thread.packets.store(message, answer: answer, now: now, source: source) }
                 return true
             }
             guard udpInFlight.add(1, ordering: .relaxed).newValue <= configuration.maxUDPInFlight else {
                 udpInFlight.subtract(1, ordering: .relaxed)
                 return true
             }
+            // The answer goes out from wherever it arrives (an upstream's answer: libcurl's loop
+            // thread), with no hop through the task pool: a cold miss costs the upstream's round
+            // trip and little more (bench row 11e).
             let socket = udp
-            Task { [self] in
-                let response = await resolver.answer(request, client: peer.address)
+            resolver.answer(request, client: peer.address) { [self] response in
                 socket.send(front.encode(response, for: request), to: peer)
                 udpInFlight.subtract(1, ordering: .releasing)
             }

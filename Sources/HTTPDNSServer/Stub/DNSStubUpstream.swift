@@ -13,6 +13,41 @@ package protocol DNSStubUpstream: Sendable {
     /// and returns the matching answer.
     /// - Throws: `HTTPDNSError` (`.timedOut`, `.transport`, `.httpStatus`, `.malformedAnswer`, …).
     func exchange(_ query: DNSMessage, timeout: Duration) async throws -> DNSMessage
+    /// The same exchange handing its result to `completion`, called once, on any thread, where it
+    /// must be quick; for callers that go on right there instead of resuming a task (the stub's UDP
+    /// and TCP threads). The default runs ``exchange(_:timeout:)`` in a task.
+    /// - Returns: what cancels the exchange (`completion` is then called with a cancellation).
+    func exchange(
+        _ query: DNSMessage, timeout: Duration, completion: @escaping @Sendable (Result<DNSMessage, any Error>) -> Void
+    ) -> DNSStubCancellation
+}
+
+/// Cancels an exchange started with ``DNSStubUpstream/exchange(_:timeout:completion:)``.
+package struct DNSStubCancellation: Sendable {
+    private let cancelling: @Sendable () -> Void
+
+    package init(_ cancel: @escaping @Sendable () -> Void) {
+        cancelling = cancel
+    }
+
+    package func cancel() {
+        cancelling()
+    }
+}
+
+extension DNSStubUpstream {
+    package func exchange(
+        _ query: DNSMessage, timeout: Duration, completion: @escaping @Sendable (Result<DNSMessage, any Error>) -> Void
+    ) -> DNSStubCancellation {
+        let task = Task {
+            do {
+                completion(.success(try await exchange(query, timeout: timeout)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+        return DNSStubCancellation { task.cancel() }
+    }
 }
 
 /// `--upstream KIND=LOCATION`: `udp=IP:PORT` (UDP, TCP when truncated) or `doh=https://…` (RFC 8484
@@ -116,6 +151,50 @@ struct DNSStubDoHUpstream: DNSStubUpstream {
     var name: String { "doh=\(url.absoluteString)" }
 
     func exchange(_ query: DNSMessage, timeout: Duration) async throws -> DNSMessage {
+        let (request, asked) = try makeRequest(query, timeout: timeout)
+        let response: HTTPTransportResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            throw HTTPDNSError(.transport, "\(error)", source: name)
+        }
+        return try answer(response, asked: asked)
+    }
+
+    /// Without a task: libcurl's loop thread decodes the answer and calls `completion`.
+    func exchange(
+        _ query: DNSMessage, timeout: Duration, completion: @escaping @Sendable (Result<DNSMessage, any Error>) -> Void
+    ) -> DNSStubCancellation {
+        let request: HTTPTransportRequest
+        let asked: DNSMessage
+        do {
+            (request, asked) = try makeRequest(query, timeout: timeout)
+        } catch {
+            completion(.failure(error))
+            return DNSStubCancellation {}
+        }
+        do {
+            let task = try transport.send(request) { [self] result in
+                switch result {
+                case .success(let response):
+                    do {
+                        completion(.success(try answer(response, asked: asked)))
+                    } catch {
+                        completion(.failure(error))
+                    }
+                case .failure(let error):
+                    completion(.failure(HTTPDNSError(.transport, "\(error)", source: name)))
+                }
+            }
+            return DNSStubCancellation { task.cancel() }
+        } catch {
+            completion(.failure(HTTPDNSError(.transport, "\(error)", source: name)))
+            return DNSStubCancellation {}
+        }
+    }
+
+    /// The POST carrying `query` with ID 0, and that query (its question is checked in the answer).
+    private func makeRequest(_ query: DNSMessage, timeout: Duration) throws(HTTPDNSError) -> (HTTPTransportRequest, DNSMessage) {
         var query = query
         query.id = 0
         let body: [UInt8]
@@ -134,12 +213,12 @@ struct DNSStubDoHUpstream: DNSStubUpstream {
         request.trust = trust
         request.timeouts = .init(connect: timeout, total: timeout, idle: timeout)
         request.maxResponseBytes = 65_535
-        let response: HTTPTransportResponse
-        do {
-            response = try await transport.send(request)
-        } catch {
-            throw HTTPDNSError(.transport, "\(error)", source: name)
-        }
+        return (request, query)
+    }
+
+    /// The DNS answer in `response`, checked: a 2xx status, the DNS content type, a response to
+    /// the question asked.
+    private func answer(_ response: HTTPTransportResponse, asked query: DNSMessage) throws(HTTPDNSError) -> DNSMessage {
         guard (200..<300).contains(response.statusCode) else {
             throw HTTPDNSError(.httpStatus, "HTTP \(response.statusCode)", source: name)
         }
