@@ -29,6 +29,11 @@ final class StubBenchServers: @unchecked Sendable {
     let dohStub: Target
     /// The provider's DoH endpoint, as the DoH stub asks it.
     let dohURL: String
+    /// A DoH upstream a network away: every answer 1 ms late (this kernel has no netem, so the
+    /// server delays), in this process.
+    let distantUpstream: FakeDoHUpstream
+    /// A stub asking only ``distantUpstream`` (nothing protected).
+    let distantStub: Target
     private var processes: [BenchProcess] = []
 
     /// - Parameter names: every name the servers know (`n<i>.bench.test`, A 10.x.y.z, TTL 3600).
@@ -81,6 +86,14 @@ final class StubBenchServers: @unchecked Sendable {
                 "--protect", "nothing.invalid", "--upstream", "doh=\(dohURL)", "--timeout", "2",
             ], directory, port: dohStubPort)
             dohStub = Target(name: "httpdns stub (DoH)", port: dohStubPort, pid: dohStubProcess.pid)
+            distantUpstream = try FakeDoHUpstream()
+            distantUpstream.delay = .milliseconds(1)
+            let distantStubPort = try port()
+            let distantStubProcess = try start("httpdns stub (distant DoH)", httpdns, [
+                "stub", "--listen", "127.0.0.1:\(distantStubPort)", "--provider", "dnspod=http://127.0.0.1:\(provider)", "--allow-private",
+                "--protect", "nothing.invalid", "--upstream", "doh=\(distantUpstream.url)", "--timeout", "2",
+            ], directory, port: distantStubPort)
+            distantStub = Target(name: "httpdns stub (distant DoH)", port: distantStubPort, pid: distantStubProcess.pid)
             // dnsdist: one UDP/TCP listener, the authority as its backend, a packet cache; no security
             // polling (it would query the network).
             let dnsdistConfig = try file("dnsdist.conf", """
@@ -128,6 +141,7 @@ final class StubBenchServers: @unchecked Sendable {
     }
 
     func stop() {
+        distantUpstream.stop()
         for process in processes { process.stop() }
         processes = []
     }

@@ -41,8 +41,10 @@ final class DNSStubResolverNetworkTests: XCTestCase {
 
         // The link comes back: a new network.
         upstream.state.withLock { $0.fails = false }
+        let generation = resolver.generation.load(ordering: .acquiring)
         let change = resolver.networkDidChange(renewing: [HTTPTransport()])
         XCTAssertEqual(change.rankingsReset, 1)
+        XCTAssertEqual(resolver.generation.load(ordering: .acquiring), generation + 1, "the UDP thread's packet cache starts over")
         XCTAssertFalse(resolver.health.withLock { $0.isDown(now: resolver.now) }, "no longer down")
         XCTAssertEqual(resolver.upstreams.currentRanking.failureScore(0, now: resolver.now), 0, "the ranking starts over")
 
