@@ -34,7 +34,7 @@ package final class DNSStubUpstreamGroup: Sendable {
     }
 
     /// Seconds on a monotonic clock.
-    private var now: Double {
+    var now: Double {
         let elapsed = clock.now - start
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
@@ -96,9 +96,6 @@ package final class DNSStubUpstreamGroup: Sendable {
     func recordHedge(_ index: Int) {
         metrics?.hedged(upstreams[index].name)
     }
-
-    /// Seconds on the group's clock.
-    var time: Double { now }
 }
 
 /// One query through a ``DNSStubUpstreamGroup``: asks the cheapest upstream, the next at a failure
@@ -156,18 +153,20 @@ final class DNSStubGroupExchange: Sendable {
             return (index, state.next < state.order.count)
         }
         guard let (index, hedged) = launch else { return }
-        let begun = group.time
+        let begun = group.now
         // Registered before the exchange starts: its completion may come at once, on this thread.
         state.withLock { $0.started[index] = (begun, DNSStubCancellation {}) }
         let cancellation = group.upstreams[index].exchange(query, timeout: timeout) { [self] result in
             finished(index, result)
         }
-        let stillRunning = state.withLock { state -> Bool in
-            guard state.started[index] != nil else { return false }
+        // Kept to cancel it later; cancelled now if the whole exchange ended meanwhile (an
+        // upstream that already finished needs neither).
+        let ended = state.withLock { state -> Bool in
+            guard state.started[index] != nil else { return state.completion == nil }
             state.started[index]?.cancellation = cancellation
-            return state.completion != nil
+            return false
         }
-        if !stillRunning, state.withLock({ $0.completion == nil }) { cancellation.cancel() }
+        if ended { cancellation.cancel() }
         guard hedged else { return }
         let delay = group.hedgeDelay(index)
         let timer = Task { [self] in
@@ -193,7 +192,7 @@ final class DNSStubGroupExchange: Sendable {
     private func finished(_ index: Int, _ result: Result<DNSMessage, any Error>) {
         guard let begun = state.withLock({ $0.completion == nil ? nil : $0.started.removeValue(forKey: index)?.time }) else { return }
         let name = group.upstreams[index].name
-        let elapsed = group.time - begun
+        let elapsed = group.now - begun
         switch result {
         case .success(let message):
             let response = DNSStubResponse(upstream: message)
@@ -241,7 +240,7 @@ final class DNSStubGroupExchange: Sendable {
         }
         guard let (result, completion, started, hedges) = ended else { return }
         for timer in hedges { timer.cancel() }
-        let now = group.time
+        let now = group.now
         for (index, running) in started {
             if losers { group.recordFailure(index, elapsed: now - running.time, .cancelled) }
             running.cancellation.cancel()
