@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 TEST_FLAGS ?= --disable-swift-testing
 
-.PHONY: all deps build test test-release test-tsan test-asan fuzz fuzz-smoke examples docs api api-check demo bench clean
+.PHONY: all deps build build-tests build-release build-tsan build-asan test test-release test-tsan test-asan fuzz fuzz-smoke fuzz-build examples docs api api-check demo bench clean
 
 all: build
 
@@ -16,9 +16,19 @@ build: deps
 
 # The README's Swift examples are a package of their own (Examples/), built first: the tests check the
 # README shows them verbatim and run them.
-test: deps examples docs api-check
+#
+# The suite runs through scripts/run-tests.py: its test classes in TEST_JOBS processes at once (the
+# suite mostly waits on loopback servers and deadlines), each leg naming its 20 slowest tests at the
+# end; TEST_FILTER='Stub|Fleet' picks classes (a regular expression over Module.Class).
+TEST_JOBS ?= 4
+TEST_FILTER ?=
+RUN_TESTS = scripts/run-tests.py --jobs $(TEST_JOBS) $(if $(TEST_FILTER),--filter '$(TEST_FILTER)')
+
+test: deps examples docs api-check build-tests
+	$(RUN_TESTS) --build-path .build/debug --label test
+
+build-tests: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build $(TEST_FLAGS)
 
 # A kept Examples/.build can miss files the parent package gained since (SwiftPM's path-dependency
 # cache); one clean rebuild then settles it. A fresh clone builds at the first try.
@@ -43,33 +53,46 @@ api-check: deps
 # run there too (-enable-testing only because other test targets use @testable; the checked module
 # itself is optimised as a user's release build is).
 RELEASE_TESTS ?= CorelibsInstallCheckTests|CorelibsReflectionTests|TaskDelegateTests|URLSessionParityTests
-test-release: deps
+test-release: build-release
+	scripts/run-tests.py --jobs $(TEST_JOBS) --build-path .build-release/release --label test-release --filter '\.($(RELEASE_TESTS))$$'
+
+build-release: deps
 	$(SWIFT) build -c release --build-tests --scratch-path .build-release -Xswiftc -enable-testing $(SWIFT_FLAGS)
-	$(SWIFT) test -c release --skip-build --scratch-path .build-release $(TEST_FLAGS) --filter '$(RELEASE_TESTS)'
 
-# The same suite under ThreadSanitizer, in its own build directory so the normal build stays warm.
-test-tsan: deps examples
+# The suite under ThreadSanitizer, in its own build directory so the normal build stays warm. The
+# classes Tests/sanitizer-classes.txt records as value-only (one thread, no process, no socket) are
+# left to the plain leg; every class that runs concurrent code runs here (CONTRIBUTING.md).
+test-tsan: examples build-tsan
+	$(RUN_TESTS) --build-path .build-tsan/debug --sanitizer thread --label test-tsan
+
+build-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan $(TEST_FLAGS)
 
-# The same suite under AddressSanitizer, in its own build directory too. Memory errors only: with
+# The same under AddressSanitizer, in its own build directory too. Memory errors only: with
 # LeakSanitizer on, XCTest's own objects, tasks left suspended at exit and the tools the tests run
 # (built with ASan too, exiting 1 on a report) make the leg fail on leaks it is not about. No
 # suppressions: nothing the suite runs launches through Foundation's Process (whose /proc/self/fd
 # scan over-reads, swift-corelibs-foundation issue 5472); tests and the demo use posix_spawn.
-test-asan: deps examples
+test-asan: examples build-asan
+	$(RUN_TESTS) --build-path .build-asan/debug --sanitizer address --label test-asan
+
+build-asan: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan $(SWIFT_FLAGS)
-	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan $(TEST_FLAGS)
 
 # libFuzzer + AddressSanitizer on every parser and hostile boundary (Fuzz/fuzz.sh, .build-fuzz):
-# FUZZ_TIME seconds per target (default 60); FUZZ_TARGETS="dns-codec json" picks some.
+# FUZZ_TIME seconds per target (default 60); FUZZ_TARGETS="dns-codec json" picks some; FUZZ_JOBS
+# targets at once (default 2: one per core, each fuzzer is one process on one core).
 FUZZ_TIME ?= 60
+FUZZ_JOBS ?= 2
 fuzz: deps
-	FUZZ_TIME=$(FUZZ_TIME) FUZZ_TARGETS="$(FUZZ_TARGETS)" Fuzz/fuzz.sh
+	FUZZ_TIME=$(FUZZ_TIME) FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_TARGETS="$(FUZZ_TARGETS)" Fuzz/fuzz.sh
 
 # The short pass CI runs: 10 s per target.
 fuzz-smoke: deps
-	FUZZ_TIME=10 FUZZ_TARGETS="$(FUZZ_TARGETS)" Fuzz/fuzz.sh
+	FUZZ_TIME=10 FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_TARGETS="$(FUZZ_TARGETS)" Fuzz/fuzz.sh
+
+fuzz-build: deps
+	FUZZ_BUILD_ONLY=1 Fuzz/fuzz.sh
 
 demo: deps
 	$(SWIFT) build $(SWIFT_FLAGS) --product httpdns

@@ -64,25 +64,43 @@ if [ -n "${FUZZ_BUILD_ONLY:-}" ]; then
     exit 0
 fi
 
-failed=()
-for target in $targets; do
-    work="$SCRATCH/corpus/$target"
-    crashes="$SCRATCH/crashes/$target"
+# One target: its corpus and crashes, its log; exit status 1 when the property failed.
+run_target() {
+    local target=$1
+    local work="$SCRATCH/corpus/$target"
+    local crashes="$SCRATCH/crashes/$target"
     mkdir -p "$work" "$crashes"
-    echo "== $target: ${FUZZ_TIME}s"
     # The Swift backtracer is off: libFuzzer and ASan print the stack, and the backtracer would
     # make every crash slow.
     if ! SWIFT_BACKTRACE=enable=no "$SCRATCH/bin/httpdns-fuzz-$target" "$work" "Fuzz/Corpus/$target" \
         -max_total_time="$FUZZ_TIME" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -artifact_prefix="$crashes/" -print_final_stats=1 >"$SCRATCH/$target.log" 2>&1; then
-        grep -a -m1 "Fatal error" "$SCRATCH/$target.log" >&2 || true
-        grep -a -E "^(artifact_prefix|Base64|==[0-9]+==ERROR)" "$SCRATCH/$target.log" >&2 || tail -40 "$SCRATCH/$target.log" >&2
-        failed+=("$target")
-    else
-        grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$SCRATCH/$target.log" | tr '\n' ' '
-        echo
+        {
+            echo "== $target: FAILED"
+            grep -a -m1 "Fatal error" "$SCRATCH/$target.log" || true
+            grep -a -E "^(artifact_prefix|Base64|==[0-9]+==ERROR)" "$SCRATCH/$target.log" || tail -40 "$SCRATCH/$target.log"
+        } >&2
+        return 1
     fi
+    echo "== $target: ${FUZZ_TIME}s $(grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$SCRATCH/$target.log" | tr '\n' ' ')"
+}
+
+# FUZZ_JOBS targets at once (each fuzzer is one process on one core).
+FUZZ_JOBS=${FUZZ_JOBS:-1}
+failed=()
+declare -A running=()
+wait_one() {
+    local pid status=0
+    wait -n -p pid || status=$?
+    ((status == 0)) || failed+=("${running[$pid]}")
+    unset "running[$pid]"
+}
+for target in $targets; do
+    while ((${#running[@]} >= FUZZ_JOBS)); do wait_one; done
+    run_target "$target" &
+    running[$!]=$target
 done
+while ((${#running[@]} > 0)); do wait_one; done
 if [ ${#failed[@]} -gt 0 ]; then
     echo "fuzz: failed: ${failed[*]} (inputs in $SCRATCH/crashes/)" >&2
     exit 1
