@@ -159,6 +159,9 @@ static void on_proxy_read(h2o_socket_t *sock, const char *error)
     struct sockaddr_storage source;
     socklen_t source_length = 0;
     long used = s->callbacks.proxy_header(s->callbacks.context, sock->input->bytes, sock->input->size, &source, &source_length);
+    /* A peer not trusted to name the client (3): what is not a PROXY header goes to HTTP as sent. */
+    if (used == -1 && c->proxy == 3)
+        used = -2;
     if (used == -1 || (used == 0 && sock->input->size > 4096)) {
         h2o_socket_close(sock);
         return;
@@ -169,7 +172,7 @@ static void on_proxy_read(h2o_socket_t *sock, const char *error)
     h2o_socket_read_stop(sock);
     if (used > 0) /* -2: no header here, the bytes are the connection's own */
         h2o_buffer_consume(&sock->input, (size_t)used);
-    if (source_length > 0)
+    if (source_length > 0 && c->proxy == 2)
         h2o_socket_setpeername(sock, (struct sockaddr *)&source, source_length);
     sock->data = NULL;
     start_connection(c);
@@ -177,7 +180,7 @@ static void on_proxy_read(h2o_socket_t *sock, const char *error)
 
 /* On the connection's own loop: its h2o socket is made here (see loop_main, in httpdns_h2o_server.c,
  * on __thread state). */
-void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int proxy)
+void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int verdict)
 {
     c->loop = loop;
     if (loop->closing) {
@@ -193,7 +196,8 @@ void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int proxy)
     c->sock = sock;
     sock->on_close.cb = httpdns_h2o__on_connection_close;
     sock->on_close.data = c;
-    if (proxy) {
+    c->proxy = verdict;
+    if (verdict == 2 || verdict == 3) {
         sock->data = c;
         c->setup_deadline.cb = on_setup_timeout;
         h2o_timeout_link(loop->evloop, &loop->context.handshake_timeout, &c->setup_deadline);
@@ -273,12 +277,12 @@ void httpdns_h2o__on_accept(h2o_socket_t *listener_socket, const char *error)
         c->loop = target;
         if (target == acceptor) {
             free(m);
-            httpdns_h2o__adopt(acceptor, c, verdict == 2);
+            httpdns_h2o__adopt(acceptor, c, verdict);
             continue;
         }
         m->kind = MSG_ADOPT;
         m->connection = c;
-        m->index = verdict == 2;
+        m->index = verdict;
         httpdns_h2o__post(target, m);
     }
 }

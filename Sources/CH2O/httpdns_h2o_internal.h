@@ -104,6 +104,8 @@ struct connection {
     int goaway;
     struct sockaddr_storage peer;
     socklen_t peer_length;
+    /* The accept verdict: 2 reads a PROXY header and believes it, 3 reads one and ignores it. */
+    int proxy;
 };
 
 struct handler {
@@ -201,7 +203,7 @@ __attribute__((visibility("hidden"))) struct message *httpdns_h2o__new_message(e
 __attribute__((visibility("hidden"))) uint64_t httpdns_h2o__now_ms(void);
 __attribute__((visibility("hidden"))) void httpdns_h2o__on_connection_close(void *data);
 __attribute__((visibility("hidden"))) void httpdns_h2o__arm_request_deadline(struct connection *c);
-__attribute__((visibility("hidden"))) void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int proxy);
+__attribute__((visibility("hidden"))) void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int verdict);
 __attribute__((visibility("hidden"))) void httpdns_h2o__on_accept(h2o_socket_t *listener_socket, const char *error);
 
 /* httpdns_h2o_drain.c */

@@ -39,8 +39,9 @@ extension HTTPDNSService {
 
     /// Decodes and answers one wire-format query.
     ///
-    /// The view is the one of the query's EDNS Client Subnet (RFC 7871) when it names an address,
-    /// else of `client` (``viewClient(of:subnet:ipParameter:)``). A query with a Client Subnet
+    /// The view is the one of the query's EDNS Client Subnet (RFC 7871) when it carries one (the
+    /// default view for a source prefix of 0, which asks that no address be used), else of `client`
+    /// (``viewClient(of:subnet:ipParameter:)``). A query with a Client Subnet
     /// option is answered with one (§7.2.2) echoing its family, source prefix and address, its
     /// SCOPE PREFIX-LENGTH the view's scope when the answer depends on the view (§7.2.1), else 0;
     /// a malformed option is answered FORMERR (§6).
@@ -53,7 +54,14 @@ extension HTTPDNSService {
         _ bytes: [UInt8], clientSubnet: HTTPDNSClientSubnet? = nil, client: HTTPDNSIPAddress? = nil, _ lookups: HTTPDNSServiceLookups
     ) -> HTTPServer.Response {
         // Kept answers are per view: the view is read from the query's bytes without decoding them.
-        selectView(lookups.views.isEmpty ? nil : HTTPDNSWireAnswerCache.clientSubnet(in: bytes)?.client ?? client, lookups)
+        // A Client Subnet option decides alone: with a source prefix of 0 the client asks that no
+        // address be used (RFC 7871 §7.1.2), so the default view answers, with the SCOPE 0 that is
+        // then true for every client; the peer's view would claim that scope for other views' clients.
+        if !lookups.views.isEmpty, let subnet = HTTPDNSWireAnswerCache.clientSubnet(in: bytes) {
+            selectView(subnet.client, lookups)
+        } else {
+            selectView(lookups.views.isEmpty ? nil : client, lookups)
+        }
         let keptView = lookups.view.index
         if let (response, description) = lookups.wireAnswers?.answer(to: bytes, view: keptView) {
             lookups.description = description

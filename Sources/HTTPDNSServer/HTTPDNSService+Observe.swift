@@ -46,10 +46,10 @@ extension HTTPDNSService {
     }
 
     /// PROXY protocol v1/v2 from `trusted` peers, when it is there (a balancer may send only
-    /// `X-Forwarded-For`); nil when nobody is trusted.
-    static func proxyProtocol(trusting trusted: HTTPDNSTrustedProxies) -> HTTPServer.ProxyProtocol? {
-        guard !trusted.isEmpty else { return nil }
-        return HTTPServer.ProxyProtocol(
+    /// `X-Forwarded-For`). Anyone else's header is dropped and ignored, as the README promises:
+    /// answered by the peer, not refused as a broken HTTP request.
+    static func proxyProtocol(trusting trusted: HTTPDNSTrustedProxies) -> HTTPServer.ProxyProtocol {
+        HTTPServer.ProxyProtocol(
             expects: { _, peer in trusted.contains(peer) },
             parse: { bytes in
                 // HTTP starts with a method, TLS with 0x16, h2c with "PRI": none is a prefix of a

@@ -77,8 +77,8 @@ extension HTTPDNSService {
 
     /// The address a request is answered for, in the order the views consult it:
     ///
-    /// 1. `subnet`, the EDNS Client Subnet option of a DNS wire query (RFC 7871), when it names an
-    ///    address (a source prefix of 0 names none);
+    /// 1. `subnet`, the EDNS Client Subnet option of a DNS wire query (RFC 7871); a source prefix of
+    ///    0 names no address, and nothing else is consulted (the default view: RFC 7871 §7.1.2);
     /// 2. `ipParameter`, the `ip=` query parameter of DNSPod's `/d` and Alibaba's `/{account}/…`
     ///    (their SDKs' way to resolve for another client; DNSPod enterprise mode decrypts it first);
     /// 3. ``clientAddress(of:)``: the PROXY protocol source or `X-Forwarded-For` from
@@ -90,7 +90,8 @@ extension HTTPDNSService {
     func viewClient(
         of request: HTTPServer.Request, subnet: HTTPDNSQuerySubnet? = nil, ipParameter: String? = nil
     ) throws(ViewClientFault) -> HTTPDNSIPAddress? {
-        if let client = subnet?.client { return client }
+        // A source prefix of 0 asks that no address be used (RFC 7871 §7.1.2): the default view.
+        if let subnet { return subnet.client }
         if let text = ipParameter {
             guard text.utf8.count <= 64, !text.hasPrefix("["), let address = HTTPDNSIPAddress(text) else { throw .badParameter }
             return address

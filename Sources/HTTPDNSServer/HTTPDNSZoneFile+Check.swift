@@ -24,6 +24,10 @@ extension HTTPDNSZoneFile {
         guard let kind = HTTPDNSHealthCheck.Kind(rawValue: typeText.lowercased()) else {
             throw fail("unknown type \(HTTPDNSZone.shown(typeText)) (expected tcp, tls, http or https)")
         }
+        // By presence, not value: `"path": "/"` on a tcp check is as wrong as `"/health"` (issue 32).
+        if !kind.sendsRequest, let member = ["path", "expect"].first(where: { values[$0] != nil }) {
+            throw fail("\(member) belongs to http and https checks, not \(kind.rawValue)")
+        }
         var check = HTTPDNSHealthCheck(kind)
         if let port = values["port"] {
             guard let number = port.intValue, (1...65_535).contains(number) else { throw fail("port must be an integer 1...65535") }

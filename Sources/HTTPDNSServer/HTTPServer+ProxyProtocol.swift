@@ -4,9 +4,11 @@ extension HTTPServer {
     /// PROXY protocol (v1 text, v2 binary) in front of HTTP: a balancer that terminates or passes TCP
     /// states the client's address in a header before the first byte of the connection's own data.
     ///
-    /// The server reads that header only from peers ``expects`` names (a balancer you trust), within
-    /// ``Limits/handshakeTimeout``, then hands the rest of the bytes to HTTP (or TLS) as usual and
-    /// reports the stated client as ``Request/remoteAddress``. Connection limits still count the
+    /// The server believes that header only from peers ``expects`` names (a balancer you trust): it
+    /// reads it within ``Limits/handshakeTimeout``, then hands the rest of the bytes to HTTP (or TLS)
+    /// as usual and reports the stated client as ``Request/remoteAddress``. A header from any other
+    /// peer is read the same way and dropped: the peer stays the client, and a balancer left out of
+    /// the trusted list still gets its requests answered (by its own address). Connection limits still count the
     /// balancer's own address. The header's syntax is left to ``parse`` (a pure parser).
     package struct ProxyProtocol: Sendable {
         /// What ``parse`` found at the start of a connection.

@@ -205,7 +205,9 @@ final class HTTPServerCore: @unchecked Sendable {
 
     // MARK: Loop-thread callbacks (several loops may call at once)
 
-    /// 0 refuse, 1 keep, 2 keep and read a PROXY header first.
+    /// 0 refuse, 1 keep, 2 keep and read a PROXY header first, 3 keep and drop a PROXY header the
+    /// connection may start with, keeping the peer's address (a peer ``ProxyProtocol/expects`` does
+    /// not name: its header is ignored, as its `X-Forwarded-For` is, rather than taken for HTTP).
     func accept(listener: Int, peer: UnsafePointer<sockaddr>?) -> Int32 {
         let address = Self.peer(peer).0
         // Only loop 0 accepts, so the totals only fall between the check and the count.
@@ -225,8 +227,8 @@ final class HTTPServerCore: @unchecked Sendable {
         events?(.opened)
         open.add(1, ordering: .relaxed)
         accepted.add(1, ordering: .relaxed)
-        if let proxyProtocol, let address, proxyProtocol.expects(listener, address) { return 2 }
-        return 1
+        guard let proxyProtocol, let address else { return 1 }
+        return proxyProtocol.expects(listener, address) ? 2 : 3
     }
 
     /// Bytes used by the PROXY header at the start of `bytes`, 0 for more, -1 for none.

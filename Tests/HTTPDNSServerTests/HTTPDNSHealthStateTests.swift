@@ -83,8 +83,12 @@ final class HTTPDNSHealthStateTests: XCTestCase {
             (#"{"type": "http", "path": "/a\"b"}"#, "path must start"),
             (#"{"type": "http", "path": "/\u00e9"}"#, "path must start"),
             (#"{"type": "http", "path": "/\#(String(repeating: "a", count: 1_024))"}"#, "path must start"),
-            (#"{"type": "tcp", "path": "/x"}"#, "belong to http and https"),
-            (#"{"type": "tls", "expect": "3xx"}"#, "belong to http and https"),
+            (#"{"type": "tcp", "path": "/x"}"#, "path belongs to http and https checks, not tcp"),
+            (#"{"type": "tls", "expect": "3xx"}"#, "expect belongs to http and https checks, not tls"),
+            // By presence, not by value: the defaults written out are refused as well (issue 32).
+            (#"{"type": "tcp", "path": "/"}"#, "path belongs to http and https checks, not tcp"),
+            (#"{"type": "tls", "expect": "2xx"}"#, "expect belongs to http and https checks, not tls"),
+            (#"{"type": "TCP", "EXPECT": "2xx"}"#, "expect belongs to http and https checks, not tcp"),
             (#"{"type": "tcp", "tiemout": 1}"#, "unknown member \"tiemout\""),
             (#"{"type": "tcp", "Port": 1, "port": 2}"#, "listed twice"),
         ]

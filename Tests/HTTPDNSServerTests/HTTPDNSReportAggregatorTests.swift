@@ -108,4 +108,63 @@ final class HTTPDNSReportAggregatorTests: XCTestCase {
         XCTAssertEqual(aggregator.busiest(limit: 5, now: 1_100).count, 5)
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(30))
     }
+
+    /// Issue 32: 2,000 batches from 500 /24 networks cycling through 12,000 (address, view) pairs,
+    /// beside three honest networks that report one address a few times each. Without bounds per
+    /// reporter every pair was evicted before its third network came: the honest pair never
+    /// decided. The flood now evicts its own pairs (its networks hold more than their share), and
+    /// no network holds more than its quota.
+    func testAFloodFromManyNetworksEvictsItsOwnStateAndThreeHonestNetworksStillDecide() {
+        var aggregator = HTTPDNSReportAggregator(window: 300)
+        let honest = key("carrier-a", address: HTTPDNSIPAddress("203.0.113.7"))
+        let honestNetworks = ["100.64.1.9", "100.64.2.9", "100.64.3.9"].map(network)
+        let token: UInt64 = 0x1001
+        var pair = 0
+        var peakKeys = 0
+        for batch in 0..<2_000 {
+            let flooder = HTTPDNSReportNetwork(client: HTTPDNSIPAddress(bytes: [10, UInt8(batch % 500 / 200), UInt8(batch % 500 % 200), 1])!)
+            let now = 1_000 + Double(batch) * 0.1
+            for _ in 0..<50 {
+                let address = HTTPDNSIPAddress(bytes: [192, 0, UInt8(pair % 6_000 / 250), UInt8(pair % 250)])!
+                aggregator.record(key(pair % 12_000 < 6_000 ? "carrier-a" : "carrier-b", address: address), network: flooder,
+                                  credential: token, host: "a.test", port: 443, now: now)
+                pair += 1
+            }
+            XCTAssertLessThanOrEqual(aggregator.pairs(createdBy: flooder), aggregator.bounds.maxKeysPerNetwork)
+            // The honest networks report now and then, under the same token (it ships in every app).
+            if batch % 400 == 0 {
+                for network in honestNetworks.prefix(batch / 400 + 1) {
+                    aggregator.record(honest, network: network, credential: token, host: "app.test", port: 443, now: now)
+                }
+            }
+            peakKeys = max(peakKeys, aggregator.trackedKeys)
+        }
+        XCTAssertGreaterThan(aggregator.evictedKeys, 30_000, "the flood cycled through far more pairs than the table holds")
+        XCTAssertLessThanOrEqual(peakKeys, aggregator.bounds.maxKeys)
+        XCTAssertEqual(aggregator.networks(honest, now: 1_200), 3, "the honest pair survived the flood with its three networks")
+        XCTAssertEqual(aggregator.views(reporting: HTTPDNSIPAddress("203.0.113.7")!, threshold: 3, now: 1_200), ["carrier-a"])
+        XCTAssertEqual(aggregator.trackedNetworks, aggregator.recountedNetworks)
+    }
+
+    /// A network past its quota gives up its own earliest pair, not anyone else's.
+    func testANetworkPastItsQuotaLosesItsOwnEarliestPair() {
+        var bounds = HTTPDNSReportAggregator.Bounds()
+        bounds.maxKeysPerNetwork = 4
+        var aggregator = HTTPDNSReportAggregator(window: 300, bounds: bounds)
+        aggregator.record(key(address: HTTPDNSIPAddress("192.0.2.200")), network: network("198.51.7.1"), host: "a.test", port: 443, now: 999)
+        for index in 0..<6 {
+            aggregator.record(key(address: HTTPDNSIPAddress("192.0.2.\(index)")), network: network("198.51.100.1"), host: "a.test", port: 443,
+                              now: 1_000 + Double(index))
+        }
+        XCTAssertEqual(aggregator.pairs(createdBy: network("198.51.100.1")), 4)
+        XCTAssertEqual(aggregator.trackedKeys, 5)
+        XCTAssertEqual(aggregator.evictedKeys, 2)
+        XCTAssertEqual(aggregator.networks(key(address: HTTPDNSIPAddress("192.0.2.0")), now: 1_010), 0, "its earliest went")
+        XCTAssertEqual(aggregator.networks(key(address: HTTPDNSIPAddress("192.0.2.5")), now: 1_010), 1)
+        XCTAssertEqual(aggregator.networks(key(address: HTTPDNSIPAddress("192.0.2.200")), now: 1_010), 1, "another network's pair stays")
+        // Another network adding a sighting to one of its pairs does not count against its own quota.
+        aggregator.record(key(address: HTTPDNSIPAddress("192.0.2.5")), network: network("198.51.8.1"), host: "a.test", port: 443, now: 1_011)
+        XCTAssertEqual(aggregator.pairs(createdBy: network("198.51.8.1")), 0)
+        XCTAssertEqual(aggregator.networks(key(address: HTTPDNSIPAddress("192.0.2.5")), now: 1_011), 2)
+    }
 }

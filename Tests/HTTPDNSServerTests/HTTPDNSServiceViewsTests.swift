@@ -218,10 +218,10 @@ final class HTTPDNSServiceViewsTests: HTTPDNSServiceViewsTestCase {
         var configuration = HTTPDNSService.Configuration(zone: try makeViewsZone())
         configuration.views = try makeViews()
         let service = HTTPDNSService(configuration: configuration)
-        func post(_ bytes: [UInt8]) throws -> DNSMessage {
+        func post(_ bytes: [UInt8], from peer: String = "127.0.0.9") throws -> DNSMessage {
             let response = service.handle(HTTPServer.Request(
                 method: "POST", path: "/dns-query", headers: [.init(name: "Content-Type", value: "application/dns-message")],
-                body: Data(bytes), remoteAddress: HTTPDNSIPAddress("127.0.0.9")))
+                body: Data(bytes), remoteAddress: HTTPDNSIPAddress(peer)))
             guard case .data(let body) = response.body else { throw ToolRunner.Failure("the service streamed its answer; an answer is one body") }
             return try DNSMessage(decoding: [UInt8](body))
         }
@@ -238,10 +238,20 @@ final class HTTPDNSServiceViewsTests: HTTPDNSServiceViewsTestCase {
         let short = try post(try wireQuery(subnet: "10.1.2.3", source: 24))
         XCTAssertEqual(short.answers.first?.data, .a([192, 0, 2, 11]))
         XCTAssertEqual(scope(short), 31)
-        // Source 0: no address given; the peer's view, scope 0.
+        // Source 0 (RFC 7871 §7.1.2): the client asks that no address be used. The answer is the
+        // default view's, which fits every client, so scope 0 is true; never the peer's view, whose
+        // records with scope 0 would tell every cache downstream they fit other views' clients too.
         let optOut = try post(try wireQuery(subnet: "10.1.2.3", source: 0))
         XCTAssertEqual(optOut.answers.first?.data, .a([192, 0, 2, 1]))
         XCTAssertEqual(scope(optOut), 0)
+        let fromAView = try post(try wireQuery(subnet: "10.1.2.3", source: 0), from: "10.1.2.3")
+        XCTAssertEqual(fromAView.answers.first?.data, .a([192, 0, 2, 1]), "the default view's record, not the peer's view's")
+        XCTAssertEqual(scope(fromAView), 0)
+        // Without the option the same peer gets its own view (and no ECS option back).
+        let peerView = try post(try wireQuery(), from: "10.1.2.3")
+        let ownView = try XCTUnwrap(address(ofView: "v4-32").split(separator: ".").last.flatMap { UInt8($0) })
+        XCTAssertEqual(peerView.answers.first?.data, .a([192, 0, 2, ownView]))
+        XCTAssertNil(scope(peerView))
         // RFC 7871 §6: bits past the source prefix, a non-zero scope, a wrong address length, an unknown family.
         for option: [UInt8] in [[0, 1, 24, 0, 10, 1, 2, 3], [0, 1, 24, 0, 10, 1, 3 | 0], [0, 1, 23, 0, 10, 1, 3], [0, 1, 24, 8, 10, 1, 2],
                                 [0, 1, 33, 0, 10, 1, 2, 3, 4], [0, 3, 0, 0], [0, 1]] {

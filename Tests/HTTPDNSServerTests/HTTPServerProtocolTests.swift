@@ -188,6 +188,10 @@ final class HTTPServerProtocolTests: XCTestCase {
         let other = try RawHTTPClient(port: server.ports[0], source: "127.0.0.2")
         other.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n")
         XCTAssertTrue(other.readResponse(timeout: 10).body.hasPrefix("127.0.0.2 "), "others are not asked for a header")
+        // Another peer's header is dropped, not believed (issue 32): answered for the peer.
+        let untrusted = try RawHTTPClient(port: server.ports[0], source: "127.0.0.2")
+        untrusted.send("PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        XCTAssertTrue(untrusted.readResponse(timeout: 10).body.hasPrefix("127.0.0.2 "), "an untrusted peer's header is ignored")
         // curl's --haproxy-protocol sends its own address in a v1 header, then TLS.
         let viaTLS = try Self.curl([
             "--haproxy-protocol", "--cacert", certificates.caCertificatePath, "--resolve", "a.test:\(server.ports[1]):127.0.0.1",

@@ -246,6 +246,45 @@ final class ServeCommandOperationsTests: ToolTestCase {
         for line in lines { XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(line.utf8)), String(line)) }
     }
 
+    /// Issue 32: a PROXY header from a peer `--trusted-proxy` does not name is ignored, as its
+    /// `X-Forwarded-For` is: the request is answered for the peer, not refused as broken HTTP (a
+    /// balancer left out of the list still gets answers). With no trusted proxy at all, too.
+    func testAPROXYHeaderFromAnUntrustedPeerIsIgnoredAndTheRequestAnsweredByThePeer() throws {
+        let directory = try temporaryDirectory()
+        let zone = directory.appendingPathComponent("zone.json")
+        try Data(#"{"www.example.test": {"A": ["192.0.2.10"], "ttl": 60}}"#.utf8).write(to: zone)
+        let request = "GET /d?dn=www.example.test&clientip=1 HTTP/1.1\r\nHost: t\r\n\r\n"
+        // v2: PROXY, TCP over IPv4, 203.0.113.9:4000 -> 127.0.0.1:80.
+        let v2: [UInt8] = [0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a, 0x21, 0x11, 0x00, 12,
+                           203, 0, 113, 9, 127, 0, 0, 1, 0x0f, 0xa0, 0x00, 80]
+        for trusted in [["--trusted-proxy", "127.0.0.1/32"], []] {
+            let server = try runner.start(["serve", "--listen", "127.0.0.1:0", "--zone", zone.path] + trusted)
+            defer { assertStopsCleanly(server) }
+            let url = try listening(server, count: 1)[0]
+            let port = try XCTUnwrap(url.split(separator: ":").last.flatMap { Int($0) })
+            let v1Client = try RawHTTPClient(port: port, source: "127.0.0.2")
+            v1Client.send("PROXY TCP4 203.0.113.9 127.0.0.1 4000 80\r\n" + request)
+            let v1Answer = v1Client.readResponse(timeout: 10)
+            XCTAssertEqual(v1Answer.status, 200, "v1 from an untrusted peer (\(trusted))")
+            XCTAssertEqual(v1Answer.body, "192.0.2.10|127.0.0.2", "answered by the peer (\(trusted))")
+            let v2Client = try RawHTTPClient(port: port, source: "127.0.0.2")
+            v2Client.send(bytes: v2 + Array(request.utf8))
+            let v2Answer = v2Client.readResponse(timeout: 10)
+            XCTAssertEqual(v2Answer.status, 200, "v2 from an untrusted peer (\(trusted))")
+            XCTAssertEqual(v2Answer.body, "192.0.2.10|127.0.0.2", "answered by the peer (\(trusted))")
+            // A request without a header from the same peer is unchanged.
+            let plain = try RawHTTPClient(port: port, source: "127.0.0.2")
+            plain.send(request)
+            XCTAssertEqual(plain.readResponse(timeout: 10).body, "192.0.2.10|127.0.0.2")
+            if !trusted.isEmpty {
+                // The trusted balancer's header is still believed.
+                let balancer = try RawHTTPClient(port: port, source: "127.0.0.1")
+                balancer.send(bytes: v2 + Array(request.utf8))
+                XCTAssertEqual(balancer.readResponse(timeout: 10).body, "192.0.2.10|203.0.113.9")
+            }
+        }
+    }
+
     private func waitUntil(_ condition: () throws -> Bool) throws {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {

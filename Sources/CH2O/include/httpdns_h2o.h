@@ -34,10 +34,11 @@ enum {
 typedef struct {
     void *context;
     /* A connection was accepted on `listener`: return 1 to keep it, 2 to keep it and read a PROXY
-     * protocol header first (see `proxy_header`), 0 to refuse it (plain HTTP gets a 503 and a
-     * close, TLS an immediate close). */
+     * protocol header first (see `proxy_header`), 3 to keep it and drop a PROXY header if it starts
+     * with one while keeping the peer's address (a peer not trusted to name the client), 0 to refuse
+     * it (plain HTTP gets a 503 and a close, TLS an immediate close). */
     int (*accepted)(void *context, int listener, const struct sockaddr *peer, socklen_t length);
-    /* The first bytes of a connection kept with 2: return how many form the PROXY header (with the
+    /* The first bytes of a connection kept with 2 or 3: return how many form the PROXY header (with the
      * client's address in `source`, or `*source_length` 0 to keep the peer's), 0 when more bytes are
      * needed, -1 when they are not a valid PROXY header (the connection is closed), -2 when the
      * connection carries no header (its bytes go to HTTP as they are). The header must arrive within

@@ -12,9 +12,19 @@ import HTTPDNSCore
 /// 320,000 sightings, about 5 MiB, plus per pair the key, the last host name (≤ 253 bytes) and array
 /// headers, about 0.5 KiB: some 10 MiB in the worst case, whatever is sent. Past a bound the oldest
 /// goes first and is counted (``evictedKeys``, ``evictedNetworks``): a full pair forgets its
-/// least recently seen network; a full table first drops pairs with nothing in the window, then the
-/// least recently reported eighth (so eviction costs one sort per eighth of the table, not a scan
-/// per report).
+/// least recently seen network.
+///
+/// What one reporter can hold is bounded too, so that a flood evicts the flooder's own state first
+/// (the app token ships inside every app: whoever extracts it can report from many networks):
+/// - a network (the /24 or /56 of ``HTTPDNSReportNetwork``) creates at most
+///   ``Bounds/maxKeysPerNetwork`` pairs; past it, its own earliest created pair goes;
+/// - when the table is full, pairs with nothing in the window go first; then pairs created by a
+///   network, or under a credential, holding more than its fair share of the table (the table's
+///   size divided by the networks, or the credentials, that created pairs), least recently reported
+///   first; only when no one holds more than its share, the least recently reported of all. An
+///   eighth of the table goes at a time, so that eviction costs one sort per eighth, not a scan per
+///   report. Three honest networks reporting one address hold one pair between them, far below
+///   any share, and still decide while 500 networks cycle through tens of thousands of pairs.
 package struct HTTPDNSReportAggregator: Sendable {
     /// An address as reported by clients of one view.
     package struct Key: Sendable, Hashable {
@@ -33,6 +43,9 @@ package struct HTTPDNSReportAggregator: Sendable {
         package var maxKeys: Int = 10_000
         /// Distinct networks remembered per pair. Default 32 (a threshold above it could never be met).
         package var maxNetworksPerKey: Int = 32
+        /// Pairs one network may create (and hold) at once. Default 32: one /24 of honest apps
+        /// reporting more distinct unreachable (address, view) pairs within one window is not seen.
+        package var maxKeysPerNetwork: Int = 32
 
         package init() {}
     }
@@ -49,6 +62,9 @@ package struct HTTPDNSReportAggregator: Sendable {
         /// The latest report's name and port: what a probe of the address connects to.
         var host: String
         var port: Int
+        /// The network whose report created the pair, and the credential it reported under.
+        var creator: UInt64 = 0
+        var credential: UInt64 = 0
     }
 
     /// Seconds a report counts for.
@@ -61,22 +77,32 @@ package struct HTTPDNSReportAggregator: Sendable {
     package private(set) var evictedNetworks = 0
     /// Network sightings held now, over all pairs (the figure the memory bound is stated in).
     package private(set) var trackedNetworks = 0
+    /// The pairs each network created, earliest first (at most ``Bounds/maxKeysPerNetwork``).
+    private var createdBy: [UInt64: [Key]] = [:]
+    /// Pairs created under each credential.
+    private var pairsByCredential: [UInt64: Int] = [:]
 
     package init(window: Double, bounds: Bounds = .init()) {
         self.window = max(0, window)
         var bounds = bounds
         bounds.maxKeys = max(1, bounds.maxKeys)
         bounds.maxNetworksPerKey = max(1, bounds.maxNetworksPerKey)
+        bounds.maxKeysPerNetwork = max(1, bounds.maxKeysPerNetwork)
         self.bounds = bounds
     }
 
     /// Counts a report of `key` from `network` at `now` and returns how many distinct networks
     /// reported the pair within the window, this one included.
+    ///
+    /// - Parameter credential: who the report was authenticated as (``HTTPDNSReportCredential/owner``);
+    ///   0 when unknown.
     @discardableResult
-    package mutating func record(_ key: Key, network: HTTPDNSReportNetwork, host: String, port: Int, now: Double) -> Int {
-        if entries[key] == nil, entries.count >= bounds.maxKeys { makeRoom(now: now) }
+    package mutating func record(
+        _ key: Key, network: HTTPDNSReportNetwork, credential: UInt64 = 0, host: String, port: Int, now: Double
+    ) -> Int {
+        if entries[key] == nil { makeRoom(for: network.packed, now: now) }
         let horizon = now - window
-        var entry = entries.removeValue(forKey: key) ?? Entry(lastReport: now, host: host, port: port)
+        var entry = entries.removeValue(forKey: key) ?? created(key, by: network.packed, credential: credential, host: host, port: port, now: now)
         entry.lastReport = now
         entry.host = host
         entry.port = port
@@ -109,8 +135,10 @@ package struct HTTPDNSReportAggregator: Sendable {
         let horizon = now - window
         let fresh = sightings.filter { $0.time >= horizon }
         guard !fresh.isEmpty else { return networks(key, now: now) }
-        if entries[key] == nil, entries.count >= bounds.maxKeys { makeRoom(now: now) }
-        var entry = entries.removeValue(forKey: key) ?? Entry(lastReport: now, host: host, port: port)
+        // A pair first seen through the fleet counts as created by its earliest network, under no credential.
+        let creator = fresh.min { $0.time < $1.time }?.network ?? 0
+        if entries[key] == nil { makeRoom(for: creator, now: now) }
+        var entry = entries.removeValue(forKey: key) ?? created(key, by: creator, credential: 0, host: host, port: port, now: now)
         entry.lastReport = max(entry.lastReport, fresh.map(\.time).max() ?? now)
         for sighting in fresh {
             if let index = entry.sightings.firstIndex(where: { $0.network == sighting.network }) {
@@ -150,9 +178,12 @@ package struct HTTPDNSReportAggregator: Sendable {
     /// Forgets pairs with nothing left in the window.
     package mutating func expire(now: Double) {
         let horizon = now - window
-        entries = entries.filter { $0.value.lastReport >= horizon }
-        trackedNetworks = entries.values.reduce(0) { $0 + $1.sightings.count }
+        let gone = entries.filter { $0.value.lastReport < horizon }.map(\.key)
+        for key in gone { forget(key) }
     }
+
+    /// Pairs created by `network` now.
+    package func pairs(createdBy network: HTTPDNSReportNetwork) -> Int { createdBy[network.packed]?.count ?? 0 }
 
     /// The pairs with the most networks in the window, at most `limit`, for the status page.
     package func busiest(limit: Int, now: Double) -> [(key: Key, networks: Int)] {
@@ -163,12 +194,45 @@ package struct HTTPDNSReportAggregator: Sendable {
             .prefix(max(0, limit)).map { $0 }
     }
 
-    private mutating func makeRoom(now: Double) {
+    /// A new pair's entry, counted as `network`'s and `credential`'s.
+    private mutating func created(_ key: Key, by network: UInt64, credential: UInt64, host: String, port: Int, now: Double) -> Entry {
+        createdBy[network, default: []].append(key)
+        pairsByCredential[credential, default: 0] += 1
+        return Entry(lastReport: now, host: host, port: port, creator: network, credential: credential)
+    }
+
+    /// Removes `key` and everything counted for it.
+    private mutating func forget(_ key: Key) {
+        guard let entry = entries.removeValue(forKey: key) else { return }
+        trackedNetworks -= entry.sightings.count
+        if var keys = createdBy[entry.creator], let index = keys.firstIndex(of: key) {
+            keys.remove(at: index)
+            createdBy[entry.creator] = keys.isEmpty ? nil : keys
+        }
+        if let count = pairsByCredential[entry.credential] {
+            pairsByCredential[entry.credential] = count > 1 ? count - 1 : nil
+        }
+    }
+
+    /// Room for a pair `network` is about to create: its own earliest pair past its quota, then
+    /// the table's bound (see the type's doc).
+    private mutating func makeRoom(for network: UInt64, now: Double) {
+        if let own = createdBy[network], own.count >= bounds.maxKeysPerNetwork {
+            for key in own.prefix(own.count - bounds.maxKeysPerNetwork + 1) { forget(key) }
+            evictedKeys += own.count - bounds.maxKeysPerNetwork + 1
+        }
+        guard entries.count >= bounds.maxKeys else { return }
         // Pairs with nothing in the window go first, without counting: they were done anyway.
         expire(now: now)
         guard entries.count >= bounds.maxKeys else { return }
-        let oldest = entries.sorted { $0.value.lastReport < $1.value.lastReport }.prefix(max(1, bounds.maxKeys / 8)).map(\.key)
-        for key in oldest { trackedNetworks -= entries.removeValue(forKey: key)?.sightings.count ?? 0 }
+        let networkShare = bounds.maxKeys / max(1, createdBy.count)
+        let credentialShare = bounds.maxKeys / max(1, pairsByCredential.count)
+        let overShare = entries.filter { _, entry in
+            (createdBy[entry.creator]?.count ?? 0) > networkShare || (pairsByCredential[entry.credential] ?? 0) > credentialShare
+        }
+        let pool = overShare.isEmpty ? entries : overShare
+        let oldest = pool.sorted { $0.value.lastReport < $1.value.lastReport }.prefix(max(1, bounds.maxKeys / 8)).map(\.key)
+        for key in oldest { forget(key) }
         evictedKeys += oldest.count
     }
 }

@@ -39,6 +39,17 @@ package enum HTTPDNSReportCredential: Sendable, Hashable {
         }
     }
 
+    /// Who reports under this credential, as the report state counts it (a token, or an account):
+    /// a hash, so that no token is kept beside the state. Never 0 (0 is "unknown").
+    package var owner: UInt64 {
+        var hasher = Hasher()
+        switch self {
+        case .bearer(let token): hasher.combine("bearer \(token)")
+        case .signed(let account, _, _): hasher.combine("account \(account)")
+        }
+        return UInt64(bitPattern: Int64(hasher.finalize())) | 1
+    }
+
     /// The bytes signed (``HTTPDNSReportWire/message(account:expires:body:)``).
     package static func message(account: String, expires: Int64, body: [UInt8]) -> [UInt8] {
         HTTPDNSReportWire.message(account: account, expires: expires, body: body)

@@ -90,10 +90,13 @@ package final class HTTPDNSReports: Sendable {
         batchesInFlight.subtract(1, ordering: .acquiringAndReleasing)
     }
 
-    /// Records an authenticated batch from `client`; items for which `served(host, address)` is
+    /// Records an authenticated batch from `client`, authenticated as `credential`
+    /// (``HTTPDNSReportCredential/owner``, 0 unknown); items for which `served(host, address)` is
     /// false are ignored. Starts the probes that crossing the threshold calls for. Returns the
     /// number of items recorded.
-    package func record(_ batch: HTTPDNSReportBatch, client: HTTPDNSIPAddress, served: (String, HTTPDNSIPAddress) -> Bool) -> Int {
+    package func record(
+        _ batch: HTTPDNSReportBatch, client: HTTPDNSIPAddress, credential: UInt64 = 0, served: (String, HTTPDNSIPAddress) -> Bool
+    ) -> Int {
         let now = clock.now()
         let network = HTTPDNSReportNetwork(client: client)
         let view = settings.view?(client) ?? HTTPDNSService.Reports.defaultView
@@ -104,7 +107,7 @@ package final class HTTPDNSReports: Sendable {
         state.withLock { state in
             for item in relevant {
                 let key = HTTPDNSReportAggregator.Key(address: item.address, view: view)
-                let networks = state.aggregator.record(key, network: network, host: item.host, port: item.port, now: now)
+                let networks = state.aggregator.record(key, network: network, credential: credential, host: item.host, port: item.port, now: now)
                 consider(key, networks: networks, host: item.host, port: item.port, now: now, state: &state, jobs: &jobs, skipped: &skipped, decided: &decided)
             }
         }

@@ -53,7 +53,8 @@ extension HTTPDNSService {
             return Self.badRequest("the client's address is unknown")
         }
         let zone = lookups.zone
-        let recorded = reportState.record(batch, client: client) { host, address in zone.answers(host, with: address) }
+        let owner = HTTPDNSReportCredential(header: authorization)?.owner ?? 0
+        let recorded = reportState.record(batch, client: client, credential: owner) { host, address in zone.answers(host, with: address) }
         counters.count(.accepted)
         return Self.json("{\"accepted\":\(recorded)}", status: 202)
     }
