@@ -61,11 +61,14 @@ let package = Package(
         // Pure values: no sockets, no files, no clocks of their own.
         .target(name: "DNSWire"),
         .target(name: "HTTPDNSCore", dependencies: ["DNSWire", "CCrypto"]),
+        // The DNS protocol codecs of zone transfers, beside the wire code: TSIG records and signing,
+        // AXFR/IXFR, NOTIFY, the zone copy on disk (HTTPDNSCore only for its digests and HMAC).
+        .target(name: "DNSZoneTransfer", dependencies: ["DNSWire", "HTTPDNSCore", "CCrypto"]),
 
         // I/O: libcurl (HTTP to providers and origins).
         .target(name: "HTTPDNSTransport", dependencies: ["CCurl", "HTTPDNSCore"]),
         // I/O: plain DNS over UDP/TCP sockets and the system resolver (getaddrinfo).
-        .target(name: "DNSSockets", dependencies: ["DNSWire", "HTTPDNSCore"]),
+        .target(name: "DNSSockets", dependencies: ["DNSWire", "HTTPDNSCore", "DNSZoneTransfer"]),
 
         // The resolution engine: cache, providers in order, LocalDNS fallback.
         .target(
@@ -94,13 +97,16 @@ let package = Package(
         .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSDirect", "HTTPDNSLoopbackProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
-        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CDatagrams", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CDatagrams", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.
         .executableTarget(
             name: "HTTPDNSTool",
-            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSServer"]
+            dependencies: [
+                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession",
+                "HTTPDNSServer",
+            ]
         ),
 
         // `make demo`: starts nginx, dnsmasq and a private CA with the launchers the tests use.
@@ -129,7 +135,7 @@ let package = Package(
         // (Fuzz/), and HTTPDNSFuzzTargetsTests replays every corpus under `make test`.
         .target(
             name: "HTTPDNSFuzzTargets",
-            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking", "HTTPDNSLoopbackProxy"]
+            dependencies: ["DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking", "HTTPDNSLoopbackProxy"]
         ),
 
         // The differential suite's scenarios and routes (issue 8), and the runner that executes one
@@ -153,8 +159,9 @@ let package = Package(
 
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"], resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),
+        .testTarget(name: "DNSZoneTransferTests", dependencies: ["DNSZoneTransfer", "HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),
         .testTarget(name: "HTTPDNSTransportTests", dependencies: ["HTTPDNSTransport", "HTTPDNSTestSupport"]),
-        .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNSTestSupport"]),
+        .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNSTestSupport"]),
         .testTarget(
             name: "HTTPDNSTests",
             dependencies: ["HTTPDNS", "HTTPDNSCore", "DNSWire", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
@@ -176,8 +183,8 @@ let package = Package(
             name: "HTTPDNSDifferentialTests",
             dependencies: ["HTTPDNSDifferential", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
-        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "DNSWire"]),
-        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),
+        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "DNSWire", "DNSZoneTransfer"]),
+        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import DNSSockets
+import DNSZoneTransfer
 import Foundation
 import HTTPDNS
 import HTTPDNSCore

@@ -1,5 +1,6 @@
 import DNSSockets
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
 @testable import HTTPDNSServer
 import XCTest

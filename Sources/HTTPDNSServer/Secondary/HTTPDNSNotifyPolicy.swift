@@ -1,5 +1,6 @@
 import DNSSockets
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
 
 /// What a secondary does with a NOTIFY (RFC 1996) as a value, tested without sockets: which zone to

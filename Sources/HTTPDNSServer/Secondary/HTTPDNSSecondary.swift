@@ -1,5 +1,6 @@
 import DNSSockets
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
 
 /// Follows one zone on its primaries as a secondary does (RFC 1034 §4.3.5): a full transfer

@@ -1,4 +1,5 @@
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
 
 /// TSIG golden vectors computed by an independent implementation: the Python script below, which

@@ -1,5 +1,6 @@
 import CCrypto
 import DNSWire
+import HTTPDNSCore
 
 /// Signing and checking single DNS messages with TSIG (RFC 8945), as pure functions.
 ///

@@ -1,4 +1,5 @@
 import DNSWire
+import HTTPDNSCore
 
 /// A secondary's zone as kept on disk, so that a restart with the primary unreachable still serves
 /// the last good zone (issue 24): the bytes of the file and the checks that read it back.

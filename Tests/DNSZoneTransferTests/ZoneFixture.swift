@@ -1,4 +1,5 @@
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
 
 /// Zones and transfer responses for the AXFR, IXFR and NOTIFY tests.

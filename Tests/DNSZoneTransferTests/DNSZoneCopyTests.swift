@@ -1,6 +1,7 @@
 import DNSWire
 import Foundation
-@testable import HTTPDNSCore
+@testable import DNSZoneTransfer
+import HTTPDNSCore
 import XCTest
 
 /// A secondary's copy on disk (issue 24): what it writes reads back as the same zone, and any

@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import DNSZoneTransfer
 import HTTPDNSCore
 import XCTest
 
