@@ -64,6 +64,9 @@ let package = Package(
         // The DNS protocol codecs of zone transfers, beside the wire code: TSIG records and signing,
         // AXFR/IXFR, NOTIFY, the zone copy on disk (HTTPDNSCore only for its digests and HMAC).
         .target(name: "DNSZoneTransfer", dependencies: ["DNSWire", "HTTPDNSCore", "CCrypto"]),
+        // The stub's values (`httpdns stub`): wire and packet caches, the front's checks, rate
+        // limiter, upstream ranking and health, hosts, routes, resolv.conf; each takes `now:`.
+        .target(name: "DNSStubCore", dependencies: ["DNSWire", "HTTPDNSCore"]),
 
         // I/O: libcurl (HTTP to providers and origins).
         .target(name: "HTTPDNSTransport", dependencies: ["CCurl", "HTTPDNSCore"]),
@@ -97,15 +100,15 @@ let package = Package(
         .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSDirect", "HTTPDNSLoopbackProxy"]),
 
         // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
-        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CDatagrams", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CDatagrams", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSStubCore", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.
         .executableTarget(
             name: "HTTPDNSTool",
             dependencies: [
-                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession",
-                "HTTPDNSServer",
+                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking",
+                "HTTPDNSURLSession", "HTTPDNSServer",
             ]
         ),
 
@@ -135,7 +138,10 @@ let package = Package(
         // (Fuzz/), and HTTPDNSFuzzTargetsTests replays every corpus under `make test`.
         .target(
             name: "HTTPDNSFuzzTargets",
-            dependencies: ["DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking", "HTTPDNSLoopbackProxy"]
+            dependencies: [
+                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking",
+                "HTTPDNSLoopbackProxy",
+            ]
         ),
 
         // The differential suite's scenarios and routes (issue 8), and the runner that executes one
@@ -160,6 +166,7 @@ let package = Package(
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"], resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),
         .testTarget(name: "DNSZoneTransferTests", dependencies: ["DNSZoneTransfer", "HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),
+        .testTarget(name: "DNSStubCoreTests", dependencies: ["DNSStubCore", "HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),
         .testTarget(name: "HTTPDNSTransportTests", dependencies: ["HTTPDNSTransport", "HTTPDNSTestSupport"]),
         .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNSTestSupport"]),
         .testTarget(
@@ -183,8 +190,8 @@ let package = Package(
             name: "HTTPDNSDifferentialTests",
             dependencies: ["HTTPDNSDifferential", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
-        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "DNSWire", "DNSZoneTransfer"]),
-        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "HTTPDNS", "HTTPDNSTestSupport"]),
+        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "DNSWire", "DNSZoneTransfer", "DNSStubCore"]),
+        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "DNSStubCore", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

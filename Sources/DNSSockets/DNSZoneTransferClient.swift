@@ -1,5 +1,4 @@
 #if canImport(Glibc)
-import DNSZoneTransfer
 import Glibc
 #elseif canImport(Musl)
 import Musl
@@ -7,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import DNSWire
+import DNSZoneTransfer
 import Foundation
 import HTTPDNSCore
 

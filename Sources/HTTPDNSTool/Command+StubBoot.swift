@@ -1,3 +1,4 @@
+import DNSStubCore
 import Foundation
 import HTTPDNS
 import HTTPDNSCore

@@ -1,8 +1,8 @@
 #if canImport(Glibc)
-import DNSZoneTransfer
 import Glibc
 #endif
 import DNSWire
+import DNSZoneTransfer
 import Foundation
 import HTTPDNSCore
 import HTTPDNSTestSupport

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import DNSZoneTransfer
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import DNSZoneTransfer
 import Dispatch
 import DNSSockets
 import DNSWire

@@ -1,3 +1,4 @@
+import DNSStubCore
 import Dispatch
 import Foundation
 import HTTPDNS

@@ -1,3 +1,4 @@
+import DNSStubCore
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSTransport

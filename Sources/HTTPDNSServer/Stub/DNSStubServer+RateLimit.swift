@@ -1,3 +1,4 @@
+import DNSStubCore
 import HTTPDNSCore
 
 extension DNSStubServer {

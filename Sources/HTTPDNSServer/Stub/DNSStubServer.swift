@@ -5,6 +5,7 @@ import Musl
 #endif
 import CH2O
 import DNSSockets
+import DNSStubCore
 import Foundation
 import HTTPDNSCore
 import Synchronization

@@ -1,3 +1,4 @@
+import HTTPDNSCore
 /// The stub's per-client rate limit: a token bucket per client in a fixed-size table, as a value
 /// with an explicit `now` (seconds on a monotonic clock); the server keeps one behind a lock.
 ///

@@ -1,4 +1,5 @@
 import DNSWire
+import HTTPDNSCore
 
 /// Static entries in `/etc/hosts` format (`--hosts FILE`), answered before the engine and the
 /// upstreams, authoritatively.

@@ -1,3 +1,4 @@
+import HTTPDNSCore
 /// What glibc reads in `/etc/resolv.conf` (resolv.conf(5)), as far as `httpdns stub --check`
 /// needs it: the nameservers it asks, the search list and the options.
 ///

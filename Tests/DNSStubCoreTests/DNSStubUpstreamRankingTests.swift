@@ -1,3 +1,4 @@
+import DNSStubCore
 import HTTPDNSCore
 import XCTest
 

@@ -1,3 +1,4 @@
+import HTTPDNSCore
 /// The EDNS Client Subnet option of a query (RFC 7871 §6), checked.
 ///
 /// The stub never forwards it by itself (issue 23: no ECS upstream unless asked); the I/O shell

@@ -1,4 +1,5 @@
 import DNSWire
+import HTTPDNSCore
 
 /// The stub's persisted wire cache: the bytes of ``DNSStubCache``'s entries, so that a restart
 /// answers the names it knew at once, stale where expired (RFC 8767), before any upstream answers.

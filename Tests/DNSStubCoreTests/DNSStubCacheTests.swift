@@ -1,4 +1,5 @@
 import DNSWire
+import DNSStubCore
 import HTTPDNSCore
 import XCTest
 

@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import DNSStubCore
 import HTTPDNSCore
 import XCTest
 

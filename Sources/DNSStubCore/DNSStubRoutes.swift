@@ -1,3 +1,4 @@
+import HTTPDNSCore
 /// `--route PATTERNS=UPSTREAM`: names that belong to someone else's DNS (corporate names behind a
 /// VPN, a lab zone) and go to that route's upstreams only, for every type, never to the engine.
 ///

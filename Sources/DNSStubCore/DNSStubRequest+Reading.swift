@@ -1,4 +1,5 @@
 import DNSWire
+import HTTPDNSCore
 
 extension DNSStubRequest {
     /// What to do with a received message.

@@ -1,3 +1,4 @@
+import HTTPDNSCore
 /// systemd-resolved's settings that decide where names go (resolved.conf(5), `[Resolve]`), merged
 /// from `/etc/systemd/resolved.conf` and then each `/etc/systemd/resolved.conf.d/*.conf` in
 /// lexical order, as resolved merges them.

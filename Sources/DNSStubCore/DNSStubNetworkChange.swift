@@ -1,4 +1,5 @@
 import DNSWire
+import HTTPDNSCore
 
 /// What `httpdns stub` does to its own state when the host moves to another network (an address or
 /// a default route came or went, as `HTTPDNSNetworkWatcher` reports it), as a value applied to

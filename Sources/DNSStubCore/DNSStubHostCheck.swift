@@ -1,3 +1,4 @@
+import HTTPDNSCore
 /// `httpdns stub --check` as a value: where the host's resolver configuration sends names, and
 /// whether any of them leave without going through the stub.
 ///
