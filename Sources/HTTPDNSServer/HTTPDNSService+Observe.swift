@@ -1,5 +1,6 @@
 import DNSWire
 import HTTPDNSCore
+import HTTPServing
 
 extension HTTPDNSService {
     /// The counters behind `/metrics`.

@@ -5,6 +5,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTransport
+import HTTPServing
 
 extension Command {
     static let serveSpecs: [OptionSpec] = [

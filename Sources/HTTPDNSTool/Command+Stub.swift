@@ -4,6 +4,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTransport
+import HTTPServing
 
 extension Command {
     /// Where the stub listens by default: a loopback address of its own, clear of systemd-resolved's

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPServing
 
 extension DNSStubMetrics {
     /// The `--metrics` listener: `GET /metrics` in the Prometheus text format, `404` for any other

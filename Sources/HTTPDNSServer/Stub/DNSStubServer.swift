@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CH2O
+import CSockets
 import DNSSockets
 import DNSStubCore
 import Foundation

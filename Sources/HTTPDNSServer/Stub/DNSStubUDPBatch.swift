@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CDatagrams
+import CSockets
 import DNSSockets
 
 /// The answers the UDP thread made itself, sent together with `sendmmsg` once no query is left

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPDNSCore
-import HTTPDNSServer
+import HTTPServing
 import HTTPDNSTestSupport
 import XCTest
 
@@ -12,9 +12,7 @@ import XCTest
 final class HTTPServerLimitsTests: XCTestCase {
     /// Runs a tool to its end (started with posix_spawn); its exit status and output, both streams.
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let tool = try RunningTool(executable: URL(fileURLWithPath: executable), arguments: arguments)
-        let status = try tool.wait(timeout: .seconds(60))
-        return (status, String(decoding: tool.stdout + tool.stderr, as: UTF8.self))
+        try RunningTool.runToEnd(executable, arguments)
     }
 
     /// Waits until `condition` holds, for at most `seconds`.

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPDNSTestSupport
 
 /// A network whose resolver lies, for the loopback proxy's tests: nginx serves the real sites on
 /// ``origin`` (HTTPS with a private CA, and plain HTTP), an "ad page" on ``hijack``, dnsmasq on

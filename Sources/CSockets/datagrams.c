@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "CDatagrams.h"
+#include "CSockets.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPDNSCore
-import HTTPDNSServer
+import HTTPServing
 import HTTPDNSTestSupport
 import XCTest
 

@@ -102,10 +102,11 @@ package final class HTTPServer: Sendable {
         package var reusePort: Bool = false
         /// PROXY protocol headers read from trusted balancers. Default nil: none is read.
         package var proxyProtocol: ProxyProtocol? = nil
-        /// TLS session ticket keys (``HTTPDNSTLSTicketKeys``: the first encrypts, all decrypt), so
-        /// that a ticket from any instance holding the same keys resumes here. Default nil:
-        /// OpenSSL's own key, random per process (tickets resume on this process only).
-        package var tlsTicketKeys: HTTPDNSTLSTicketKeys? = nil
+        /// TLS session ticket keys, 80 bytes each in nginx's layout, checked by the caller (the
+        /// service's `HTTPDNSTLSTicketKeys`): the first encrypts, all decrypt, so that a ticket from
+        /// any instance holding the same keys resumes here. Default nil: OpenSSL's own key, random
+        /// per process (tickets resume on this process only).
+        package var tlsTicketKeys: [[UInt8]]? = nil
         /// Told of every connection opened, closed or refused, and of every request refused by a limit,
         /// on a loop thread, several at once with several loops (keep it cheap: metrics). Default nil.
         package var connectionEvents: (@Sendable (ConnectionEvent) -> Void)? = nil
@@ -243,7 +244,7 @@ package final class HTTPServer: Sendable {
     /// longer listed then need a full handshake).
     ///
     /// - Throws: ``StartError`` when the server started without ``Configuration/tlsTicketKeys``.
-    package func reloadTLSTicketKeys(_ keys: HTTPDNSTLSTicketKeys) throws(StartError) {
+    package func reloadTLSTicketKeys(_ keys: [[UInt8]]) throws(StartError) {
         try core.reloadTicketKeys(keys)
     }
 

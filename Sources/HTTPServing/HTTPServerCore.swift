@@ -154,12 +154,12 @@ final class HTTPServerCore: @unchecked Sendable {
         return context
     }
 
-    private static func set(_ keys: HTTPDNSTLSTicketKeys, in store: OpaquePointer) -> Bool {
-        let bytes = keys.keys.flatMap { $0 }
-        return bytes.withUnsafeBufferPointer { httpdns_h2o_ticket_store_set(store, $0.baseAddress, keys.keys.count) } == 0
+    private static func set(_ keys: [[UInt8]], in store: OpaquePointer) -> Bool {
+        let bytes = keys.flatMap { $0 }
+        return bytes.withUnsafeBufferPointer { httpdns_h2o_ticket_store_set(store, $0.baseAddress, keys.count) } == 0
     }
 
-    func reloadTicketKeys(_ keys: HTTPDNSTLSTicketKeys) throws(HTTPServer.StartError) {
+    func reloadTicketKeys(_ keys: [[UInt8]]) throws(HTTPServer.StartError) {
         guard let ticketStore else { throw HTTPServer.StartError("the server started without TLS ticket keys") }
         guard Self.set(keys, in: ticketStore) else { throw HTTPServer.StartError("cannot set the TLS ticket keys") }
     }

@@ -1,5 +1,5 @@
 import HTTPDNSCore
-import HTTPDNSServer
+import HTTPServing
 import XCTest
 
 /// The PROXY protocol reader against the examples and rules of HAProxy's proxy-protocol.txt
