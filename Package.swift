@@ -105,8 +105,12 @@ let package = Package(
         // no DNS in it. `httpdns serve` answers on it; the stub serves its metrics on it.
         .target(name: "HTTPServing", dependencies: ["CH2O", "HTTPDNSCore"]),
 
+        // What the daemons share to be run: the line log writer (access and query logs), one
+        // Prometheus text writer, IP networks and the longest-prefix table.
+        .target(name: "HTTPDNSOperations", dependencies: ["HTTPDNSCore"]),
+
         // The self-hostable HTTPDNS server.
-        .target(name: "HTTPDNSServer", dependencies: ["HTTPServing", "CSockets", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSStubCore", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["HTTPServing", "HTTPDNSOperations", "CSockets", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSStubCore", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.
@@ -114,7 +118,7 @@ let package = Package(
             name: "HTTPDNSTool",
             dependencies: [
                 "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking",
-                "HTTPDNSURLSession", "HTTPServing", "HTTPDNSServer",
+                "HTTPDNSURLSession", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer",
             ]
         ),
 
@@ -145,7 +149,7 @@ let package = Package(
         .target(
             name: "HTTPDNSFuzzTargets",
             dependencies: [
-                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "HTTPDNS", "HTTPServing", "HTTPDNSServer", "HTTPDNSNetworking",
+                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "HTTPDNS", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer", "HTTPDNSNetworking",
                 "HTTPDNSLoopbackProxy",
             ]
         ),
@@ -214,7 +218,8 @@ let package = Package(
             dependencies: ["HTTPDNSTestSupport", "HTTPDNSProxyTestBed", "HTTPDNS", "HTTPDNSCore", "HTTPServing", "HTTPDNSServer", "DNSWire", "DNSZoneTransfer", "DNSStubCore"]
         ),
         .testTarget(name: "HTTPServingTests", dependencies: ["HTTPServing", "HTTPDNSCore", "HTTPDNSTestSupport"]),
-        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPServing", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "DNSStubCore", "HTTPDNS", "HTTPDNSTestSupport"]),
+        .testTarget(name: "HTTPDNSOperationsTests", dependencies: ["HTTPDNSOperations", "HTTPDNSCore"]),
+        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPServing", "HTTPDNSOperations", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "DNSStubCore", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

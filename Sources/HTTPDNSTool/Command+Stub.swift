@@ -2,6 +2,7 @@ import DNSStubCore
 import DNSWire
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSOperations
 import HTTPDNSServer
 import HTTPDNSTransport
 import HTTPServing

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSOperations
 import HTTPServing
 
 extension DNSStubMetrics {
@@ -19,7 +20,7 @@ extension DNSStubMetrics {
             guard request.path == "/metrics" else { return .text("not found\n", status: 404) }
             guard request.method == "GET" || request.method == "HEAD" else { return .text("method not allowed\n", status: 405) }
             return HTTPServer.Response(
-                headers: [HTTPServer.Header(name: "Content-Type", value: HTTPDNSServerMetrics.contentType)],
+                headers: [HTTPServer.Header(name: "Content-Type", value: HTTPDNSPrometheusText.contentType)],
                 body: Data(render().utf8))
         }
     }

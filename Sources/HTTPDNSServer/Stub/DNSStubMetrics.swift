@@ -1,6 +1,7 @@
 import DNSStubCore
 import Foundation
 import HTTPDNSCore
+import HTTPDNSOperations
 
 /// The stub's counters for `--metrics`: queries by transport and by where their answer came from,
 /// and per upstream its outcomes, its smoothed RTT and how often it was hedged. Rendered in the
@@ -88,17 +89,10 @@ package final class DNSStubMetrics: Sendable {
     package func render() -> String {
         let state = self.state.withLock { $0 }
         let gauges = self.gauges.withLock { $0 }
-        var text = ""
-        func family(_ name: String, _ type: String, _ help: String) {
-            text += "# HELP httpdns_stub_\(name) \(help)\n# TYPE httpdns_stub_\(name) \(type)\n"
-        }
-        func sample(_ name: String, _ labels: String, _ value: String) {
-            text += "httpdns_stub_\(name)\(labels.isEmpty ? "" : "{\(labels)}") \(value)\n"
-        }
-        func label(_ value: String) -> String {
-            "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                .replacingOccurrences(of: "\n", with: "\\n") + "\""
-        }
+        var text = HTTPDNSPrometheusText(prefix: "httpdns_stub_")
+        func family(_ name: String, _ type: String, _ help: String) { text.family(name, type, help) }
+        func sample(_ name: String, _ labels: String, _ value: String) { text.sample(name, labels, value) }
+        func label(_ value: String) -> String { HTTPDNSPrometheusText.label(value) }
         family("queries_total", "counter", "Queries answered, by transport and by where the answer came from.")
         for (slot, transport) in ["udp", "tcp"].enumerated() {
             for source in Source.allCases {
@@ -114,7 +108,7 @@ package final class DNSStubMetrics: Sendable {
         family("upstream_rtt_seconds", "gauge", "Smoothed round-trip time of each upstream (RFC 6298 SRTT).")
         for name in state.upstreamOrder {
             let micros = UInt64(max(0, state.upstreams[name]!.smoothedRTT * 1e6))
-            sample("upstream_rtt_seconds", "upstream=\(label(name))", HTTPDNSServerMetrics.seconds(fromMicroseconds: micros))
+            sample("upstream_rtt_seconds", "upstream=\(label(name))", HTTPDNSPrometheusText.seconds(fromMicroseconds: micros))
         }
         family("upstream_hedged_total", "counter", "Queries also sent to the next upstream because this one was slower than usual.")
         for name in state.upstreamOrder {
@@ -124,6 +118,6 @@ package final class DNSStubMetrics: Sendable {
         sample("cache_entries", "", "\(gauges.cacheEntries())")
         family("query_log_dropped_total", "counter", "Query-log lines dropped because the writer lagged.")
         sample("query_log_dropped_total", "", "\(gauges.logDropped())")
-        return text
+        return text.text
     }
 }

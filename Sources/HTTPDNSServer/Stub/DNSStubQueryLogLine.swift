@@ -1,6 +1,7 @@
 import DNSStubCore
 import DNSWire
 import HTTPDNSCore
+import HTTPDNSOperations
 
 /// One stub query as `--query-log` records it: a single-line JSON object, ASCII only, every member
 /// always present and in this order (`null` when unknown), escaped as the access log's lines are
@@ -29,16 +30,16 @@ package struct DNSStubQueryLogLine: Sendable, Hashable {
             text.withUTF8Buffer { out.append(contentsOf: $0) }
         }
         func string(_ value: String?, maxScalars: Int = .max) {
-            if let value { HTTPDNSAccessLogLine.appendString(value, to: &out, maxScalars: maxScalars) } else { raw("null") }
+            if let value { HTTPDNSLogText.appendString(value, to: &out, maxScalars: maxScalars) } else { raw("null") }
         }
         raw("{\"time\":\"")
-        HTTPDNSAccessLogLine.appendRFC3339(microseconds: timeMicroseconds, to: &out)
+        HTTPDNSLogText.appendRFC3339(microseconds: timeMicroseconds, to: &out)
         raw("\",\"client\":")
         string(client?.description)
         raw(",\"transport\":")
         string(transport == .udp ? "udp" : "tcp")
         raw(",\"name\":")
-        string(name, maxScalars: HTTPDNSAccessLogLine.maxNameScalars)
+        string(name, maxScalars: HTTPDNSLogText.maxNameScalars)
         raw(",\"type\":")
         string("\(type)", maxScalars: 32)
         raw(",\"rcode\":")

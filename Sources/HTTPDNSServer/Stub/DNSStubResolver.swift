@@ -2,6 +2,7 @@ import DNSStubCore
 import DNSWire
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSOperations
 import Synchronization
 
 /// Answers the stub's queries: A and AAAA of names the engine protects through the engine
@@ -35,7 +36,7 @@ package final class DNSStubResolver: Sendable {
     let configuration: Configuration
     /// `--metrics` and `--query-log`, when asked for.
     let metrics: DNSStubMetrics?
-    let queryLog: HTTPDNSAccessLog?
+    let queryLog: HTTPDNSLineLog?
     let cache: HTTPDNSLock<DNSStubCache>
     /// Bumped by every store, so the cache file is written only after a change.
     let cacheChanges = HTTPDNSLock(0)
@@ -59,7 +60,7 @@ package final class DNSStubResolver: Sendable {
     package init(
         engine: HTTPDNSEngine, upstreams: [any DNSStubUpstream], routes: DNSStubRoutes = DNSStubRoutes(),
         routeUpstreams: [[any DNSStubUpstream]] = [], configuration: Configuration = Configuration(),
-        metrics: DNSStubMetrics? = nil, queryLog: HTTPDNSAccessLog? = nil
+        metrics: DNSStubMetrics? = nil, queryLog: HTTPDNSLineLog? = nil
     ) {
         precondition(routes.routes.count == routeUpstreams.count, "one upstream list per route")
         self.engine = engine
@@ -163,7 +164,7 @@ package final class DNSStubResolver: Sendable {
 
         init(logging: Bool) {
             guard logging else { return }
-            time = HTTPDNSAccessLogLine.now()
+            time = HTTPDNSLogText.now()
             instant = .now
         }
     }

@@ -8,6 +8,7 @@ import DNSSockets
 import DNSStubCore
 import Foundation
 import HTTPDNSCore
+import HTTPDNSOperations
 import Synchronization
 
 /// The stub's I/O shell: a UDP socket and a TCP listener on one address and port, each served by a

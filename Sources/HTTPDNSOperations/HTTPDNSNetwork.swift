@@ -2,7 +2,7 @@ import HTTPDNSCore
 
 /// One IP network in CIDR form: `10.0.0.0/8`, `2001:db8::/32`, or a bare address (`/32`, `/128`).
 ///
-/// Written strictly, as ``HTTPDNSTrustedProxies`` reads its blocks: an address the project's parser
+/// Written strictly, as the service's `HTTPDNSTrustedProxies` reads its blocks: an address the project's parser
 /// accepts (no brackets, no zone index), a prefix length in decimal without sign or leading zeros,
 /// and no bits set past the prefix (`10.0.0.1/8` is refused rather than silently read as
 /// `10.0.0.0/8`, because a list with such a line is usually a list with a typo). An IPv4-mapped IPv6
@@ -93,17 +93,6 @@ package struct HTTPDNSNetwork: Sendable, Hashable, CustomStringConvertible {
         self.high = high
         self.low = low
         self.prefixLength = prefixLength
-    }
-
-    /// Parses one network, naming `text` in the error.
-    ///
-    /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration`: `network "…": reason`.
-    package init(_ text: String) throws(HTTPDNSServiceError) {
-        switch Self.parse(Substring(text)) {
-        case .success(let network): self = network
-        case .failure(let fault):
-            throw HTTPDNSServiceError(.invalidConfiguration, "network \(HTTPDNSZone.shown(text)): \(fault.reason)")
-        }
     }
 
     /// Whether `address` lies in the network (an IPv4-mapped IPv6 address counts as IPv4).
