@@ -109,8 +109,17 @@ let package = Package(
         // Prometheus text writer, IP networks and the longest-prefix table.
         .target(name: "HTTPDNSOperations", dependencies: ["HTTPDNSCore"]),
 
+        // `httpdns stub`, the local DNS resolver daemon: UDP and TCP fronts, upstream groups, its
+        // caches' persistence, metrics on the HTTP shell. Never links the service.
+        .target(
+            name: "HTTPDNSStub",
+            dependencies: [
+                "CSockets", "DNSSockets", "DNSStubCore", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "HTTPDNSOperations", "HTTPServing",
+            ]
+        ),
+
         // The self-hostable HTTPDNS server.
-        .target(name: "HTTPDNSServer", dependencies: ["HTTPServing", "HTTPDNSOperations", "CSockets", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSStubCore", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["HTTPServing", "HTTPDNSOperations", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.
@@ -118,7 +127,7 @@ let package = Package(
             name: "HTTPDNSTool",
             dependencies: [
                 "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking",
-                "HTTPDNSURLSession", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer",
+                "HTTPDNSURLSession", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer", "HTTPDNSStub",
             ]
         ),
 
@@ -133,7 +142,7 @@ let package = Package(
             name: "HTTPDNSBench",
             dependencies: [
                 "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPServing",
-                "HTTPDNSServer", "HTTPDNSTestSupport",
+                "HTTPDNSServer", "HTTPDNSStub", "HTTPDNSTestSupport",
             ]
         ),
 
@@ -219,7 +228,11 @@ let package = Package(
         ),
         .testTarget(name: "HTTPServingTests", dependencies: ["HTTPServing", "HTTPDNSCore", "HTTPDNSTestSupport"]),
         .testTarget(name: "HTTPDNSOperationsTests", dependencies: ["HTTPDNSOperations", "HTTPDNSCore"]),
-        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPServing", "HTTPDNSOperations", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "DNSStubCore", "HTTPDNS", "HTTPDNSTestSupport"]),
+        .testTarget(
+            name: "HTTPDNSStubTests",
+            dependencies: ["HTTPDNSStub", "DNSStubCore", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "DNSWire", "HTTPDNSTestSupport"]
+        ),
+        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPServing", "HTTPDNSOperations", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,6 +4,7 @@ import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSOperations
 import HTTPDNSServer
+import HTTPDNSStub
 import HTTPDNSTransport
 import HTTPServing
 

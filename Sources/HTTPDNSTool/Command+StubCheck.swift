@@ -3,6 +3,7 @@ import DNSWire
 import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPDNSStub
 
 extension Command {
     /// `httpdns stub`'s options for the host's wiring and abuse limits.

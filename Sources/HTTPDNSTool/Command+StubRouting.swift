@@ -2,6 +2,7 @@ import DNSStubCore
 import HTTPDNSCore
 import HTTPDNSOperations
 import HTTPDNSServer
+import HTTPDNSStub
 import HTTPDNSTransport
 
 extension Command {

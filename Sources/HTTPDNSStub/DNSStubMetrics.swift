@@ -5,7 +5,7 @@ import HTTPDNSOperations
 
 /// The stub's counters for `--metrics`: queries by transport and by where their answer came from,
 /// and per upstream its outcomes, its smoothed RTT and how often it was hedged. Rendered in the
-/// Prometheus text format 0.0.4 as the server's ``HTTPDNSServerMetrics/render()`` is.
+/// Prometheus text format 0.0.4 (``HTTPDNSPrometheusText``), as the service's metrics are.
 package final class DNSStubMetrics: Sendable {
     /// Where an answer came from (`source` label and the query log's `source`).
     package enum Source: String, Sendable, CaseIterable {

@@ -3,7 +3,7 @@ import DNSWire
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
-@testable import HTTPDNSServer
+@testable import HTTPDNSStub
 import HTTPDNSTestSupport
 import XCTest
 
