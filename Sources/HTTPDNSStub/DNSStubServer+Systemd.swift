@@ -16,7 +16,7 @@ extension DNSStubServer {
 
 extension DNSStubSocket {
     /// The socket systemd passed as `fd`, else a new one bound to `address` (``bind(_:datagram:)``).
-    static func adopt(_ fd: Int32?, orBind address: SocketAddress, datagram: Bool) throws(HTTPDNSError) -> DNSStubSocket {
+    static func adopt(_ fd: Int32?, orBind address: SocketAddress, datagram: Bool) throws(DNSStubError) -> DNSStubSocket {
         if let fd { return DNSStubSocket(fd: fd) }
         return try bind(address, datagram: datagram)
     }

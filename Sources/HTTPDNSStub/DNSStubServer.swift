@@ -79,12 +79,12 @@ package final class DNSStubServer: Sendable {
     let threads = Atomic<Int>(0)
 
     /// Binds both sockets and starts serving.
-    /// - Throws: `HTTPDNSError` `.transport` when either socket cannot be bound.
+    /// - Throws: ``DNSStubError`` `.socket` when either socket cannot be bound.
     /// - Parameter activated: systemd's sockets (``DNSStubSystemd/activatedSockets(environment:)``),
     ///   served as they are instead of binding ``Configuration/address`` and ``Configuration/port``.
     package init(
         resolver: DNSStubResolver, configuration: Configuration = Configuration(), activated: (udp: Int32, tcp: Int32)? = nil
-    ) throws(HTTPDNSError) {
+    ) throws(DNSStubError) {
         self.configuration = configuration
         self.resolver = resolver
         front = DNSStubFront(configuration: configuration.front)

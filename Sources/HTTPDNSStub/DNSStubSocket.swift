@@ -20,7 +20,7 @@ final class DNSStubSocket: Sendable {
     }
 
     /// A non-blocking, close-on-exec socket bound to `address` (and listening, for TCP).
-    static func bind(_ address: SocketAddress, datagram: Bool) throws(HTTPDNSError) -> DNSStubSocket {
+    static func bind(_ address: SocketAddress, datagram: Bool) throws(DNSStubError) -> DNSStubSocket {
         let type = Int32(datagram ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue)
         let fd = socket(address.family, type | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw error("socket") }
@@ -75,7 +75,7 @@ final class DNSStubSocket: Sendable {
         }
     }
 
-    static func error(_ what: String, _ code: Int32 = errno) -> HTTPDNSError {
-        HTTPDNSError(.transport, "\(what): \(String(cString: strerror(code)))")
+    static func error(_ what: String, _ code: Int32 = errno) -> DNSStubError {
+        DNSStubError(.socket, "\(what): \(String(cString: strerror(code)))")
     }
 }

@@ -19,12 +19,12 @@ package enum DNSStubSystemd {
     /// process (`LISTEN_PID` is another's or unset). The variables are removed from the
     /// environment, as `sd_listen_fds(1)` does, so that no child takes them for its own.
     ///
-    /// - Throws: ``HTTPDNSError`` `.invalidConfiguration` when the descriptors are not exactly one
+    /// - Throws: ``DNSStubError`` `.socketActivation` when the descriptors are not exactly one
     ///   UDP socket and one listening TCP socket (checked with `getsockopt`: `SO_TYPE`, `SO_DOMAIN`
     ///   IPv4 or IPv6, `SO_ACCEPTCONN`).
     package static func activatedSockets(
         environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(HTTPDNSError) -> (udp: Int32, tcp: Int32)? {
+    ) throws(DNSStubError) -> (udp: Int32, tcp: Int32)? {
         guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),
               let count = environment["LISTEN_FDS"].flatMap({ Int32($0) }), count > 0
         else { return nil }
@@ -40,13 +40,13 @@ package enum DNSStubSystemd {
         }
         for fd in firstDescriptor..<(firstDescriptor + count) {
             guard let type = option(fd, SO_TYPE), let domain = option(fd, SO_DOMAIN) else {
-                throw HTTPDNSError(.invalidConfiguration, "passed descriptor \(fd) is not a socket")
+                throw DNSStubError(.socketActivation, "passed descriptor \(fd) is not a socket")
             }
             guard domain == AF_INET || domain == AF_INET6 else {
-                throw HTTPDNSError(.invalidConfiguration, "passed descriptor \(fd) is not an IPv4 or IPv6 socket")
+                throw DNSStubError(.socketActivation, "passed descriptor \(fd) is not an IPv4 or IPv6 socket")
             }
             if type == Int32(SOCK_STREAM.rawValue), option(fd, SO_ACCEPTCONN) != 1 {
-                throw HTTPDNSError(.invalidConfiguration, "passed stream socket \(fd) is not listening (Accept=no, ListenStream=)")
+                throw DNSStubError(.socketActivation, "passed stream socket \(fd) is not listening (Accept=no, ListenStream=)")
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -55,12 +55,12 @@ package enum DNSStubSystemd {
             } else if type == Int32(SOCK_STREAM.rawValue), tcp == nil {
                 tcp = fd
             } else {
-                throw HTTPDNSError(.invalidConfiguration, "passed descriptor \(fd) is an unexpected socket (type \(type))")
+                throw DNSStubError(.socketActivation, "passed descriptor \(fd) is an unexpected socket (type \(type))")
             }
         }
         guard let udp, let tcp else {
-            throw HTTPDNSError(
-                .invalidConfiguration, "socket activation needs one datagram and one stream socket (ListenDatagram= and ListenStream=)")
+            throw DNSStubError(
+                .socketActivation, "socket activation needs one datagram and one stream socket (ListenDatagram= and ListenStream=)")
         }
         return (udp, tcp)
     }
