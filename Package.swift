@@ -118,8 +118,12 @@ let package = Package(
             ]
         ),
 
+        // Zone transfers and fleet state: the secondary zones a server follows (SOA timers, NOTIFY,
+        // copies on disk). It feeds the service through HTTPDNSZoneSink and never imports it.
+        .target(name: "HTTPDNSFleet", dependencies: ["DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore"]),
+
         // The self-hostable HTTPDNS server.
-        .target(name: "HTTPDNSServer", dependencies: ["HTTPServing", "HTTPDNSOperations", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["HTTPServing", "HTTPDNSOperations", "HTTPDNSFleet", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.
@@ -127,7 +131,7 @@ let package = Package(
             name: "HTTPDNSTool",
             dependencies: [
                 "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking",
-                "HTTPDNSURLSession", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer", "HTTPDNSStub",
+                "HTTPDNSURLSession", "HTTPServing", "HTTPDNSOperations", "HTTPDNSFleet", "HTTPDNSServer", "HTTPDNSStub",
             ]
         ),
 
@@ -224,15 +228,19 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSToolTests",
-            dependencies: ["HTTPDNSTestSupport", "HTTPDNSProxyTestBed", "HTTPDNS", "HTTPDNSCore", "HTTPServing", "HTTPDNSServer", "DNSWire", "DNSZoneTransfer", "DNSStubCore"]
+            dependencies: ["HTTPDNSTestSupport", "HTTPDNSProxyTestBed", "HTTPDNS", "HTTPDNSCore", "HTTPServing", "HTTPDNSFleet", "HTTPDNSServer", "DNSWire", "DNSZoneTransfer", "DNSStubCore"]
         ),
         .testTarget(name: "HTTPServingTests", dependencies: ["HTTPServing", "HTTPDNSCore", "HTTPDNSTestSupport"]),
         .testTarget(name: "HTTPDNSOperationsTests", dependencies: ["HTTPDNSOperations", "HTTPDNSCore"]),
         .testTarget(
+            name: "HTTPDNSFleetTests",
+            dependencies: ["HTTPDNSFleet", "DNSZoneTransfer", "DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNSTestSupport"]
+        ),
+        .testTarget(
             name: "HTTPDNSStubTests",
             dependencies: ["HTTPDNSStub", "DNSStubCore", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "DNSWire", "HTTPDNSTestSupport"]
         ),
-        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPServing", "HTTPDNSOperations", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "HTTPDNS", "HTTPDNSTestSupport"]),
+        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPServing", "HTTPDNSOperations", "HTTPDNSFleet", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

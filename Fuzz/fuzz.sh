@@ -18,7 +18,7 @@ FUZZ_TIME=${FUZZ_TIME:-60}
 SCRATCH=.build-fuzz
 SWIFT=${SWIFT:-swift}
 # The modules the fuzz targets link, in dependency order.
-MODULES="DNSWire HTTPDNSCore DNSZoneTransfer DNSStubCore HTTPDNSTransport DNSSockets HTTPDNS HTTPServing HTTPDNSOperations HTTPDNSServer HTTPDNSDirect HTTPDNSLoopbackProxy HTTPDNSNetworking HTTPDNSFuzzTargets"
+MODULES="DNSWire HTTPDNSCore DNSZoneTransfer DNSStubCore HTTPDNSTransport DNSSockets HTTPDNS HTTPServing HTTPDNSOperations HTTPDNSFleet HTTPDNSServer HTTPDNSDirect HTTPDNSLoopbackProxy HTTPDNSNetworking HTTPDNSFuzzTargets"
 
 "$SWIFT" build --target HTTPDNSFuzzTargets --scratch-path "$SCRATCH" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -warnings-as-errors

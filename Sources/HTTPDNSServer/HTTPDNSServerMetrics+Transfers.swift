@@ -1,30 +1,10 @@
 import HTTPDNSCore
+import HTTPDNSFleet
 import HTTPDNSOperations
 
 extension HTTPDNSServerMetrics {
     /// What became of a secondary's attempt (issue 24).
-    package enum TransferResult: Int, CaseIterable, Sendable {
-        /// A whole zone came by AXFR (or IXFR in AXFR form) and went into service.
-        case axfr
-        /// An IXFR's differences went into service.
-        case ixfr
-        /// The primary confirmed the serial held.
-        case current
-        /// No primary gave a usable zone.
-        case failed
-        /// A zone came but broke the zone rules: the old zone stays.
-        case rejected
-
-        var label: String {
-            switch self {
-            case .axfr: "axfr"
-            case .ixfr: "ixfr"
-            case .current: "current"
-            case .failed: "failed"
-            case .rejected: "rejected"
-            }
-        }
-    }
+    package typealias TransferResult = HTTPDNSTransferResult
 
     /// Per followed zone (keyed by its rendered labels: `zone="…"`, and `,view="…"` for a view's
     /// own transfer): results, failure reasons, the serial in service.

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import DNSSockets
 import HTTPDNSCore
-@testable import HTTPDNSServer
+@testable import HTTPDNSFleet
 import HTTPDNSTestSupport
 import XCTest
 

@@ -11,10 +11,10 @@ import Foundation
 import HTTPDNSCore
 
 /// The zones `httpdns serve` follows on primaries, put together into the zone it answers from
-/// (issue 24): each secondary's latest good zone (``HTTPDNSZone/transferred(_:overlay:)``), the
-/// JSON zone as the overlay of checks and views, swapped into the service whole after every
-/// transfer. A combination that breaks the zone rules is refused and the service keeps what it had;
-/// the refused zone is not used again (another zone's transfer combines the last good one).
+/// (issue 24): each secondary's latest good zone, with the JSON zone as the overlay of checks and
+/// views, handed to the service (an ``HTTPDNSZoneSink``) whole after every transfer. A
+/// combination that breaks the zone rules is refused and the service keeps what it had; the refused
+/// zone is not used again (another zone's transfer combines the last good one).
 ///
 /// With a directory for copies, each good zone is also kept on disk (``DNSZoneCopy``, written
 /// atomically off the cooperative pool), and its file's modification time is set each time a
@@ -24,7 +24,10 @@ import HTTPDNSCore
 /// `/ready` answers `503 loading ZONE` until every zone has been loaded once (from a primary or a
 /// copy), and `503 expired ZONE …` while one is expired; when ready, it notes the zones served
 /// from disk that no primary has confirmed since the start.
-package final class HTTPDNSSecondaryZones: Sendable {
+///
+/// What happens is told to a ``HTTPDNSZoneFollowerMonitor`` (`httpdns serve` writes lines); what
+/// is counted goes to the sink.
+package final class HTTPDNSSecondaryZones<Sink: HTTPDNSZoneSink>: Sendable {
     private struct WeakReference: @unchecked Sendable {
         weak var value: HTTPDNSSecondaryZones?
     }
@@ -53,10 +56,10 @@ package final class HTTPDNSSecondaryZones: Sendable {
 
     private let secondaries: [HTTPDNSSecondary]
     private let held: HTTPDNSLock<[Source: Held]>
-    private let overlay: HTTPDNSLock<HTTPDNSZone>
-    private let service: HTTPDNSService
+    private let overlay: HTTPDNSLock<Sink.Overlay>
+    private let service: Sink
     private let directory: String?
-    private let log: @Sendable (String) -> Void
+    private let monitor: any HTTPDNSZoneFollowerMonitor
     /// Serializes rebuilds: two transfers ending together must not swap in an older combination last.
     /// It counts the rebuilds begun: a lock around an empty value let ThreadSanitizer see the
     /// (zero-sized) access outside the mutex, as the optimiser may move it (a report in CI).
@@ -74,20 +77,21 @@ package final class HTTPDNSSecondaryZones: Sendable {
     ///   - directory: where each zone's last good copy is kept (`ZONE.httpdns-zone`), read back
     ///     and put into service here; nil: none. Blocking reads: call this at start-up, before the
     ///     service listens.
-    ///   - log: one line per transfer, refusal and failure (stderr in `httpdns serve`).
+    ///   - service: the sink the zones go to (the service).
+    ///   - monitor: told of every transfer, refusal and failure (lines on stderr in `httpdns serve`).
     package init(
-        _ configurations: [HTTPDNSSecondary.Configuration], overlay: HTTPDNSZone, service: HTTPDNSService,
-        directory: String? = nil, log: @escaping @Sendable (String) -> Void
+        _ configurations: [HTTPDNSSecondary.Configuration], overlay: Sink.Overlay, service: Sink,
+        directory: String? = nil, monitor: any HTTPDNSZoneFollowerMonitor
     ) {
         self.overlay = HTTPDNSLock(overlay)
         self.service = service
         self.directory = directory
-        self.log = log
+        self.monitor = monitor
         var held: [Source: Held] = [:]
         // The secondaries reach this object weakly: it owns them.
         let relay = HTTPDNSLock(WeakReference())
         secondaries = configurations.map { configuration in
-            let restored = directory.flatMap { Self.readCopy(configuration, directory: $0, log: log) }
+            let restored = directory.flatMap { Self.readCopy(configuration, directory: $0, monitor: monitor) }
             // An expired copy is held too (not served: `/ready` says it expired).
             if let restored { held[Source(configuration)] = Held(accepted: restored.zone, fromDisk: true) }
             return HTTPDNSSecondary(configuration: configuration, restored: restored) { event in
@@ -98,8 +102,8 @@ package final class HTTPDNSSecondaryZones: Sendable {
         relay.withLock { $0.value = self }
         let secondaries = self.secondaries
         let heldZones = self.held
-        service.setReadiness {
-            var readiness = HTTPDNSService.Readiness()
+        service.setFollowerReadiness {
+            var readiness = HTTPDNSFollowerReadiness()
             let zones = heldZones.withLock { $0 }
             for secondary in secondaries {
                 let source = Source(secondary.configuration)
@@ -116,15 +120,15 @@ package final class HTTPDNSSecondaryZones: Sendable {
             return readiness
         }
         if !held.isEmpty {
-            do throws(HTTPDNSServiceError) {
+            do throws(HTTPDNSFleetError) {
                 try rebuild()
                 for secondary in secondaries where !secondary.isExpired {
                     let source = Source(secondary.configuration)
                     guard let serial = held[source]?.accepted?.soa.serial else { continue }
-                    log("httpdns: zone \(source.text) serial \(serial) served from the copy on disk")
+                    monitor.zoneFollower(.servedFromCopy(source: source.text, serial: serial))
                 }
             } catch {
-                log("httpdns: the copies on disk do not make a valid zone, not served: \(error.detail)")
+                monitor.zoneFollower(.copiesRefused(detail: error.detail))
                 heldZones.withLock { $0 = [:] }
             }
         }
@@ -168,14 +172,15 @@ package final class HTTPDNSSecondaryZones: Sendable {
     /// its transfers are, a NOTIFY makes that zone be checked at once (``HTTPDNSNotifyPolicy``).
     ///
     /// - Returns: the address bound (port 0 picks one).
-    /// - Throws: ``HTTPDNSServiceError`` when the address cannot be bound.
+    /// - Throws: ``HTTPDNSFleetError`` `.invalidConfiguration` when the address cannot be bound.
     @discardableResult
-    package func listenForNotify(on address: SocketAddress) throws(HTTPDNSServiceError) -> SocketAddress {
+    package func listenForNotify(on address: SocketAddress) throws(HTTPDNSFleetError) -> SocketAddress {
         let policy = HTTPDNSNotifyPolicy(zones: secondaries.map(\.configuration))
         let relay = HTTPDNSLock(WeakReference(value: self))
+        let monitor = self.monitor
         let made = try HTTPDNSNotifyListener(address: address, policy: policy, onNotify: { zone in
             relay.withLock { $0.value }?.notify(zone)
-        }, log: log)
+        }, onRefusal: { monitor.zoneFollower(.notifyRefused(reason: $0)) })
         listener.withLock { $0 = made }
         return made.address
     }
@@ -190,10 +195,10 @@ package final class HTTPDNSSecondaryZones: Sendable {
     }
 
     /// A new overlay (SIGHUP): combined with the zones held and swapped in, or refused.
-    package func reload(overlay zone: HTTPDNSZone) throws(HTTPDNSServiceError) {
-        try building.withLock { (rebuilds: inout Int) throws(HTTPDNSServiceError) in
+    package func reload(overlay zone: Sink.Overlay) throws(HTTPDNSFleetError) {
+        try building.withLock { (rebuilds: inout Int) throws(HTTPDNSFleetError) in
             rebuilds += 1
-            try service.reload(zone: try combine(held.withLock { $0 }, overlay: zone))
+            _ = try service.serveTransferred(transfers(held.withLock { $0 }), overlay: zone)
             overlay.withLock { $0 = zone }
         }
     }
@@ -204,118 +209,86 @@ package final class HTTPDNSSecondaryZones: Sendable {
     }
 
     private func handle(_ event: HTTPDNSSecondary.Event, source: Source) {
-        let metrics = service.metrics
         let label = source.text
         let zone = source.zone.text()
         switch event {
         case .loaded(let snapshot, let incremental):
-            do throws(HTTPDNSServiceError) {
-                try building.withLock { (rebuilds: inout Int) throws(HTTPDNSServiceError) in
+            do throws(HTTPDNSFleetError) {
+                try building.withLock { (rebuilds: inout Int) throws(HTTPDNSFleetError) in
                     rebuilds += 1
                     var candidate = held.withLock { $0 }
                     candidate[source] = Held(accepted: snapshot)
-                    let combined = try combine(candidate, overlay: overlay.withLock { $0 })
-                    try service.reload(zone: combined)
+                    let names = try service.serveTransferred(transfers(candidate), overlay: overlay.withLock { $0 })
                     held.withLock { $0 = candidate }
-                    metrics.zoneLoaded(names: combined.entries.count)
+                    service.countZoneLoad(names: names)
                 }
-                metrics.zoneTransfer(zone, view: source.view, incremental ? .ixfr : .axfr)
-                metrics.zoneSerial(zone, view: source.view, snapshot.soa.serial)
-                log("httpdns: zone \(label) serial \(snapshot.soa.serial) loaded by \(incremental ? "IXFR" : "AXFR")")
+                service.countTransfer(zone, view: source.view, incremental ? .ixfr : .axfr, reasons: [])
+                service.countSerial(zone, view: source.view, snapshot.soa.serial)
+                monitor.zoneFollower(.loaded(source: label, serial: snapshot.soa.serial, incremental: incremental))
                 saveCopy(snapshot, view: source.view)
             } catch {
-                metrics.zoneLoadFailed()
-                metrics.zoneTransfer(zone, view: source.view, .rejected, reasons: ["checks"])
-                log("httpdns: zone \(label) serial \(snapshot.soa.serial): keeping the old zone: \(error.detail)")
+                service.countZoneLoad(names: nil)
+                service.countTransfer(zone, view: source.view, .rejected, reasons: ["checks"])
+                monitor.zoneFollower(.refused(source: label, serial: snapshot.soa.serial, detail: error.detail))
             }
         case .current(let serial, let revived):
-            metrics.zoneTransfer(zone, view: source.view, .current)
+            service.countTransfer(zone, view: source.view, .current, reasons: [])
             let wasFromDisk = held.withLock { held in
                 defer { held[source]?.fromDisk = false }
                 return held[source]?.fromDisk ?? false
             }
-            if revived { rebuildLogging("zone \(label) serial \(serial) confirmed again after it expired") }
-            if wasFromDisk || revived { log("httpdns: zone \(label) serial \(serial) confirmed by the primary") }
+            if revived { rebuildTelling("zone \(label) serial \(serial) confirmed again after it expired") }
+            if wasFromDisk || revived { monitor.zoneFollower(.confirmed(source: label, serial: serial.rawValue)) }
             touchCopy(source)
         case .failed(let failures):
-            metrics.zoneTransfer(zone, view: source.view, .failed, reasons: failures.map(\.reason))
-            log("httpdns: zone \(label): no transfer: \(failures.map(\.description).joined(separator: "; "))")
+            service.countTransfer(zone, view: source.view, .failed, reasons: failures.map(\.reason))
+            monitor.zoneFollower(.failed(source: label, failures: failures.map(\.description)))
         case .expired(let serial):
-            metrics.zoneSerial(zone, view: source.view, nil)
-            rebuildLogging("zone \(label) serial \(serial) expired: no primary confirmed it within its SOA expire; not served")
+            service.countSerial(zone, view: source.view, nil)
+            rebuildTelling("zone \(label) serial \(serial) expired: no primary confirmed it within its SOA expire; not served")
         }
     }
 
-    /// Swaps in the combination of the zones held now (after an expiry or a revival), logging `line`.
-    private func rebuildLogging(_ line: String) {
-        do throws(HTTPDNSServiceError) {
+    /// Swaps in the combination of the zones held now (after an expiry or a revival), telling `change`.
+    private func rebuildTelling(_ change: String) {
+        do throws(HTTPDNSFleetError) {
             try rebuild()
-            log("httpdns: \(line)")
+            monitor.zoneFollower(.rebuilt(change: change, failure: nil))
         } catch {
-            service.metrics.zoneLoadFailed()
-            log("httpdns: \(line); the zone could not be rebuilt: \(error.detail)")
+            service.countZoneLoad(names: nil)
+            monitor.zoneFollower(.rebuilt(change: change, failure: error.detail))
         }
     }
 
-    private func rebuild() throws(HTTPDNSServiceError) {
-        try building.withLock { (rebuilds: inout Int) throws(HTTPDNSServiceError) in
+    private func rebuild() throws(HTTPDNSFleetError) {
+        try building.withLock { (rebuilds: inout Int) throws(HTTPDNSFleetError) in
             rebuilds += 1
-            let combined = try combine(held.withLock { $0 }, overlay: overlay.withLock { $0 })
-            try service.reload(zone: combined)
-            service.metrics.zoneLoaded(names: combined.entries.count)
+            let names = try service.serveTransferred(transfers(held.withLock { $0 }), overlay: overlay.withLock { $0 })
+            service.countZoneLoad(names: names)
         }
         for secondary in secondaries {
             let source = Source(secondary.configuration)
             let served = secondary.isExpired ? nil : held.withLock { $0[source]?.accepted }
-            service.metrics.zoneSerial(source.zone.text(), view: source.view, served?.soa.serial)
+            service.countSerial(source.zone.text(), view: source.view, served?.soa.serial)
         }
     }
 
-    /// Every zone held and not expired, converted, and merged (names of different zones never
-    /// collide: a name belongs to the zone whose apex is its closest); then each view's own
-    /// transfers, which replace what the zones (and the overlay's views) give that view.
-    private func combine(_ held: [Source: Held], overlay: HTTPDNSZone) throws(HTTPDNSServiceError) -> HTTPDNSZone {
-        var entries: [String: HTTPDNSZone.Entry] = [:]
+    /// The zones held and not expired, for the sink to combine: every zone's own transfer, then
+    /// each view's, once its zone's own is in (until then the view is loading).
+    private func transfers(_ held: [Source: Held]) -> [HTTPDNSTransferredZone] {
+        var transfers: [HTTPDNSTransferredZone] = []
         let live = secondaries.filter { !$0.isExpired }
         var served: Set<DNSName> = []
         for secondary in live where secondary.configuration.view == nil {
             guard let snapshot = held[Source(secondary.configuration)]?.accepted else { continue }
-            let converted = try HTTPDNSZone.transferred(snapshot, overlay: overlay)
-            for (name, entry) in converted.zone.entries where entries[name] == nil { entries[name] = entry }
+            transfers.append(HTTPDNSTransferredZone(snapshot))
             served.insert(snapshot.zone)
         }
-        // A view's transfer joins once its zone's own is in (until then the view is loading).
         for secondary in live where served.contains(secondary.configuration.zone) {
             guard let view = secondary.configuration.view, let snapshot = held[Source(secondary.configuration)]?.accepted else { continue }
-            try Self.merge(view: view, of: snapshot, into: &entries)
+            transfers.append(HTTPDNSTransferredZone(snapshot, view: view))
         }
-        return try HTTPDNSZone(entries: entries)
-    }
-
-    /// Makes `snapshot` (a transfer for `view`) that view's whole zone in `entries`.
-    private static func merge(view: String, of snapshot: DNSZoneSnapshot, into entries: inout [String: HTTPDNSZone.Entry]) throws(HTTPDNSServiceError) {
-        let zoneName = snapshot.zone.text().lowercased()
-        func fail(_ detail: String) -> HTTPDNSServiceError {
-            HTTPDNSServiceError(.invalidZone, "zone \(zoneName) (view \(view)): \(detail)")
-        }
-        let viewZone = try HTTPDNSZone.transferred(snapshot).zone
-        // The zone's names the view's transfer lacks: none in the view (a CNAME stays, the same for all).
-        for (name, entry) in entries where entry.cname == nil && viewZone.entries[name] == nil
-            && (name == zoneName || name.hasSuffix("." + zoneName)) {
-            entries[name]?.views[view] = HTTPDNSZone.Entry(ttl: entry.ttl)
-        }
-        for (name, viewEntry) in viewZone.entries {
-            if let target = viewEntry.cname {
-                guard entries[name]?.cname == target else {
-                    throw fail("\(name): a CNAME is the same for every view (the zone's is \(entries[name]?.cname ?? "none"))")
-                }
-                continue
-            }
-            var entry = entries[name] ?? HTTPDNSZone.Entry(ttl: viewEntry.ttl)
-            guard entry.cname == nil else { throw fail("\(name): a CNAME in the zone, addresses in the view") }
-            entry.views[view] = HTTPDNSZone.Entry(ipv4: viewEntry.ipv4, ipv6: viewEntry.ipv6, ttl: viewEntry.ttl)
-            entries[name] = entry
-        }
+        return transfers
     }
 
     // MARK: Copies on disk
@@ -323,34 +296,36 @@ package final class HTTPDNSSecondaryZones: Sendable {
     /// Reads `configuration`'s copy: the zone and how many seconds ago its file was last touched;
     /// nil when there is none or it is refused (logged).
     private static func readCopy(
-        _ configuration: HTTPDNSSecondary.Configuration, directory: String, log: @Sendable (String) -> Void
+        _ configuration: HTTPDNSSecondary.Configuration, directory: String, monitor: any HTTPDNSZoneFollowerMonitor
     ) -> (zone: DNSZoneSnapshot, confirmedAgo: Double)? {
         let path = copyPath(configuration.zone, view: configuration.view, directory: directory)
         let zone = Source(configuration).text
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            log("httpdns: zone \(zone): \(path) is not a regular file; not used")
+            monitor.zoneFollower(.copyNotUsed(source: zone, reason: "\(path) is not a regular file; not used"))
             return nil
         }
         // The transfer's own byte cap, plus the header line.
         guard Int(info.st_size) <= configuration.limits.maxBytes + 256,
               let data = FileManager.default.contents(atPath: path)
         else {
-            log("httpdns: zone \(zone): \(path) cannot be read or is larger than a transfer may be; not used")
+            monitor.zoneFollower(.copyNotUsed(source: zone, reason: "\(path) cannot be read or is larger than a transfer may be; not used"))
             return nil
         }
         let snapshot: DNSZoneSnapshot
         do throws(DNSZoneCopy.Rejection) {
             snapshot = try DNSZoneCopy.decode(Array(data), zone: configuration.zone, limits: configuration.limits)
         } catch {
-            log("httpdns: zone \(zone): the copy in \(path) is not used: \(error.reason)")
+            monitor.zoneFollower(.copyNotUsed(source: zone, reason: "the copy in \(path) is not used: \(error.reason)"))
             return nil
         }
         let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         let confirmedAgo = max(0, Date().timeIntervalSince1970 - modified)
         if confirmedAgo > Double(snapshot.soa.expire) {
-            log("httpdns: zone \(zone): the copy in \(path) (serial \(snapshot.soa.serial)) expired \(Int(confirmedAgo) - Int(snapshot.soa.expire)) s ago; not served until a primary answers")
+            let ago = Int(confirmedAgo) - Int(snapshot.soa.expire)
+            monitor.zoneFollower(.copyNotUsed(
+                source: zone, reason: "the copy in \(path) (serial \(snapshot.soa.serial)) expired \(ago) s ago; not served until a primary answers"))
         }
         return (snapshot, confirmedAgo)
     }
@@ -358,12 +333,12 @@ package final class HTTPDNSSecondaryZones: Sendable {
     private func saveCopy(_ snapshot: DNSZoneSnapshot, view: String?) {
         guard let directory else { return }
         let path = Self.copyPath(snapshot.zone, view: view, directory: directory)
-        let log = self.log
+        let monitor = self.monitor
         writer.async {
             do {
                 try HTTPDNSAtomicFile.replace(path, with: try DNSZoneCopy.encode(snapshot), mode: 0o644)
             } catch {
-                log("httpdns: zone \(snapshot.zone.text()): the copy \(path) could not be written: \(error)")
+                monitor.zoneFollower(.copyNotWritten(zone: snapshot.zone.text(), path: path, error: "\(error)"))
             }
         }
     }

@@ -2,7 +2,7 @@ import DNSSockets
 import DNSWire
 import DNSZoneTransfer
 import HTTPDNSCore
-@testable import HTTPDNSServer
+@testable import HTTPDNSFleet
 import XCTest
 
 /// What a secondary answers to a NOTIFY and whether it checks the zone (RFC 1996 §3.10, RFC 8945),

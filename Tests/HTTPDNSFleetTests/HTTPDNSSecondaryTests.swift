@@ -2,7 +2,7 @@ import DNSSockets
 import DNSWire
 import DNSZoneTransfer
 import HTTPDNSCore
-@testable import HTTPDNSServer
+@testable import HTTPDNSFleet
 import HTTPDNSTestSupport
 import XCTest
 

@@ -23,18 +23,18 @@ package final class HTTPDNSNotifyListener: Sendable {
 
     /// Binds `address` (UDP and TCP, one port) and starts answering.
     ///
-    /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` when the address cannot be bound.
+    /// - Throws: ``HTTPDNSFleetError`` `.invalidConfiguration` when the address cannot be bound.
     package init(
         address: SocketAddress, policy: HTTPDNSNotifyPolicy, onNotify: @escaping @Sendable (DNSName) -> Void,
-        log: @escaping @Sendable (String) -> Void
-    ) throws(HTTPDNSServiceError) {
+        onRefusal: @escaping @Sendable (String) -> Void
+    ) throws(HTTPDNSFleetError) {
         let (fd, tcp, bound) = try Self.bindSockets(address)
         self.address = bound
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
             close(tcp)
             close(fd)
-            throw HTTPDNSServiceError(.invalidConfiguration, "notify listener: pipe: \(String(cString: strerror(errno)))")
+            throw HTTPDNSFleetError(.invalidConfiguration, "notify listener: pipe: \(String(cString: strerror(errno)))")
         }
         for descriptor in pipeFDs {
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL, 0) | O_NONBLOCK)
@@ -44,7 +44,7 @@ package final class HTTPDNSNotifyListener: Sendable {
         self.tcp = tcp
         wake = (pipeFDs[0], pipeFDs[1])
         let thread = Thread { [fd, tcp, wake, stopped, running] in
-            Self.serve(fd: fd, tcp: tcp, wake: wake.read, policy: policy, onNotify: onNotify, log: log, running: running)
+            Self.serve(fd: fd, tcp: tcp, wake: wake.read, policy: policy, onNotify: onNotify, onRefusal: onRefusal, running: running)
             stopped.signal()
         }
         thread.name = "httpdns notify"
@@ -59,17 +59,17 @@ package final class HTTPDNSNotifyListener: Sendable {
     /// starting `--notify-listen 127.0.0.1:0` next to busy TCP traffic met EADDRINUSE this way.
     ///
     /// - Returns: the descriptors (close-on-exec) and the address bound.
-    static func bindSockets(_ address: SocketAddress, attempts: Int = 16) throws(HTTPDNSServiceError) -> (udp: Int32, tcp: Int32, bound: SocketAddress) {
+    static func bindSockets(_ address: SocketAddress, attempts: Int = 16) throws(HTTPDNSFleetError) -> (udp: Int32, tcp: Int32, bound: SocketAddress) {
         let family = address.address.family == .v4 ? AF_INET : AF_INET6
         var attempt = 0
         while true {
             attempt += 1
             let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw HTTPDNSServiceError(.invalidConfiguration, "notify listener: socket: \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw HTTPDNSFleetError(.invalidConfiguration, "notify listener: socket: \(String(cString: strerror(errno)))") }
             guard address.withSockAddr({ bind(fd, $0, $1) }) == 0 else {
                 let reason = String(cString: strerror(errno))
                 close(fd)
-                throw HTTPDNSServiceError(.invalidConfiguration, "cannot listen for NOTIFY on \(address): \(reason)")
+                throw HTTPDNSFleetError(.invalidConfiguration, "cannot listen for NOTIFY on \(address): \(reason)")
             }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -83,7 +83,7 @@ package final class HTTPDNSNotifyListener: Sendable {
             if tcp >= 0 { close(tcp) }
             close(fd)
             guard code == EADDRINUSE, address.port == 0, attempt < attempts else {
-                throw HTTPDNSServiceError(.invalidConfiguration, "cannot listen for NOTIFY over TCP on \(bound): \(String(cString: strerror(code)))")
+                throw HTTPDNSFleetError(.invalidConfiguration, "cannot listen for NOTIFY over TCP on \(bound): \(String(cString: strerror(code)))")
             }
         }
     }
@@ -110,7 +110,7 @@ package final class HTTPDNSNotifyListener: Sendable {
 
     private static func serve(
         fd: Int32, tcp: Int32, wake: Int32, policy: HTTPDNSNotifyPolicy, onNotify: @Sendable (DNSName) -> Void,
-        log: @Sendable (String) -> Void, running: HTTPDNSLock<Bool>
+        onRefusal: @Sendable (String) -> Void, running: HTTPDNSLock<Bool>
     ) {
         var buffer = [UInt8](repeating: 0, count: 4_096)
         var lastLog = ContinuousClock.now - .seconds(2)
@@ -120,7 +120,7 @@ package final class HTTPDNSNotifyListener: Sendable {
             if let zone = outcome.zone { onNotify(zone) }
             if let refusal = outcome.refusal, ContinuousClock.now - lastLog >= .seconds(1) {
                 lastLog = ContinuousClock.now
-                log("httpdns: NOTIFY refused: \(refusal)")
+                onRefusal("\(refusal)")
             }
             return outcome.answer
         }
