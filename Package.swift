@@ -119,11 +119,12 @@ let package = Package(
         ),
 
         // Zone transfers and fleet state: the secondary zones a server follows (SOA timers, NOTIFY,
-        // copies on disk). It feeds the service through HTTPDNSZoneSink and never imports it.
-        .target(name: "HTTPDNSFleet", dependencies: ["DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore"]),
+        // copies on disk) and report sharing over Redis. It feeds the service through HTTPDNSZoneSink
+        // and never imports it.
+        .target(name: "HTTPDNSFleet", dependencies: ["CHiredis", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore"]),
 
         // The self-hostable HTTPDNS server.
-        .target(name: "HTTPDNSServer", dependencies: ["HTTPServing", "HTTPDNSOperations", "HTTPDNSFleet", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        .target(name: "HTTPDNSServer", dependencies: ["HTTPServing", "HTTPDNSOperations", "HTTPDNSFleet", "CMaxMindDB", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.

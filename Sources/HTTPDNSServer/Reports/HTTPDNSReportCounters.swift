@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSFleet
 import HTTPDNSOperations
 
 /// The report series of `/metrics`, rendered after the server's own (``HTTPDNSServerMetrics/render()``).

@@ -18,9 +18,19 @@ package final class HTTPDNSReportSharer: Sendable {
         /// The fleet's sightings of a reported pair, after this instance shared `report`.
         package var merge: @Sendable (HTTPDNSReportSharing.Report, [HTTPDNSReportSharing.Sighting]) -> Void
         /// The decisions in force in the fleet.
-        package var adopt: @Sendable ([HTTPDNSReportDecisions.Decision]) -> Void
+        package var adopt: @Sendable ([HTTPDNSReportDecision]) -> Void
         /// This instance's decisions in force, to re-publish after Redis was away.
-        package var inForce: @Sendable () -> [HTTPDNSReportDecisions.Decision]
+        package var inForce: @Sendable () -> [HTTPDNSReportDecision]
+
+        package init(
+            merge: @escaping @Sendable (HTTPDNSReportSharing.Report, [HTTPDNSReportSharing.Sighting]) -> Void,
+            adopt: @escaping @Sendable ([HTTPDNSReportDecision]) -> Void,
+            inForce: @escaping @Sendable () -> [HTTPDNSReportDecision]
+        ) {
+            self.merge = merge
+            self.adopt = adopt
+            self.inForce = inForce
+        }
     }
 
     private struct State: Sendable {
@@ -34,13 +44,13 @@ package final class HTTPDNSReportSharer: Sendable {
     /// Reports sent per round at most (4 commands each), so one round stays within the command timeout.
     static let reportsPerRound = 128
 
-    let settings: HTTPDNSService.Reports.Redis
+    let settings: HTTPDNSRedisSettings
     private let clock: any HTTPDNSClock
     private let state: HTTPDNSLock<State>
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
 
-    package init(settings: HTTPDNSService.Reports.Redis, sharing: HTTPDNSReportSharing, clock: any HTTPDNSClock) {
+    package init(settings: HTTPDNSRedisSettings, sharing: HTTPDNSReportSharing, clock: any HTTPDNSClock) {
         self.settings = settings
         self.clock = clock
         self.state = HTTPDNSLock(State(sharing: sharing))
@@ -80,7 +90,7 @@ package final class HTTPDNSReportSharer: Sendable {
     }
 
     /// Queues decisions made here to publish; never blocks.
-    package func publish(_ decisions: [HTTPDNSReportDecisions.Decision]) {
+    package func publish(_ decisions: [HTTPDNSReportDecision]) {
         guard !decisions.isEmpty else { return }
         state.withLock { state in
             for decision in decisions { state.sharing.enqueue(decision) }

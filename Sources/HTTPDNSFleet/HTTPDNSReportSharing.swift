@@ -21,31 +21,44 @@ import HTTPDNSCore
 package struct HTTPDNSReportSharing: Sendable {
     /// One accepted report item, as shared.
     package struct Report: Sendable, Hashable {
-        package var key: HTTPDNSReportAggregator.Key
+        package var key: HTTPDNSReportKey
         package var network: HTTPDNSReportNetwork
         package var host: String
         package var port: Int
         package var time: Double
+
+        package init(key: HTTPDNSReportKey, network: HTTPDNSReportNetwork, host: String, port: Int, time: Double) {
+            self.key = key
+            self.network = network
+            self.host = host
+            self.port = port
+            self.time = time
+        }
     }
 
     /// A network's latest report of a pair, as read back from Redis.
     package struct Sighting: Sendable, Hashable {
         package var network: UInt64
         package var time: Double
+
+        package init(network: UInt64, time: Double) {
+            self.network = network
+            self.time = time
+        }
     }
 
     package let namespace: String
-    /// Seconds a report counts (``HTTPDNSService/Reports/window``).
+    /// Seconds a report counts (the service's `Reports.window`).
     package let window: Double
-    /// Seconds a decision holds (``HTTPDNSService/Reports/holdTime``).
+    /// Seconds a decision holds (`Reports.holdTime`).
     package let hold: Double
-    /// Networks read back per pair (``HTTPDNSService/Reports/maxNetworksPerAddress``).
+    /// Networks read back per pair (`Reports.maxNetworksPerAddress`).
     package let maxNetworks: Int
     /// Reports and decisions kept to send at once; past it the oldest go, counted.
     package let maxPending: Int
 
     private(set) var reports: [Report] = []
-    private(set) var decisions: [HTTPDNSReportDecisions.Decision] = []
+    private(set) var decisions: [HTTPDNSReportDecision] = []
     /// Reports and decisions dropped to stay within ``maxPending``, in all.
     package private(set) var dropped = 0
     /// Failures in a row; 0 while Redis answers.
@@ -77,7 +90,7 @@ package struct HTTPDNSReportSharing: Sendable {
     }
 
     /// Keeps `decision` to publish; the oldest goes when full.
-    package mutating func enqueue(_ decision: HTTPDNSReportDecisions.Decision) {
+    package mutating func enqueue(_ decision: HTTPDNSReportDecision) {
         if decisions.count >= maxPending {
             decisions.removeFirst()
             dropped += 1
@@ -86,7 +99,7 @@ package struct HTTPDNSReportSharing: Sendable {
     }
 
     /// Takes up to `limit` reports and every pending decision to send now.
-    package mutating func take(limit: Int) -> (reports: [Report], decisions: [HTTPDNSReportDecisions.Decision]) {
+    package mutating func take(limit: Int) -> (reports: [Report], decisions: [HTTPDNSReportDecision]) {
         let taken = Array(reports.prefix(limit))
         reports.removeFirst(taken.count)
         let decided = decisions
@@ -95,7 +108,7 @@ package struct HTTPDNSReportSharing: Sendable {
     }
 
     /// Puts back what ``take(limit:)`` gave when sending it failed, ahead of what came since (still bounded).
-    package mutating func putBack(reports: [Report], decisions: [HTTPDNSReportDecisions.Decision]) {
+    package mutating func putBack(reports: [Report], decisions: [HTTPDNSReportDecision]) {
         let newerReports = self.reports
         let newerDecisions = self.decisions
         self.reports = []
@@ -132,13 +145,13 @@ package struct HTTPDNSReportSharing: Sendable {
     // MARK: Commands
 
     /// `NS:reports:VIEW:ADDRESS`.
-    package func reportsKey(_ key: HTTPDNSReportAggregator.Key) -> String { "\(namespace):reports:\(key.view):\(key.address)" }
+    package func reportsKey(_ key: HTTPDNSReportKey) -> String { "\(namespace):reports:\(key.view):\(key.address)" }
     /// `NS:decisions`.
     package var indexKey: String { "\(namespace):decisions" }
     /// `NS:decisions:version`.
     package var versionKey: String { "\(namespace):decisions:version" }
     /// `NS:decision:down:ADDRESS` or `NS:decision:demoted:VIEW:ADDRESS`.
-    package func decisionKey(_ decision: HTTPDNSReportDecisions.Decision) -> String {
+    package func decisionKey(_ decision: HTTPDNSReportDecision) -> String {
         switch decision.kind {
         case .down: "\(namespace):decision:down:\(decision.address)"
         case .demoted: "\(namespace):decision:demoted:\(decision.view ?? ""):\(decision.address)"
@@ -159,7 +172,7 @@ package struct HTTPDNSReportSharing: Sendable {
     }
 
     /// The commands that publish `decision` at `now`; none once its hold has ended.
-    package func commands(for decision: HTTPDNSReportDecisions.Decision, now: Double) -> [[String]] {
+    package func commands(for decision: HTTPDNSReportDecision, now: Double) -> [[String]] {
         guard decision.until > now else { return [] }
         let member = Self.encode(decision)
         return [
@@ -200,7 +213,7 @@ package struct HTTPDNSReportSharing: Sendable {
     }
 
     /// The decisions in a poll's reply; nil when it is not one (members that do not read are skipped).
-    package static func decisions(_ reply: HTTPDNSRedisReply) -> [HTTPDNSReportDecisions.Decision]? {
+    package static func decisions(_ reply: HTTPDNSRedisReply) -> [HTTPDNSReportDecision]? {
         guard case .array(let items) = reply else { return nil }
         return items.compactMap { item in
             guard case .string(let member) = item else { return nil }
@@ -209,18 +222,18 @@ package struct HTTPDNSReportSharing: Sendable {
     }
 
     /// `KIND ADDRESS VIEW NETWORKS PORT SINCE UNTIL HOST`, space-separated (`-` for no view).
-    package static func encode(_ decision: HTTPDNSReportDecisions.Decision) -> String {
+    package static func encode(_ decision: HTTPDNSReportDecision) -> String {
         [decision.kind.rawValue, decision.address.description, decision.view ?? "-", String(decision.networks), String(decision.port),
          number(decision.since), number(decision.until), decision.host].joined(separator: " ")
     }
 
     /// The decision ``encode(_:)`` wrote; nil for anything else.
-    package static func decode(_ member: String) -> HTTPDNSReportDecisions.Decision? {
+    package static func decode(_ member: String) -> HTTPDNSReportDecision? {
         let fields = member.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-        guard fields.count == 8, let kind = HTTPDNSReportDecisions.Kind(rawValue: fields[0]), let address = HTTPDNSIPAddress(fields[1]),
+        guard fields.count == 8, let kind = HTTPDNSReportDecision.Kind(rawValue: fields[0]), let address = HTTPDNSIPAddress(fields[1]),
               let networks = Int(fields[3]), let port = Int(fields[4]), let since = Double(fields[5]), let until = Double(fields[6]),
               (kind == .down) == (fields[2] == "-"), !fields[7].isEmpty else { return nil }
-        return HTTPDNSReportDecisions.Decision(
+        return HTTPDNSReportDecision(
             kind: kind, address: address, view: kind == .down ? nil : fields[2], networks: networks, host: fields[7], port: port,
             since: since, until: until)
     }

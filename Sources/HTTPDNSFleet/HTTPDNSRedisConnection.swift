@@ -16,7 +16,7 @@ final class HTTPDNSRedisConnection {
     /// Opens a connection and authenticates.
     ///
     /// - Throws: ``HTTPDNSRedisError`` `.connect`, `.auth`, `.select` or `.io`.
-    init(_ settings: HTTPDNSService.Reports.Redis) throws(HTTPDNSRedisError) {
+    init(_ settings: HTTPDNSRedisSettings) throws(HTTPDNSRedisError) {
         let connectTimeout = Self.timeval(settings.connectTimeout)
         let opened: UnsafeMutablePointer<redisContext>?
         switch settings.endpoint {

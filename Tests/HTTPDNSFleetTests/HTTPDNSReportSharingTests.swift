@@ -1,13 +1,13 @@
 import HTTPDNSCore
-@testable import HTTPDNSServer
+@testable import HTTPDNSFleet
 import XCTest
 
-/// The Redis side of report sharing as values, without sockets: the URL, the key layout and
-/// commands, the replies read back, the bounded outbox, the backoff, and the aggregator and
-/// decisions taking in what the fleet wrote.
+/// The Redis side of report sharing as values, without sockets: the key layout and commands, the
+/// replies read back, the bounded outbox and the backoff. (The URL, the description and the
+/// service's aggregator and decisions taking in what the fleet wrote are the service's:
+/// HTTPDNSServerTests/HTTPDNSReportRedisTests.)
 final class HTTPDNSReportSharingTests: XCTestCase {
     let address = HTTPDNSIPAddress("192.0.2.1")!
-    typealias Redis = HTTPDNSService.Reports.Redis
 
     func sharing(maxPending: Int = 1_000) -> HTTPDNSReportSharing {
         HTTPDNSReportSharing(namespace: "fleet", window: 300, hold: 600, maxNetworks: 32, maxPending: maxPending)
@@ -17,34 +17,6 @@ final class HTTPDNSReportSharingTests: XCTestCase {
         HTTPDNSReportSharing.Report(
             key: .init(address: address, view: "carrier-a"), network: HTTPDNSReportNetwork(client: HTTPDNSIPAddress(client)!),
             host: "www.example.test", port: 443, time: time)
-    }
-
-    func testURLs() throws {
-        let full = try Redis(url: "redis://ops:p%40ss:w@redis.internal:6380/2")
-        XCTAssertEqual(full.endpoint, .tcp(host: "redis.internal", port: 6380))
-        XCTAssertEqual(full.user, "ops")
-        XCTAssertEqual(full.password, "p@ss:w")
-        XCTAssertEqual(full.database, 2)
-        XCTAssertEqual(full.namespace, "httpdns")
-        let passwordOnly = try Redis(url: "redis://:secret@127.0.0.1:6379")
-        XCTAssertNil(passwordOnly.user)
-        XCTAssertEqual(passwordOnly.password, "secret")
-        XCTAssertEqual(try Redis(url: "redis://[::1]:7000/").endpoint, .tcp(host: "::1", port: 7000))
-        XCTAssertEqual(try Redis(url: "redis://localhost").endpoint, .tcp(host: "localhost", port: 6379))
-        XCTAssertEqual(try Redis(url: "unix:/run/redis/redis.sock").endpoint, .unix(path: "/run/redis/redis.sock"))
-        let socket = try Redis(url: "unix://:s%2Fcret@/run/redis/redis.sock")
-        XCTAssertEqual(socket.endpoint, .unix(path: "/run/redis/redis.sock"))
-        XCTAssertEqual(socket.password, "s/cret")
-        for bad in ["http://x:1", "redis://:pw@", "redis://h:0", "redis://h:99999", "redis://h:1/x", "unix:relative.sock", "redis://h:port", "redis://@h", "unix://@/x"] {
-            XCTAssertThrowsError(try Redis(url: bad), bad) { error in
-                XCTAssertEqual((error as? HTTPDNSServiceError)?.code, .invalidConfiguration)
-                XCTAssertFalse("\(error)".contains("pw"), "\(error)")
-            }
-        }
-        var settings = HTTPDNSService.Reports()
-        settings.redis = Redis()
-        settings.redis?.namespace = "two words"
-        XCTAssertThrowsError(try settings.validate())
     }
 
     func testAReportIsAddedTrimmedExpiredAndReadBackUnderTheNamespace() {
@@ -67,10 +39,10 @@ final class HTTPDNSReportSharingTests: XCTestCase {
 
     func testDecisionsArePublishedWithTheirHoldAsTTLAndReadBack() throws {
         let sharing = sharing()
-        let demoted = HTTPDNSReportDecisions.Decision(
+        let demoted = HTTPDNSReportDecision(
             kind: .demoted, address: address, view: "carrier-a", networks: 3, host: "www.example.test", port: 443,
             since: 1_796_300_000, until: 1_796_300_600)
-        let down = HTTPDNSReportDecisions.Decision(
+        let down = HTTPDNSReportDecision(
             kind: .down, address: HTTPDNSIPAddress("2001:db8::1")!, view: nil, networks: 4, host: "www.example.test", port: 8443,
             since: 1_796_300_000, until: 1_796_300_600)
         let member = "demoted 192.0.2.1 carrier-a 3 443 1796300000.000 1796300600.000 www.example.test"
@@ -134,37 +106,5 @@ final class HTTPDNSReportSharingTests: XCTestCase {
         XCTAssertFalse(sharing.up)
         XCTAssertTrue(sharing.succeeded())
         XCTAssertEqual(sharing.failures, 0)
-    }
-
-    func testTheFleetsSightingsCountAsOwnAndAdoptedDecisionsHold() {
-        var aggregator = HTTPDNSReportAggregator(window: 300)
-        let key = HTTPDNSReportAggregator.Key(address: address, view: "carrier-a")
-        aggregator.record(key, network: HTTPDNSReportNetwork(client: HTTPDNSIPAddress("198.51.100.1")!), host: "www.example.test", port: 443, now: 1000)
-        let count = aggregator.merge(key, sightings: [
-            .init(network: HTTPDNSReportNetwork(client: HTTPDNSIPAddress("198.51.100.1")!).packed, time: 990),
-            .init(network: HTTPDNSReportNetwork(client: HTTPDNSIPAddress("198.51.101.1")!).packed, time: 995),
-            .init(network: HTTPDNSReportNetwork(client: HTTPDNSIPAddress("198.51.102.1")!).packed, time: 600),
-        ], host: "www.example.test", port: 443, now: 1000)
-        XCTAssertEqual(count, 2, "the same network counts once; one outside the window not at all")
-        XCTAssertEqual(aggregator.trackedNetworks, aggregator.recountedNetworks)
-
-        var decisions = HTTPDNSReportDecisions(hold: 600)
-        let decision = HTTPDNSReportDecisions.Decision(
-            kind: .demoted, address: address, view: "carrier-a", networks: 3, host: "www.example.test", port: 443, since: 1000, until: 1600)
-        XCTAssertTrue(decisions.adopt(decision, now: 1000))
-        XCTAssertFalse(decisions.adopt(decision, now: 1001), "the same decision again changes nothing")
-        XCTAssertFalse(decisions.adopt(HTTPDNSReportDecisions.Decision(
-            kind: .down, address: address, view: nil, networks: 3, host: "h", port: 1, since: 0, until: 999), now: 1000), "an ended one is ignored")
-        XCTAssertEqual(decisions.order([address, HTTPDNSIPAddress("192.0.2.2")!], view: "carrier-a", now: 1500), [HTTPDNSIPAddress("192.0.2.2")!, address])
-        XCTAssertEqual(decisions.order([address, HTTPDNSIPAddress("192.0.2.2")!], view: "carrier-a", now: 1600), [address, HTTPDNSIPAddress("192.0.2.2")!])
-    }
-
-    func testADescriptionNeverShowsThePassword() throws {
-        let redis = try HTTPDNSService.Reports.Redis(url: "redis://fleet:s3cr%40t@127.0.0.1:6380/2")
-        XCTAssertEqual(redis.description, "redis://fleet:***@127.0.0.1:6380/2 (namespace httpdns)")
-        XCTAssertFalse("\(redis)".contains("s3cr"))
-        var configuration = HTTPDNSService.Configuration()
-        configuration.reports.redis = redis
-        XCTAssertFalse("\(configuration.reports)".contains("s3cr"), "a printed configuration")
     }
 }
