@@ -37,6 +37,7 @@ let package = Package(
         // Swift never imports h2o's headers (see Sources/CH2O/include/httpdns_h2o.h).
         .target(
             name: "CH2O",
+            dependencies: ["CSockets"],
             // vendor/: klib's khash.h as h2o 2.2.5 bundles it (deps/klib), which h2o/http2_internal.h
             // includes but Debian's libh2o-dev does not ship (see httpdns_h2o_drain.c).
             cSettings: [.define("H2O_USE_EPOLL", to: "1"), .headerSearchPath("vendor")],
@@ -61,11 +62,17 @@ let package = Package(
         // Pure values: no sockets, no files, no clocks of their own.
         .target(name: "DNSWire"),
         .target(name: "HTTPDNSCore", dependencies: ["DNSWire", "CCrypto"]),
+        // The DNS protocol codecs of zone transfers, beside the wire code: TSIG records and signing,
+        // AXFR/IXFR, NOTIFY, the zone copy on disk (HTTPDNSCore only for its digests and HMAC).
+        .target(name: "DNSZoneTransfer", dependencies: ["DNSWire", "HTTPDNSCore", "CCrypto"]),
+        // The stub's values (`httpdns stub`): wire and packet caches, the front's checks, rate
+        // limiter, upstream ranking and health, hosts, routes, resolv.conf; each takes `now:`.
+        .target(name: "DNSStubCore", dependencies: ["DNSWire", "HTTPDNSCore"]),
 
         // I/O: libcurl (HTTP to providers and origins).
         .target(name: "HTTPDNSTransport", dependencies: ["CCurl", "HTTPDNSCore"]),
         // I/O: plain DNS over UDP/TCP sockets and the system resolver (getaddrinfo).
-        .target(name: "DNSSockets", dependencies: ["DNSWire", "HTTPDNSCore"]),
+        .target(name: "DNSSockets", dependencies: ["DNSWire", "HTTPDNSCore", "DNSZoneTransfer"]),
 
         // The resolution engine: cache, providers in order, LocalDNS fallback.
         .target(
@@ -78,8 +85,9 @@ let package = Package(
 
         // Linux calls of the loopback proxy's event loop (epoll, splice) that Glibc does not import.
         .target(name: "CHTTPDNSProxy"),
-        // sendmmsg, which Glibc does not import either: the stub's UDP answers, sent in batches.
-        .target(name: "CDatagrams"),
+        // Socket calls Glibc does not import: sendmmsg (the stub's UDP answers, sent in batches) and
+        // the BPF filter that refuses new connections at a draining listener (h2o's and the stub's).
+        .target(name: "CSockets"),
 
         // The three routes, a module each (a change to one shows what it can break in another):
         // IP direct connect for code you write: `HTTPDNSClient`, connection racing, and the one
@@ -93,28 +101,53 @@ let package = Package(
         // The umbrella: the direct client and the proxy (not the URL protocol).
         .target(name: "HTTPDNSNetworking", dependencies: ["HTTPDNSDirect", "HTTPDNSLoopbackProxy"]),
 
-        // The self-hostable HTTPDNS server (h2o's event loop: HTTP/1.1 and HTTP/2, TLS).
-        .target(name: "HTTPDNSServer", dependencies: ["CH2O", "CDatagrams", "CMaxMindDB", "CHiredis", "DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
+        // The HTTP shell over h2o's event loop (HTTP/1.1 and HTTP/2, TLS, PROXY protocol, drains):
+        // no DNS in it. `httpdns serve` answers on it; the stub serves its metrics on it.
+        .target(name: "HTTPServing", dependencies: ["CH2O", "HTTPDNSCore"]),
+
+        // What the daemons share to be run: the line log writer (access and query logs), one
+        // Prometheus text writer, IP networks and the longest-prefix table.
+        .target(name: "HTTPDNSOperations", dependencies: ["HTTPDNSCore"]),
+
+        // `httpdns stub`, the local DNS resolver daemon: UDP and TCP fronts, upstream groups, its
+        // caches' persistence, metrics on the HTTP shell. Never links the service.
+        .target(
+            name: "HTTPDNSStub",
+            dependencies: [
+                "CSockets", "DNSSockets", "DNSStubCore", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "HTTPDNSOperations", "HTTPServing",
+            ]
+        ),
+
+        // Zone transfers and fleet state: the secondary zones a server follows (SOA timers, NOTIFY,
+        // copies on disk) and report sharing over Redis. It feeds the service through HTTPDNSZoneSink
+        // and never imports it.
+        .target(name: "HTTPDNSFleet", dependencies: ["CHiredis", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore"]),
+
+        // The self-hostable HTTPDNS server.
+        .target(name: "HTTPDNSServer", dependencies: ["HTTPServing", "HTTPDNSOperations", "HTTPDNSFleet", "CMaxMindDB", "DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport"]),
 
         // The `httpdns` command: resolve, fetch, check, serve (and `demo`, which runs httpdns-demo).
         // It links no test code.
         .executableTarget(
             name: "HTTPDNSTool",
-            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSServer"]
+            dependencies: [
+                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking",
+                "HTTPDNSURLSession", "HTTPServing", "HTTPDNSOperations", "HTTPDNSFleet", "HTTPDNSServer", "HTTPDNSStub",
+            ]
         ),
 
         // `make demo`: starts nginx, dnsmasq and a private CA with the launchers the tests use.
         .executableTarget(
             name: "HTTPDNSDemo",
-            dependencies: ["HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPServing", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
 
         // `make bench`: what protection costs, against baselines measured in the same run.
         .executableTarget(
             name: "HTTPDNSBench",
             dependencies: [
-                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSServer",
-                "HTTPDNSTestSupport",
+                "DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "DNSSockets", "HTTPDNS", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPServing",
+                "HTTPDNSServer", "HTTPDNSStub", "HTTPDNSTestSupport",
             ]
         ),
 
@@ -129,7 +162,10 @@ let package = Package(
         // (Fuzz/), and HTTPDNSFuzzTargetsTests replays every corpus under `make test`.
         .target(
             name: "HTTPDNSFuzzTargets",
-            dependencies: ["DNSWire", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNS", "HTTPDNSServer", "HTTPDNSNetworking", "HTTPDNSLoopbackProxy"]
+            dependencies: [
+                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "HTTPDNS", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer", "HTTPDNSNetworking",
+                "HTTPDNSLoopbackProxy",
+            ]
         ),
 
         // The differential suite's scenarios and routes (issue 8), and the runner that executes one
@@ -148,36 +184,64 @@ let package = Package(
             path: "Tests/HTTPDNSURLSessionProbe"
         ),
 
-        // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates.
-        .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire"]),
+        // Helpers the test suites share: loopback servers, dnsmasq, nginx, certificates. Over the HTTP
+        // shell only, so that a client's or a stub's test never links the service.
+        .target(name: "HTTPDNSTestSupport", dependencies: ["HTTPServing", "HTTPDNSCore", "DNSWire", "CCrypto"]),
+        // The loopback proxy's lying network with the project's own HTTPDNS service (proxy and tool tests).
+        .target(
+            name: "HTTPDNSProxyTestBed",
+            dependencies: ["HTTPDNSTestSupport", "HTTPDNSServer", "HTTPDNSCore"],
+            path: "Tests/HTTPDNSProxyTestBed"
+        ),
 
         .testTarget(name: "DNSWireTests", dependencies: ["DNSWire"], resources: [.copy("Fixtures")]),
         .testTarget(name: "HTTPDNSCoreTests", dependencies: ["HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),
-        .testTarget(name: "HTTPDNSTransportTests", dependencies: ["HTTPDNSTransport", "HTTPDNSTestSupport"]),
-        .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNSTestSupport"]),
+        .testTarget(name: "DNSZoneTransferTests", dependencies: ["DNSZoneTransfer", "HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),
+        .testTarget(name: "DNSStubCoreTests", dependencies: ["DNSStubCore", "HTTPDNSCore", "DNSWire", "HTTPDNSTestSupport"]),
+        .testTarget(name: "HTTPDNSTransportTests", dependencies: ["HTTPDNSTransport", "HTTPServing", "HTTPDNSTestSupport"]),
+        .testTarget(name: "DNSSocketsTests", dependencies: ["DNSSockets", "DNSWire", "DNSZoneTransfer", "HTTPDNSCore", "HTTPDNSTestSupport"]),
         .testTarget(
             name: "HTTPDNSTests",
-            dependencies: ["HTTPDNS", "HTTPDNSCore", "DNSWire", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNS", "HTTPDNSCore", "DNSWire", "HTTPDNSTransport", "HTTPServing", "HTTPDNSTestSupport"]
         ),
         .testTarget(
             name: "HTTPDNSURLProtocolTests",
-            dependencies: ["HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSDirect", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNSDirect", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPServing", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
         .testTarget(
             name: "HTTPDNSProxyTests",
-            dependencies: ["HTTPDNSNetworking", "HTTPDNSLoopbackProxy", "HTTPDNSDirect", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
+            dependencies: [
+                "HTTPDNSNetworking", "HTTPDNSLoopbackProxy", "HTTPDNSDirect", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets",
+                "HTTPDNSTestSupport", "HTTPDNSProxyTestBed",
+            ]
         ),
         .testTarget(
             name: "HTTPDNSAcceptanceTests",
-            dependencies: ["HTTPDNSNetworking", "HTTPDNSDirect", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPDNSServer", "DNSSockets", "HTTPDNSTestSupport"]
+            dependencies: [
+                "HTTPDNSNetworking", "HTTPDNSDirect", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "HTTPServing", "HTTPDNSServer", "DNSSockets",
+                "HTTPDNSTestSupport",
+            ]
         ),
         .testTarget(name: "HTTPDNSFuzzTargetsTests", dependencies: ["HTTPDNSFuzzTargets", "HTTPDNSCore"]),
         .testTarget(
             name: "HTTPDNSDifferentialTests",
-            dependencies: ["HTTPDNSDifferential", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSTestSupport"]
+            dependencies: ["HTTPDNSDifferential", "HTTPDNSNetworking", "HTTPDNSURLSession", "HTTPDNS", "HTTPDNSCore", "HTTPServing", "HTTPDNSServer", "HTTPDNSTestSupport"]
         ),
-        .testTarget(name: "HTTPDNSToolTests", dependencies: ["HTTPDNSTestSupport", "HTTPDNS", "HTTPDNSCore", "HTTPDNSServer", "DNSWire"]),
-        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPDNSCore", "DNSWire", "HTTPDNS", "HTTPDNSTestSupport"]),
+        .testTarget(
+            name: "HTTPDNSToolTests",
+            dependencies: ["HTTPDNSTestSupport", "HTTPDNSProxyTestBed", "HTTPDNS", "HTTPDNSCore", "HTTPServing", "HTTPDNSFleet", "HTTPDNSServer", "DNSWire", "DNSZoneTransfer", "DNSStubCore"]
+        ),
+        .testTarget(name: "HTTPServingTests", dependencies: ["HTTPServing", "HTTPDNSCore", "HTTPDNSTestSupport"]),
+        .testTarget(name: "HTTPDNSOperationsTests", dependencies: ["HTTPDNSOperations", "HTTPDNSCore"]),
+        .testTarget(
+            name: "HTTPDNSFleetTests",
+            dependencies: ["HTTPDNSFleet", "DNSZoneTransfer", "DNSSockets", "DNSWire", "HTTPDNSCore", "HTTPDNSTestSupport"]
+        ),
+        .testTarget(
+            name: "HTTPDNSStubTests",
+            dependencies: ["HTTPDNSStub", "DNSStubCore", "HTTPDNS", "HTTPDNSCore", "HTTPDNSTransport", "DNSWire", "HTTPDNSTestSupport"]
+        ),
+        .testTarget(name: "HTTPDNSServerTests", dependencies: ["HTTPDNSServer", "HTTPServing", "HTTPDNSOperations", "HTTPDNSFleet", "HTTPDNSCore", "DNSWire", "DNSZoneTransfer", "HTTPDNS", "HTTPDNSTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

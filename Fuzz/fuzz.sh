@@ -18,7 +18,7 @@ FUZZ_TIME=${FUZZ_TIME:-60}
 SCRATCH=.build-fuzz
 SWIFT=${SWIFT:-swift}
 # The modules the fuzz targets link, in dependency order.
-MODULES="DNSWire HTTPDNSCore HTTPDNSTransport DNSSockets HTTPDNS HTTPDNSServer HTTPDNSDirect HTTPDNSLoopbackProxy HTTPDNSNetworking HTTPDNSFuzzTargets"
+MODULES="DNSWire HTTPDNSCore DNSZoneTransfer DNSStubCore HTTPDNSTransport DNSSockets HTTPDNS HTTPServing HTTPDNSOperations HTTPDNSFleet HTTPDNSServer HTTPDNSDirect HTTPDNSLoopbackProxy HTTPDNSNetworking HTTPDNSFuzzTargets"
 
 "$SWIFT" build --target HTTPDNSFuzzTargets --scratch-path "$SCRATCH" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -warnings-as-errors
@@ -32,9 +32,9 @@ for module in $MODULES; do
         objects+=("$object")
     done < <(grep -o '"object": *"[^"]*"' "$SCRATCH/debug/$module.build/output-file-map.json" | sed 's/.*"\([^"]*\)"$/\1/')
 done
-# The C targets (CH2O and CDatagrams under the server, CHTTPDNSProxy under the proxy): their objects, their
+# The C targets (CSockets and CH2O under the HTTP shell and the stub, CHTTPDNSProxy under the proxy): their objects, their
 # generated module maps and the libraries Package.swift links them with (swiftc does not read it).
-C_TARGETS="CH2O CDatagrams CHTTPDNSProxy"
+C_TARGETS="CSockets CH2O CHTTPDNSProxy"
 module_maps=()
 for target in $C_TARGETS; do
     for object in "$SCRATCH/debug/$target.build"/*.o; do

@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import DNSWire
+import DNSZoneTransfer
 import Foundation
 import HTTPDNSCore
 

@@ -124,11 +124,3 @@ public struct HTTPDNSConfiguration: Sendable {
         self.resolvers = resolvers
     }
 }
-
-extension Duration {
-    /// The duration in seconds, for the engine's clock arithmetic (``HTTPDNSClock`` counts seconds).
-    package var inSeconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

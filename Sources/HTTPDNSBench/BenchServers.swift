@@ -2,6 +2,7 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import Synchronization
 
 /// The loopback servers the rows talk to. Each is started by the row that needs it and stopped

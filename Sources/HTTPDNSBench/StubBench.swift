@@ -2,6 +2,7 @@ import DNSWire
 import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPDNSStub
 import HTTPDNSTestSupport
 import HTTPDNSTransport
 #if canImport(Glibc)

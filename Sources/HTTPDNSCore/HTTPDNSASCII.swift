@@ -43,4 +43,11 @@ package enum HTTPDNSASCII {
         }
         return true
     }
+
+    /// `raw` for an error message: quoted, at most 80 scalars, anything but printable ASCII as `?`
+    /// (a hostile value can neither break the line nor send terminal escapes).
+    package static func quoted(_ raw: String) -> String {
+        let clipped = raw.unicodeScalars.prefix(80).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f ? Character($0) : "?" }
+        return "\"" + String(clipped) + "\""
+    }
 }

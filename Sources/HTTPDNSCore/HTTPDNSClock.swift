@@ -56,3 +56,11 @@ package final class HTTPDNSManualClock: HTTPDNSClock {
         current.withLock { $0 += seconds }
     }
 }
+
+extension Duration {
+    /// The duration in seconds, for the engine's clock arithmetic (``HTTPDNSClock`` counts seconds).
+    package var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -2,6 +2,7 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 
 /// The service side (issue 22): `httpdns serve` (the binary next to this one) answering two client
 /// networks differently, taking a stopped origin out of its answers, and moving one network's view

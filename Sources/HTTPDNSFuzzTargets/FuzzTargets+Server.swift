@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPServing
 
 /// What the server reads from its peers before any HTTP: the PROXY protocol header of a load
 /// balancer, and `X-Forwarded-For` with the trusted-proxy blocks it is checked against.

@@ -1,3 +1,4 @@
+import DNSStubCore
 import DNSWire
 import HTTPDNSCore
 

@@ -1,4 +1,5 @@
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
 
 extension HTTPDNSFuzzTarget {

@@ -1,16 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import Dispatch
-import Foundation
 import HTTPDNSCore
+import HTTPDNSOperations
 
-/// The optional access log: one JSON line per query, written to a file descriptor
-/// by a thread of its own so that a slow disk or pipe never stalls the event loop.
+/// The optional access log: one JSON line per query (``HTTPDNSAccessLogLine``), written to a file
+/// descriptor by a thread of its own so that a slow disk or pipe never stalls the event loop.
 ///
 /// Logging a query encodes the line into a buffer under a lock and returns; the writer thread takes the
 /// whole buffer at once and `write(2)`s it. The buffer is bounded (``Configuration/maxBufferedBytes``):
@@ -33,27 +25,12 @@ public final class HTTPDNSAccessLog: Sendable {
         }
     }
 
-    private struct State {
-        var pending: [UInt8] = []
-        var pendingLines = 0
-        var writerIdle = false
-        var closing = false
-        var finished = false
-        var written: UInt64 = 0
-        var dropped: UInt64 = 0
-        /// Where lines go now.
-        var descriptor: Int32
-        /// Descriptors replaced by ``reopen()``, closed by the writer once no write uses them.
-        var retired: [Int32] = []
-    }
+    /// The writer (shared with the stub's query log).
+    private let lines: HTTPDNSLineLog
 
-    private let path: String?
-    private let ownsDescriptor: Bool
-    private let configuration: Configuration
-    private let metrics: HTTPDNSServerMetrics?
-    private let state: HTTPDNSLock<State>
-    private let wake = DispatchSemaphore(value: 0)
-    private let done = DispatchSemaphore(value: 0)
+    private init(lines: HTTPDNSLineLog) {
+        self.lines = lines
+    }
 
     /// Logs to `fileDescriptor` (stdout, a pipe, a file), which stays open after ``close(timeout:)`` unless
     /// `ownsDescriptor`.
@@ -64,41 +41,20 @@ public final class HTTPDNSAccessLog: Sendable {
         fileDescriptor: Int32, ownsDescriptor: Bool = false, configuration: Configuration = .init(),
         metrics: HTTPDNSServerMetrics? = nil
     ) {
-        self.init(fileDescriptor: fileDescriptor, ownsDescriptor: ownsDescriptor, path: nil, configuration: configuration, metrics: metrics)
-    }
-
-    private init(
-        fileDescriptor: Int32, ownsDescriptor: Bool, path: String?, configuration: Configuration, metrics: HTTPDNSServerMetrics?
-    ) {
-        self.state = HTTPDNSLock(State(descriptor: fileDescriptor))
-        self.path = path
-        self.ownsDescriptor = ownsDescriptor
-        self.configuration = configuration
-        self.metrics = metrics
-        let thread = Thread { [self] in runWriter() }
-        thread.name = "httpdns access log"
-        thread.start()
+        self.init(lines: HTTPDNSLineLog(
+            fileDescriptor: fileDescriptor, ownsDescriptor: ownsDescriptor, maxBufferedBytes: configuration.maxBufferedBytes,
+            onDrop: Self.counter(metrics)))
     }
 
     /// Opens (creating, mode 0640) and appends to the file at `path`; `-` is standard output.
     ///
     /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` naming the path and the `errno` text.
     public convenience init(path: String, configuration: Configuration = .init(), metrics: HTTPDNSServerMetrics? = nil) throws(HTTPDNSServiceError) {
-        if path == "-" {
-            self.init(fileDescriptor: STDOUT_FILENO, configuration: configuration, metrics: metrics)
-            return
+        do throws(HTTPDNSLineLog.OpenFailure) {
+            self.init(lines: try HTTPDNSLineLog(path: path, maxBufferedBytes: configuration.maxBufferedBytes, onDrop: Self.counter(metrics)))
+        } catch {
+            throw Self.failure(error)
         }
-        let descriptor = try Self.open(path)
-        self.init(fileDescriptor: descriptor, ownsDescriptor: true, path: path, configuration: configuration, metrics: metrics)
-    }
-
-    private static func open(_ path: String) throws(HTTPDNSServiceError) -> Int32 {
-        let descriptor = openFile(path)
-        guard descriptor >= 0 else {
-            let reason = String(cString: strerror(errno))
-            throw HTTPDNSServiceError(.invalidConfiguration, "cannot open access log \(path): \(reason)")
-        }
-        return descriptor
     }
 
     /// Opens the log's path again and sends later lines there: after logrotate renamed the file,
@@ -108,136 +64,39 @@ public final class HTTPDNSAccessLog: Sendable {
     /// - Throws: ``HTTPDNSServiceError`` `.invalidConfiguration` when the path cannot be opened; the
     ///   log then goes on in the old file.
     public func reopen() throws(HTTPDNSServiceError) {
-        guard let path, path != "-" else { return }
-        let descriptor = try Self.open(path)
-        let stale = state.withLock { state -> Int32? in
-            guard !state.closing else { return descriptor }
-            state.retired.append(state.descriptor)
-            state.descriptor = descriptor
-            return nil
+        do throws(HTTPDNSLineLog.OpenFailure) {
+            try lines.reopen()
+        } catch {
+            throw Self.failure(error)
         }
-        if let stale { closeDescriptor(stale) }
     }
 
     /// Queues `line`; never blocks on I/O. Dropped (and counted) when the buffer is full or the log
     /// is closed.
     package func log(_ line: HTTPDNSAccessLogLine) {
-        log { line.append(to: &$0) }
-    }
-
-    /// Queues the line `append` writes (one JSON object and its newline), as ``log(_:)-swift.method``
-    /// does: other logs of one line per event (the stub's query log) share the writer and its bounds.
-    package func log(appending append: (inout [UInt8]) -> Void) {
-        let (accepted, wakeWriter) = state.withLock { state -> (Bool, Bool) in
-            guard !state.closing else {
-                state.dropped &+= 1
-                return (false, false)
-            }
-            let before = state.pending.count
-            append(&state.pending)
-            guard state.pending.count <= configuration.maxBufferedBytes else {
-                state.pending.removeSubrange(before...)
-                state.dropped &+= 1
-                return (false, false)
-            }
-            state.pendingLines += 1
-            let wakeWriter = state.writerIdle
-            state.writerIdle = false
-            return (true, wakeWriter)
-        }
-        if wakeWriter { wake.signal() }
-        if !accepted { metrics?.accessLogDropped() }
+        lines.log { line.append(to: &$0) }
     }
 
     /// Lines written so far.
-    public var written: UInt64 { state.withLock { $0.written } }
+    public var written: UInt64 { lines.written }
 
     /// Lines dropped so far (writer too far behind, write failed, or logged after ``close(timeout:)``).
-    public var dropped: UInt64 { state.withLock { $0.dropped } }
+    public var dropped: UInt64 { lines.dropped }
 
     /// Writes what is buffered, stops the writer thread and closes an owned descriptor. Waits at
     /// most `timeout` for the writer (a blocked pipe must not block shutdown for ever); returns
     /// whether everything buffered was written in time. Later lines are dropped.
     @discardableResult
     public func close(timeout: Duration = .seconds(5)) -> Bool {
-        let wakeWriter = state.withLock { state -> Bool in
-            guard !state.closing else { return false }
-            state.closing = true
-            let idle = state.writerIdle
-            state.writerIdle = false
-            return idle
-        }
-        if wakeWriter { wake.signal() }
-        let nanoseconds = Int(min(timeout.components.seconds, 3_600)) * 1_000_000_000
-            + Int(timeout.components.attoseconds / 1_000_000_000)
-        let finished = done.wait(timeout: .now() + .nanoseconds(max(0, nanoseconds))) == .success
-        if finished { done.signal() }  // a second close returns at once
-        return finished
+        lines.close(timeout: timeout)
     }
 
-    private func runWriter() {
-        var batch: [UInt8] = []
-        var descriptor: Int32 = -1
-        while true {
-            var lines = 0
-            var retired: [Int32] = []
-            let closing = state.withLock { state -> Bool in
-                // Descriptors replaced since the last batch: no write uses them any more.
-                if ownsDescriptor { swap(&retired, &state.retired) } else { state.retired = [] }
-                descriptor = state.descriptor
-                if state.pending.isEmpty {
-                    if !state.closing { state.writerIdle = true }
-                    return state.closing
-                }
-                // Swap buffers: the event loop keeps appending into the capacity the writer freed.
-                swap(&batch, &state.pending)
-                lines = state.pendingLines
-                state.pendingLines = 0
-                return false
-            }
-            retired.forEach(closeDescriptor)
-            if batch.isEmpty {
-                if closing { break }
-                wake.wait()
-                continue
-            }
-            let complete = writeAll(batch, to: descriptor)
-            batch.removeAll(keepingCapacity: true)
-            state.withLock { state in
-                if complete { state.written &+= UInt64(lines) } else { state.dropped &+= UInt64(lines) }
-            }
-            if !complete { metrics?.accessLogDropped(lines) }
-        }
-        if ownsDescriptor { closeDescriptor(state.withLock { $0.descriptor }) }
-        state.withLock { $0.finished = true }
-        done.signal()
+    private static func counter(_ metrics: HTTPDNSServerMetrics?) -> (@Sendable (Int) -> Void)? {
+        guard let metrics else { return nil }
+        return { @Sendable count in metrics.accessLogDropped(count) }
     }
 
-    /// Writes every byte, continuing short writes and retrying `EINTR`; false on any other error.
-    private func writeAll(_ bytes: [UInt8], to fileDescriptor: Int32) -> Bool {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let count = write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if count > 0 {
-                    offset += count
-                } else if count < 0, errno == EINTR {
-                    continue
-                } else {
-                    return false
-                }
-            }
-            return true
-        }
+    private static func failure(_ error: HTTPDNSLineLog.OpenFailure) -> HTTPDNSServiceError {
+        HTTPDNSServiceError(.invalidConfiguration, "cannot open access log \(error.path): \(error.reason)")
     }
-}
-
-/// `close(2)`, out of the class whose own `close(timeout:)` hides it.
-private func closeDescriptor(_ descriptor: Int32) {
-    _ = close(descriptor)
-}
-
-/// `open(2)` for appending, created 0640, out of the class whose own `open(_:)` hides it.
-private func openFile(_ path: String) -> Int32 {
-    open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
 }

@@ -4,6 +4,7 @@ import Glibc
 import CMaxMindDB
 import Foundation
 import HTTPDNSCore
+import HTTPDNSOperations
 
 /// A MaxMind DB file (GeoLite2/GeoIP2 Country or ASN, or any database in the MaxMind DB format),
 /// read through Debian's libmaxminddb: an address's country ISO code (`country.iso_code`), its

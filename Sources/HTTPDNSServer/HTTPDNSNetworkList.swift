@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSOperations
 
 /// A CIDR list file, as carriers and registries publish their address space: one network a line
 /// (``HTTPDNSNetwork``: `1.0.1.0/24`, `240e::/20`, or a bare address), `#` comments on a line of their

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSOperations
 
 extension HTTPDNSServerMetrics {
     /// Origin health, kept apart from the per-request counters (it changes at probe pace, not per query).
@@ -37,40 +38,28 @@ extension HTTPDNSServerMetrics {
     package var healthFailOpenCount: UInt64 { health.withLock { $0.failOpen } }
 
     /// The health families, appended to ``render()``'s text.
-    func renderHealth(into text: inout String) {
+    func renderHealth(into text: inout HTTPDNSPrometheusText) {
         let health = self.health.withLock { $0 }
-        text += "# HELP httpdns_origin_up Whether a checked zone address is answered (1) or down (0), by address and check.\n"
-        text += "# TYPE httpdns_origin_up gauge\n"
+        text.family("origin_up", "gauge", "Whether a checked zone address is answered (1) or down (0), by address and check.")
         let origins = health.origins.map { (address: $0.key.address, check: $0.key.check.label, up: $0.value) }.sorted {
             HTTPDNSHealthTarget.precedes(($0.address, $0.check), ($1.address, $1.check))
         }
         for origin in origins {
             let labels = "address=\"\(Self.labelValue(origin.address.description))\",check=\"\(Self.labelValue(origin.check))\""
-            text += "httpdns_origin_up{\(labels)} \(origin.up ? 1 : 0)\n"
+            text.sample("origin_up", labels, origin.up ? 1 : 0)
         }
-        text += "# HELP httpdns_health_probes_total Health probes run, by kind and result.\n"
-        text += "# TYPE httpdns_health_probes_total counter\n"
+        text.family("health_probes_total", "counter", "Health probes run, by kind and result.")
         for (slot, count) in health.probes.enumerated() {
             let kind = slot < 2 ? "scheduled" : "on-demand"
             let result = slot % 2 == 0 ? "passed" : "failed"
-            text += "httpdns_health_probes_total{kind=\"\(kind)\",result=\"\(result)\"} \(count)\n"
+            text.sample("health_probes_total", "kind=\"\(kind)\",result=\"\(result)\"", count)
         }
-        text += "# HELP httpdns_health_fail_open_total Answers that listed all addresses of a family because all were down.\n"
-        text += "# TYPE httpdns_health_fail_open_total counter\n"
-        text += "httpdns_health_fail_open_total \(health.failOpen)\n"
+        text.family("health_fail_open_total", "counter", "Answers that listed all addresses of a family because all were down.")
+        text.sample("health_fail_open_total", "", health.failOpen)
     }
 
-    /// A label value escaped as the text format requires (`\`, `"` and newline).
+    /// A label value escaped as the text format requires (``HTTPDNSPrometheusText/labelValue(_:)``).
     static func labelValue(_ value: String) -> String {
-        var escaped = ""
-        for character in value {
-            switch character {
-            case "\\": escaped += "\\\\"
-            case "\"": escaped += "\\\""
-            case "\n": escaped += "\\n"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
+        HTTPDNSPrometheusText.labelValue(value)
     }
 }

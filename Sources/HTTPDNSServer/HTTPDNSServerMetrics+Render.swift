@@ -1,8 +1,9 @@
 import DNSWire
+import HTTPDNSOperations
 
 extension HTTPDNSServerMetrics {
     /// The `Content-Type` of ``render()``.
-    package static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+    package static let contentType = HTTPDNSPrometheusText.contentType
 
     /// Every series in the Prometheus text exposition format 0.0.4: for each family a `# HELP` and
     /// a `# TYPE` line, then its samples; a histogram as cumulative `_bucket{le=…}` samples ending
@@ -12,15 +13,9 @@ extension HTTPDNSServerMetrics {
     /// counted; every other series is always present, at 0 until something happens.
     public func render() -> String {
         let state = self.state.withLock { $0 }
-        var text = ""
-        text.reserveCapacity(4_096)
-
-        func family(_ name: String, _ type: String, _ help: String) {
-            text += "# HELP httpdns_\(name) \(help)\n# TYPE httpdns_\(name) \(type)\n"
-        }
-        func sample(_ name: String, _ labels: String, _ value: some BinaryInteger) {
-            text += "httpdns_\(name)\(labels.isEmpty ? "" : "{\(labels)}") \(value)\n"
-        }
+        var text = HTTPDNSPrometheusText(prefix: "httpdns_", capacity: 4_096)
+        func family(_ name: String, _ type: String, _ help: String) { text.family(name, type, help) }
+        func sample(_ name: String, _ labels: String, _ value: some BinaryInteger) { text.sample(name, labels, value) }
 
         family("queries_total", "counter", "Requests answered, by endpoint.")
         for endpoint in Endpoint.allCases {
@@ -55,7 +50,7 @@ extension HTTPDNSServerMetrics {
         }
         cumulative &+= state.latencyBuckets[Self.latencyBucketsMicroseconds.count]
         sample("request_duration_seconds_bucket", "le=\"+Inf\"", cumulative)
-        text += "httpdns_request_duration_seconds_sum \(Self.seconds(fromMicroseconds: state.latencySumMicroseconds))\n"
+        text.sample("request_duration_seconds_sum", "", Self.seconds(fromMicroseconds: state.latencySumMicroseconds))
         sample("request_duration_seconds_count", "", state.latencyCount)
 
         family("open_connections", "gauge", "Client connections open now.")
@@ -79,21 +74,12 @@ extension HTTPDNSServerMetrics {
         }
         renderHealth(into: &text)
         renderTransfers(into: &text)
-        text += reports.render()
-        return text
+        text.append(reports.render())
+        return text.text
     }
 
-    /// Exact decimal seconds (`0.00025`, `2.5`, `10`): no floating-point rounding in the output.
+    /// Exact decimal seconds (``HTTPDNSPrometheusText/seconds(fromMicroseconds:)``).
     static func seconds(fromMicroseconds micros: UInt64) -> String {
-        let whole = micros / 1_000_000
-        var fraction = micros % 1_000_000
-        guard fraction > 0 else { return "\(whole)" }
-        var digits = 6
-        while fraction % 10 == 0 {
-            fraction /= 10
-            digits -= 1
-        }
-        let text = String(fraction)
-        return "\(whole)." + String(repeating: "0", count: digits - text.count) + text
+        HTTPDNSPrometheusText.seconds(fromMicroseconds: micros)
     }
 }

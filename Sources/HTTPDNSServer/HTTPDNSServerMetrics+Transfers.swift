@@ -1,29 +1,10 @@
 import HTTPDNSCore
+import HTTPDNSFleet
+import HTTPDNSOperations
 
 extension HTTPDNSServerMetrics {
     /// What became of a secondary's attempt (issue 24).
-    package enum TransferResult: Int, CaseIterable, Sendable {
-        /// A whole zone came by AXFR (or IXFR in AXFR form) and went into service.
-        case axfr
-        /// An IXFR's differences went into service.
-        case ixfr
-        /// The primary confirmed the serial held.
-        case current
-        /// No primary gave a usable zone.
-        case failed
-        /// A zone came but broke the zone rules: the old zone stays.
-        case rejected
-
-        var label: String {
-            switch self {
-            case .axfr: "axfr"
-            case .ixfr: "ixfr"
-            case .current: "current"
-            case .failed: "failed"
-            case .rejected: "rejected"
-            }
-        }
-    }
+    package typealias TransferResult = HTTPDNSTransferResult
 
     /// Per followed zone (keyed by its rendered labels: `zone="…"`, and `,view="…"` for a view's
     /// own transfer): results, failure reasons, the serial in service.
@@ -55,27 +36,24 @@ extension HTTPDNSServerMetrics {
     }
 
     /// The transfer families, appended to ``render()``'s text; nothing when no zone is followed.
-    func renderTransfers(into text: inout String) {
+    func renderTransfers(into text: inout HTTPDNSPrometheusText) {
         let state = transfers.withLock { $0 }
         guard !state.results.isEmpty || !state.serials.isEmpty else { return }
-        text += "# HELP httpdns_zone_transfers_total Secondary zone attempts, by zone and result.\n"
-        text += "# TYPE httpdns_zone_transfers_total counter\n"
+        text.family("zone_transfers_total", "counter", "Secondary zone attempts, by zone and result.")
         for zone in state.results.keys.sorted() {
             for result in TransferResult.allCases {
-                text += "httpdns_zone_transfers_total{\(zone),result=\"\(result.label)\"} \(state.results[zone]![result.rawValue])\n"
+                text.sample("zone_transfers_total", "\(zone),result=\"\(result.label)\"", state.results[zone]![result.rawValue])
             }
         }
-        text += "# HELP httpdns_zone_transfer_failures_total Secondary zone transfers that gave no zone, by zone and reason.\n"
-        text += "# TYPE httpdns_zone_transfer_failures_total counter\n"
+        text.family("zone_transfer_failures_total", "counter", "Secondary zone transfers that gave no zone, by zone and reason.")
         for zone in state.reasons.keys.sorted() {
             for (reason, count) in state.reasons[zone]!.sorted(by: { $0.key < $1.key }) {
-                text += "httpdns_zone_transfer_failures_total{\(zone),reason=\"\(Self.labelValue(reason))\"} \(count)\n"
+                text.sample("zone_transfer_failures_total", "\(zone),reason=\"\(Self.labelValue(reason))\"", count)
             }
         }
-        text += "# HELP httpdns_zone_serial The SOA serial of a secondary zone in service (absent while loading or expired).\n"
-        text += "# TYPE httpdns_zone_serial gauge\n"
+        text.family("zone_serial", "gauge", "The SOA serial of a secondary zone in service (absent while loading or expired).")
         for (zone, serial) in state.serials.sorted(by: { $0.key < $1.key }) {
-            text += "httpdns_zone_serial{\(zone)} \(serial)\n"
+            text.sample("zone_serial", zone, serial)
         }
     }
 }

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPServing
 
 extension HTTPDNSService {
     /// Alibaba Cloud HTTPDNS legacy JSON at `/{account}/d`, `/{account}/resolve` and their signed

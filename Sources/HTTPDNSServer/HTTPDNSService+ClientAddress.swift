@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPServing
 
 extension HTTPDNSService {
     /// The address of the client a request is answered for.

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPServing
 
 extension HTTPDNSService {
     /// DNSPod "D+" plain text at `/d` (see provider-apis.md and ``DNSPodFormat``).

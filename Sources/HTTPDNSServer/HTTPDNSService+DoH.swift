@@ -1,6 +1,7 @@
 import DNSWire
 import Foundation
 import HTTPDNSCore
+import HTTPServing
 
 extension HTTPDNSService {
     /// The media type of RFC 8484 messages.

@@ -1,5 +1,6 @@
 import DNSWire
 import HTTPDNSCore
+import HTTPServing
 
 extension HTTPDNSService {
     /// Google-style JSON DoH (`/dns-query?name=&type=` and `/resolve?name=&type=`): `Status` is the

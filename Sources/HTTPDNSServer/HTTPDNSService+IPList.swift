@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPServing
 
 extension HTTPDNSService {
     /// The self-hosted IP list at `/ips?host=…`: `{"ips":[IPv4…, IPv6…],"ttl":N}` (``IPListFormat``).

@@ -1,5 +1,7 @@
 import DNSWire
 import HTTPDNSCore
+import HTTPDNSOperations
+import HTTPServing
 
 extension HTTPDNSService {
     /// The counters behind `/metrics`.
@@ -24,7 +26,7 @@ extension HTTPDNSService {
         guard let accessLog = configuration.accessLog else { return }
         let micro = latency.components.seconds * 1_000_000 + latency.components.attoseconds / 1_000_000_000_000
         accessLog.log(HTTPDNSAccessLogLine(
-            timeMicroseconds: HTTPDNSAccessLogLine.now(), client: clientAddress(of: request),
+            timeMicroseconds: HTTPDNSLogText.now(), client: clientAddress(of: request),
             httpProtocol: request.httpVersion == "HTTP/2" ? .h2 : .h1, endpoint: endpoint, name: lookups.name,
             type: lookups.type, status: response.status, rcode: lookups.rcode, answers: lookups.answers,
             cache: lookups.firstCacheOutcome, latencyMicroseconds: Int(micro), view: lookups.viewSelected ? lookups.viewName : nil))

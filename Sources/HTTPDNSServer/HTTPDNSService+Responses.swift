@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServing
 
 extension HTTPDNSService {
     /// `text/plain` with a status; reasons are short and never echo request bytes unbounded.

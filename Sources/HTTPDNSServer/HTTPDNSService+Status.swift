@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPServing
 
 extension HTTPDNSService {
     /// `GET /status`: the operator's JSON view of the service, behind ``Admin/token``.

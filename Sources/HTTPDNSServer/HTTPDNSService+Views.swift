@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPServing
 
 /// An EDNS Client Subnet option read from a query (RFC 7871 §6): what the client says about its
 /// network, checked as §6 asks a server to check it.

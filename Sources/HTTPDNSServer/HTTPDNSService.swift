@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
+import HTTPServing
 
 /// The self-hostable HTTPDNS server: answers names from a zone, and optionally from upstream
 /// resolvers, in every wire format the clients of this package speak.
@@ -371,7 +372,7 @@ public final class HTTPDNSService: Sendable {
         serverConfiguration.limits.idleTimeout = connections.idleTimeout
         serverConfiguration.limits.maxConcurrentStreams = connections.maxConcurrentStreams
         serverConfiguration.reusePort = connections.reusePort
-        serverConfiguration.tlsTicketKeys = configuration.tlsTicketKeys
+        serverConfiguration.tlsTicketKeys = configuration.tlsTicketKeys?.keys
         serverConfiguration.threads = connections.threads
         serverConfiguration.connectionEvents = Self.connectionEvents(configuration.metrics)
         serverConfiguration.proxyProtocol = Self.proxyProtocol(trusting: configuration.trustedProxies)
@@ -499,7 +500,7 @@ public final class HTTPDNSService: Sendable {
     public func reloadTLSTicketKeys(_ keys: HTTPDNSTLSTicketKeys) throws(HTTPDNSServiceError) {
         guard let running = server.withLock({ $0 }) else { return }
         do throws(HTTPServer.StartError) {
-            try running.reloadTLSTicketKeys(keys)
+            try running.reloadTLSTicketKeys(keys.keys)
         } catch {
             throw HTTPDNSServiceError(.invalidConfiguration, error.detail)
         }

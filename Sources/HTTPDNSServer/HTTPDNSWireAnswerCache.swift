@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPServing
 
 /// Encoded RFC 8484 answers that the zone alone gave, by query: a repeated query (the same bytes
 /// after its ID) is answered with a copy of the encoded answer under its own ID, without decoding,

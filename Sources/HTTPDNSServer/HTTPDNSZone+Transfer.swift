@@ -1,5 +1,7 @@
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
+import HTTPDNSFleet
 
 extension HTTPDNSZone {
     /// A zone transferred from a primary, as the service answers it, and what it left out.
@@ -65,6 +67,51 @@ extension HTTPDNSZone {
             return Transferred(zone: try HTTPDNSZone(entries: entries), ignored: ignored, unmatchedOverlay: unmatched.sorted())
         } catch {
             throw fail(error.detail)
+        }
+    }
+
+    /// The zone served from the transfers a server follows (``HTTPDNSSecondaryZones``): every
+    /// zone's own transfer converted with `overlay` and merged (names of different zones never
+    /// collide: a name belongs to the zone whose apex is its closest); then each view's own
+    /// transfers, which replace what the zones (and the overlay's views) give that view.
+    ///
+    /// - Throws: ``HTTPDNSServiceError`` `.invalidZone` when the combination breaks the zone rules.
+    package static func combined(_ transfers: [HTTPDNSTransferredZone], overlay: HTTPDNSZone) throws(HTTPDNSServiceError) -> HTTPDNSZone {
+        var entries: [String: HTTPDNSZone.Entry] = [:]
+        for transfer in transfers where transfer.view == nil {
+            let converted = try HTTPDNSZone.transferred(transfer.snapshot, overlay: overlay)
+            for (name, entry) in converted.zone.entries where entries[name] == nil { entries[name] = entry }
+        }
+        for transfer in transfers {
+            guard let view = transfer.view else { continue }
+            try merge(view: view, of: transfer.snapshot, into: &entries)
+        }
+        return try HTTPDNSZone(entries: entries)
+    }
+
+    /// Makes `snapshot` (a transfer for `view`) that view's whole zone in `entries`.
+    private static func merge(view: String, of snapshot: DNSZoneSnapshot, into entries: inout [String: HTTPDNSZone.Entry]) throws(HTTPDNSServiceError) {
+        let zoneName = snapshot.zone.text().lowercased()
+        func fail(_ detail: String) -> HTTPDNSServiceError {
+            HTTPDNSServiceError(.invalidZone, "zone \(zoneName) (view \(view)): \(detail)")
+        }
+        let viewZone = try HTTPDNSZone.transferred(snapshot).zone
+        // The zone's names the view's transfer lacks: none in the view (a CNAME stays, the same for all).
+        for (name, entry) in entries where entry.cname == nil && viewZone.entries[name] == nil
+            && (name == zoneName || name.hasSuffix("." + zoneName)) {
+            entries[name]?.views[view] = HTTPDNSZone.Entry(ttl: entry.ttl)
+        }
+        for (name, viewEntry) in viewZone.entries {
+            if let target = viewEntry.cname {
+                guard entries[name]?.cname == target else {
+                    throw fail("\(name): a CNAME is the same for every view (the zone's is \(entries[name]?.cname ?? "none"))")
+                }
+                continue
+            }
+            var entry = entries[name] ?? HTTPDNSZone.Entry(ttl: viewEntry.ttl)
+            guard entry.cname == nil else { throw fail("\(name): a CNAME in the zone, addresses in the view") }
+            entry.views[view] = HTTPDNSZone.Entry(ipv4: viewEntry.ipv4, ipv6: viewEntry.ipv6, ttl: viewEntry.ttl)
+            entries[name] = entry
         }
     }
 }

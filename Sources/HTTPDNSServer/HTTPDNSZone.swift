@@ -274,7 +274,6 @@ public struct HTTPDNSZone: Sendable, Hashable {
 
     /// A name as it may appear in a message: bounded and printable.
     static func shown(_ raw: String) -> String {
-        let clipped = raw.unicodeScalars.prefix(80).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f ? Character($0) : "?" }
-        return "\"" + String(clipped) + "\""
+        HTTPDNSASCII.quoted(raw)
     }
 }

@@ -1,8 +1,8 @@
-import Dispatch
 import DNSWire
+import Dispatch
 import Foundation
 import HTTPDNSCore
-import HTTPDNSServer
+import HTTPServing
 
 /// A loopback DNS-over-HTTPS server (RFC 8484 POST, `application/dns-message`) that answers every
 /// question with a canned record (A 127.0.0.1, AAAA ::1, NODATA for other types, TTL 300), late

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPDNSCore
-import HTTPDNSServer
+import HTTPServing
 
 /// A loopback stand-in for the HTTPDNS service's `POST /report` (issue 22): records every request
 /// with its arrival time and answers with a status the test chooses (202 `{"accepted":N}` by default).

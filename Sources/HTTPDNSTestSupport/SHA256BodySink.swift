@@ -1,6 +1,6 @@
 import CCrypto
 import Foundation
-import HTTPDNSServer
+import HTTPServing
 
 /// A request-body sink for ``HTTPServer`` that hashes the body with SHA-256 as it arrives and counts
 /// its bytes, so a server can prove a 64 MiB upload arrived byte-exact without holding it.

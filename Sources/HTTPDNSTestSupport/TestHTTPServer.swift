@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import HTTPDNSCore
-import HTTPDNSServer
+import HTTPServing
+import Synchronization
 
 /// A loopback ``HTTPServer`` with a few fixed routes that tests of HTTP clients need, recording
 /// every request it handles.

@@ -123,6 +123,13 @@ package final class RunningTool: @unchecked Sendable {
         cleanUp()
     }
 
+    /// Runs a tool to its end (`h2load`, `nghttp`, `openssl`): its exit status and output, both streams.
+    package static func runToEnd(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let tool = try RunningTool(executable: URL(fileURLWithPath: executable), arguments: arguments)
+        let status = try tool.wait(timeout: .seconds(60))
+        return (status, String(decoding: tool.stdout + tool.stderr, as: UTF8.self))
+    }
+
     /// Everything written to stdout so far.
     package var stdout: Data { (try? Data(contentsOf: stdoutPath)) ?? Data() }
     /// Everything written to stderr so far.

@@ -1,9 +1,12 @@
 import DNSSockets
+import DNSZoneTransfer
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSFleet
 import HTTPDNSServer
 import HTTPDNSTransport
+import HTTPServing
 
 extension Command {
     static let serveSpecs: [OptionSpec] = [
@@ -250,7 +253,7 @@ extension Command {
         var tsigKey: DNSTSIGKey?
         if let path = parsed.last("tsig-file") {
             guard parsed.has("secondary") else { throw bad("--tsig-file signs --secondary transfers: give a --secondary") }
-            do throws(HTTPDNSServiceError) {
+            do throws(HTTPDNSFleetError) {
                 tsigKey = try HTTPDNSSecondary.Configuration.tsigKey(file: path)
             } catch {
                 throw ToolFailure(error.detail)
@@ -280,7 +283,7 @@ extension Command {
         }
         var secondaryZones: [HTTPDNSSecondary.Configuration] = []
         for spec in parsed.all("secondary") {
-            do throws(HTTPDNSServiceError) {
+            do throws(HTTPDNSFleetError) {
                 secondaryZones.append(try HTTPDNSSecondary.Configuration(spec: spec, key: tsigKey))
             } catch {
                 throw bad(error.detail)
@@ -300,7 +303,7 @@ extension Command {
         for view in configuration.views.views {
             guard let transfer = view.transfer else { continue }
             guard !zoneTransfers.isEmpty else { throw bad("view \(view.name) in \(viewsPath ?? "--views") has a \"transfer\": give a --secondary") }
-            do throws(HTTPDNSServiceError) {
+            do throws(HTTPDNSFleetError) {
                 let key = try HTTPDNSSecondary.Configuration.tsigKey(file: transfer.tsigKeyFile)
                 for zone in zoneTransfers {
                     var viewTransfer = transfer.primaries.isEmpty ? zone
@@ -343,10 +346,8 @@ extension Command {
         let service = HTTPDNSService(configuration: configuration)
         // Before the service listens, so that /ready waits for the zones from its first answer.
         let secondaries = secondaryZones.isEmpty ? nil : HTTPDNSSecondaryZones(
-            secondaryZones, overlay: overlay, service: service, directory: secondaryDirectory
-        ) {
-            Output.diagnostic($0)
-        }
+            secondaryZones, overlay: overlay, service: service, directory: secondaryDirectory,
+            monitor: HTTPDNSZoneFollowerLines { Output.diagnostic("httpdns: " + $0) })
         do {
             try service.start()
         } catch {
@@ -356,7 +357,7 @@ extension Command {
         defer { secondaries?.stop() }
         var notifyBound: String?
         if let secondaries, let (address, port) = notifyAddress {
-            do throws(HTTPDNSServiceError) {
+            do throws(HTTPDNSFleetError) {
                 let bound = try secondaries.listenForNotify(on: SocketAddress(address: address, port: port))
                 notifyBound = "\(bound.address.uriText):\(bound.port)"
             } catch {
@@ -422,7 +423,7 @@ extension Command {
         var tls: (certificate: String, key: String)?
         var ticketKeys: String?
         /// The zones followed on primaries; the zone file is then their overlay.
-        var secondaries: HTTPDNSSecondaryZones?
+        var secondaries: HTTPDNSSecondaryZones<HTTPDNSService>?
     }
 
     /// Says it is ready with `announce`, then serves until SIGINT or SIGTERM (then drains and
@@ -461,7 +462,7 @@ extension Command {
         let tlsFiles = files.tls
         if files.zone != nil || files.views != nil {
             let what = [files.zone.map { "zone \($0)" }, files.views.map { "views \($0)" }].compactMap { $0 }.joined(separator: " and ")
-            do {
+            do throws(HTTPDNSServiceError) {
                 let views = try files.views.map { path throws(HTTPDNSServiceError) in try HTTPDNSViews(contentsOfFile: path) }
                 let zone = try files.zone.map { path throws(HTTPDNSServiceError) in
                     do throws(HTTPDNSServiceError) {
@@ -472,7 +473,13 @@ extension Command {
                 }
                 if let secondaries = files.secondaries {
                     if let views { try service.reload(zone: service.zone, views: views) }
-                    if let zone { try secondaries.reload(overlay: zone) }
+                    if let zone {
+                        do throws(HTTPDNSFleetError) {
+                            try secondaries.reload(overlay: zone)
+                        } catch {
+                            throw HTTPDNSServiceError(.invalidZone, error.detail)
+                        }
+                    }
                 } else {
                     try service.reload(zone: zone ?? service.zone, views: views)
                     if let zone { service.metrics.zoneLoaded(names: zone.entries.count) }

@@ -1,8 +1,12 @@
+import DNSStubCore
 import DNSWire
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSOperations
 import HTTPDNSServer
+import HTTPDNSStub
 import HTTPDNSTransport
+import HTTPServing
 
 extension Command {
     /// Where the stub listens by default: a loopback address of its own, clear of systemd-resolved's

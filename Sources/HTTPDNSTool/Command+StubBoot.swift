@@ -1,7 +1,9 @@
+import DNSStubCore
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPDNSStub
 
 extension Command {
     /// `httpdns stub`'s options for starting as a service: persistence, static entries, systemd.

@@ -1,7 +1,9 @@
+import DNSStubCore
 import DNSWire
 import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPDNSStub
 
 extension Command {
     /// `httpdns stub`'s options for the host's wiring and abuse limits.

@@ -1,5 +1,6 @@
 import HTTPDNS
 import HTTPDNSServer
+import HTTPDNSStub
 import HTTPDNSTransport
 
 extension Command {

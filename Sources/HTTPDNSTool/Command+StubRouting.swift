@@ -1,5 +1,8 @@
+import DNSStubCore
 import HTTPDNSCore
+import HTTPDNSOperations
 import HTTPDNSServer
+import HTTPDNSStub
 import HTTPDNSTransport
 
 extension Command {
@@ -25,7 +28,7 @@ extension Command {
     /// - Throws: a usage error naming the bad option, ``ToolFailure`` when the log cannot be opened.
     static func stubRouting(
         _ parsed: ParsedArguments, transport: HTTPTransport, trust: HTTPDNSTrust, bad: (String) -> UsageError
-    ) throws -> (DNSStubRoutes, [[any DNSStubUpstream]], (HTTPDNSIPAddress, Int)?, HTTPDNSAccessLog?) {
+    ) throws -> (DNSStubRoutes, [[any DNSStubUpstream]], (HTTPDNSIPAddress, Int)?, HTTPDNSLineLog?) {
         let routes: DNSStubRoutes
         do {
             routes = try DNSStubRoutes(parsing: parsed.all("route"))
@@ -51,10 +54,10 @@ extension Command {
             }
             metricsListen = (address, port)
         }
-        var queryLog: HTTPDNSAccessLog?
+        var queryLog: HTTPDNSLineLog?
         if let path = parsed.last("query-log") {
             do {
-                queryLog = try HTTPDNSAccessLog(path: path)
+                queryLog = try HTTPDNSLineLog(path: path, maxBufferedBytes: 4 << 20)
             } catch {
                 throw ToolFailure("cannot open --query-log \(path): \(error)")
             }

@@ -1,5 +1,6 @@
 import DNSSockets
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
 import HTTPDNSTestSupport
 import XCTest

@@ -4,6 +4,7 @@ import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSNetworking
+import HTTPServing
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -3,6 +3,7 @@ import HTTPDNSCore
 import HTTPDNSDifferential
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// Starts the servers every route shares and writes their description for the runner:

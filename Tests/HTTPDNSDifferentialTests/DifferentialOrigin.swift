@@ -2,6 +2,7 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 
 /// The application server behind nginx: answers the scenarios' paths, hashing every request body
 /// as it arrives (a 64 MiB upload is never held).

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSProxyTestBed
 import HTTPDNSTestSupport
 import HTTPDNSNetworking
 @testable import HTTPDNSLoopbackProxy

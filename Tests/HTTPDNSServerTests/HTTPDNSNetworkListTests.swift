@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSOperations
 @testable import HTTPDNSServer
 import HTTPDNSTestSupport
 import XCTest

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSFleet
 import HTTPDNSServer
 import XCTest
 

@@ -1,6 +1,8 @@
 import DNSSockets
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
+import HTTPDNSFleet
 @testable import HTTPDNSServer
 import HTTPDNSTestSupport
 import XCTest
@@ -26,9 +28,9 @@ final class HTTPDNSSecondaryZonesTests: XCTestCase {
         configuration.transferTimeout = .seconds(10)
         let service = HTTPDNSService(configuration: HTTPDNSService.Configuration())
         let lines = HTTPDNSLock<[String]>([])
-        let zones = HTTPDNSSecondaryZones([configuration], overlay: HTTPDNSZone(), service: service) { line in
+        let zones = HTTPDNSSecondaryZones([configuration], overlay: HTTPDNSZone(), service: service, monitor: HTTPDNSZoneFollowerLines { line in
             lines.withLock { $0.append(line) }
-        }
+        })
         zones.start()
         defer { zones.stop() }
         let logged = { (text: String) in lines.withLock { $0.contains { $0.contains(text) } } }

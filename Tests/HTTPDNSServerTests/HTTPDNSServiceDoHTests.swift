@@ -4,6 +4,7 @@ import HTTPDNS
 import HTTPDNSCore
 @testable import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// `/dns-query`: RFC 8484 wire format (GET and POST), JSON, and the RFC 8484 §6 hardening statuses.

@@ -158,7 +158,7 @@ final class HTTPDNSServiceLoadSheddingTests: HTTPDNSServiceTestCase {
         let result = HTTPDNSLock<String?>(nil)
         let done = expectation(description: "h2load finished")
         Thread {
-            let output = try? HTTPServerLimitsTests.run("/usr/bin/h2load", ["-n", "10", "-c", "1", "-m", "10", url])
+            let output = try? RunningTool.runToEnd("/usr/bin/h2load", ["-n", "10", "-c", "1", "-m", "10", url])
             result.withLock { $0 = output?.output }
             done.fulfill()
         }.start()

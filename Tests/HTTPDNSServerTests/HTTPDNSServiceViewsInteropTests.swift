@@ -3,6 +3,7 @@ import Foundation
 import HTTPDNSCore
 @testable import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// Views over real sockets: a PROXY v2 header from a trusted balancer, the view in `/metrics` and

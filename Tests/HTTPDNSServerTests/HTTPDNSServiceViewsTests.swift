@@ -4,6 +4,7 @@ import HTTPDNSCore
 @testable import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSTransport
+import HTTPServing
 import XCTest
 
 /// Answers by client network, through the service: every client source in every answer format.

@@ -1,4 +1,5 @@
 import DNSWire
+import DNSZoneTransfer
 import HTTPDNSCore
 @testable import HTTPDNSServer
 import XCTest

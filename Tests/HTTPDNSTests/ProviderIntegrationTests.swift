@@ -2,8 +2,8 @@ import DNSWire
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
-import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// Every provider format against HTTP servers on 127.0.0.1, plus the ways a service fails.

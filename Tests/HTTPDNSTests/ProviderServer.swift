@@ -1,6 +1,6 @@
 import DNSWire
 import Foundation
-import HTTPDNSServer
+import HTTPServing
 import XCTest
 import HTTPDNSCore
 

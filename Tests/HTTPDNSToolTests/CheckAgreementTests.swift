@@ -2,6 +2,7 @@ import Foundation
 import HTTPDNS
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// One policy: on the same network, `engine.checkHijack` (what an app calls) and `httpdns check`

@@ -2,6 +2,7 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// `httpdns check` with a real dnsmasq as LocalDNS: lying (hijack, exit 2) and honest (agree, exit 0).

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSProxyTestBed
 import HTTPDNSTestSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// `httpdns serve` as an operator runs it: several listeners, /health and /ready, SIGHUP reload, errors that

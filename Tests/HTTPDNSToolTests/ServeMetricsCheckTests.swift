@@ -2,6 +2,7 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// `/metrics` of a live `httpdns serve` read by an independent parser: scripts/check-metrics.py,

@@ -1,4 +1,5 @@
 import DNSWire
+import DNSZoneTransfer
 import Foundation
 import HTTPDNSCore
 import HTTPDNSTestSupport

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import DNSStubCore
 import DNSWire
 import Foundation
 import HTTPDNSCore

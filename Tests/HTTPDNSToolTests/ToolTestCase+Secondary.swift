@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import DNSWire
+import DNSZoneTransfer
 import Foundation
 import HTTPDNSCore
 import HTTPDNSTestSupport

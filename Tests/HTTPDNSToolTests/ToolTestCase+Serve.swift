@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// `httpdns serve` as a daemon in tests: started, its listeners read from stdout, and stopped with

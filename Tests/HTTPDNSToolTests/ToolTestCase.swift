@@ -2,6 +2,7 @@ import Foundation
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSTestSupport
+import HTTPServing
 import XCTest
 
 /// Shared set-up for tests of the `httpdns` binary: the runner, and loopback HTTPDNS services

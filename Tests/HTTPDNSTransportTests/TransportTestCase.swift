@@ -1,8 +1,8 @@
 import Foundation
 import HTTPDNSCore
-import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSTransport
+import HTTPServing
 import XCTest
 
 /// Shared helpers: one transport per test, servers started on loopback and stopped afterwards.

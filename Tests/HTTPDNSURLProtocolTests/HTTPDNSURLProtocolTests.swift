@@ -6,6 +6,7 @@ import HTTPDNSTestSupport
 import HTTPDNSTransport
 import HTTPDNSNetworking
 import HTTPDNSURLSession
+import HTTPServing
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -5,6 +5,7 @@ import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSNetworking
 import HTTPDNSURLSession
+import HTTPServing
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking

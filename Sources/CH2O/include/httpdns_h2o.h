@@ -95,10 +95,6 @@ void httpdns_h2o_server_set_tls(httpdns_h2o_server *server, int index, httpdns_h
  * Any thread. */
 void httpdns_h2o_server_stop_accepting(httpdns_h2o_server *server);
 
-/* Refuses new TCP connections at listener `fd` without closing it (a SYN without ACK is dropped by
- * a socket filter), so that handshakes already answered complete and can still be accepted before
- * the listener closes: the drains of `httpdns serve` and `httpdns stub` use it. 0, or -1 and errno. */
-int httpdns_refuse_new_connections(int fd);
 /* Ends the drain: shuts down every open connection's socket; those with a request in hand or
  * bytes of one buffered are reported to `shed` as HTTPDNS_H2O_SHED_DRAIN. Any thread. */
 void httpdns_h2o_server_close_connections(httpdns_h2o_server *server);

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSFleet
 
 extension HTTPDNSService.Reports {
     /// Report state shared by a fleet in one Redis (issue 24): a report that reaches any instance
@@ -139,6 +140,18 @@ extension HTTPDNSService.Reports {
             }
             guard connectTimeout > .zero, commandTimeout > .zero, pollInterval > .zero else { throw bad("timeouts must be positive") }
             guard maxPending >= 1 else { throw bad("maxPending must be at least 1") }
+        }
+
+        /// The connection half, as the fleet's report sharer takes it.
+        package var connection: HTTPDNSRedisSettings {
+            let fleetEndpoint: HTTPDNSRedisSettings.Endpoint
+            switch endpoint {
+            case .tcp(let host, let port): fleetEndpoint = .tcp(host: host, port: port)
+            case .unix(let path): fleetEndpoint = .unix(path: path)
+            }
+            return HTTPDNSRedisSettings(
+                endpoint: fleetEndpoint, user: user, password: password, database: database, connectTimeout: connectTimeout,
+                commandTimeout: commandTimeout, pollInterval: pollInterval)
         }
     }
 }

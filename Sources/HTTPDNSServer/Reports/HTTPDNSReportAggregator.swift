@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSFleet
 
 /// Counts, per reported address and client view, the distinct client networks that reported it
 /// within a sliding window: a plain value with an explicit `now`, held by ``HTTPDNSReports`` behind
@@ -27,15 +28,7 @@ import HTTPDNSCore
 ///   any share, and still decide while 500 networks cycle through tens of thousands of pairs.
 package struct HTTPDNSReportAggregator: Sendable {
     /// An address as reported by clients of one view.
-    package struct Key: Sendable, Hashable {
-        package var address: HTTPDNSIPAddress
-        package var view: String
-
-        package init(address: HTTPDNSIPAddress, view: String) {
-            self.address = address
-            self.view = view
-        }
-    }
+    package typealias Key = HTTPDNSReportKey
 
     /// Memory bounds.
     package struct Bounds: Sendable, Hashable {

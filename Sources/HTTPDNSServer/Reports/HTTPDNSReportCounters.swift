@@ -1,4 +1,6 @@
 import HTTPDNSCore
+import HTTPDNSFleet
+import HTTPDNSOperations
 
 /// The report series of `/metrics`, rendered after the server's own (``HTTPDNSServerMetrics/render()``).
 ///
@@ -75,15 +77,11 @@ package final class HTTPDNSReportCounters: Sendable {
     var snapshot: State { state.withLock { $0 } }
 
     /// The report families in the Prometheus text format.
-    package func render() -> String {
+    package func render() -> HTTPDNSPrometheusText {
         let state = snapshot
-        var text = ""
-        func family(_ name: String, _ type: String, _ help: String) {
-            text += "# HELP httpdns_\(name) \(help)\n# TYPE httpdns_\(name) \(type)\n"
-        }
-        func sample(_ name: String, _ labels: String, _ value: some BinaryInteger) {
-            text += "httpdns_\(name)\(labels.isEmpty ? "" : "{\(labels)}") \(value)\n"
-        }
+        var text = HTTPDNSPrometheusText(prefix: "httpdns_")
+        func family(_ name: String, _ type: String, _ help: String) { text.family(name, type, help) }
+        func sample(_ name: String, _ labels: String, _ value: some BinaryInteger) { text.sample(name, labels, value) }
         family("reports_total", "counter", "POST /report requests, by result.")
         for result in Result.allCases { sample("reports_total", "result=\"\(result.label)\"", state.results[result.rawValue]) }
         family("report_items_total", "counter", "Items of accepted report batches, by result.")

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSFleet
 
 /// What the reports decided, and the probes that decide it: a plain value with an explicit `now`.
 ///
@@ -13,27 +14,9 @@ import HTTPDNSCore
 /// No decision is made on the clients' word alone, so a flood of forged-but-signed reports can at
 /// worst reorder one view's answers, never take an address away from anyone.
 package struct HTTPDNSReportDecisions: Sendable {
-    package enum Kind: String, Sendable, Hashable {
-        /// Down for all views: the server's own probe failed.
-        case down
-        /// Last in one view's answers: the probe passed, that view's clients still fail.
-        case demoted
-    }
-
+    package typealias Kind = HTTPDNSReportDecision.Kind
     /// One decision in force.
-    package struct Decision: Sendable, Hashable {
-        package var kind: Kind
-        package var address: HTTPDNSIPAddress
-        /// The view demoted in; nil for ``Kind/down``.
-        package var view: String?
-        /// Distinct networks that had reported it when decided.
-        package var networks: Int
-        /// The name and port probed.
-        package var host: String
-        package var port: Int
-        package var since: Double
-        package var until: Double
-    }
+    package typealias Decision = HTTPDNSReportDecision
 
     /// Seconds a decision holds.
     package let hold: Double

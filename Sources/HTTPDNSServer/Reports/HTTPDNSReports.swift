@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSFleet
 import Synchronization
 
 /// The service's report state: the aggregator and the decisions behind one lock, the probes they
@@ -49,7 +50,7 @@ package final class HTTPDNSReports: Sendable {
             decisions: HTTPDNSReportDecisions(hold: settings.holdTime.inSeconds, maxDecisions: settings.maxTrackedAddresses)))
         sharer = settings.redis.map { redis in
             HTTPDNSReportSharer(
-                settings: redis,
+                settings: redis.connection,
                 sharing: HTTPDNSReportSharing(
                     namespace: redis.namespace, window: settings.window.inSeconds, hold: settings.holdTime.inSeconds,
                     maxNetworks: settings.maxNetworksPerAddress, maxPending: redis.maxPending),

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPServing
 
 extension HTTPDNSService {
     /// `POST /report`: an authenticated batch of addresses apps failed to reach
