@@ -6,8 +6,9 @@ package struct DNSExtendedError: Sendable, Hashable, CustomStringConvertible {
     /// The EDNS option code of an Extended DNS Error (RFC 8914 §2).
     package static let optionCode: UInt16 = 15
     /// Longest EXTRA-TEXT written, in UTF-8 bytes: the OPT record must leave room for the question in
-    /// a 512-byte answer, even one that is truncated.
-    package static let maxExtraTextBytes = 128
+    /// a 512-byte answer, even one that is truncated (512 − header 12 − the longest question 259 −
+    /// OPT 11 − the option's own 6 bytes leaves 224).
+    package static let maxExtraTextBytes = 200
 
     /// An INFO-CODE (RFC 8914 §4; IANA "Extended DNS Error Codes").
     package struct InfoCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
@@ -45,17 +46,56 @@ package struct DNSExtendedError: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The option as it goes into OPT RDATA: OPTION-CODE 15, OPTION-LENGTH, INFO-CODE, EXTRA-TEXT
-    /// (RFC 8914 §2), the text cut at a character boundary to at most ``maxExtraTextBytes``.
+    /// (RFC 8914 §2), the text fitted to at most ``maxExtraTextBytes`` (``fitted(_:maxBytes:)``).
     package var option: [UInt8] {
-        var text: [UInt8] = []
-        for scalar in extraText.unicodeScalars {
-            let bytes = Array(String(scalar).utf8)
-            if text.count + bytes.count > Self.maxExtraTextBytes { break }
-            text += bytes
-        }
+        let text = Self.fitted(extraText, maxBytes: Self.maxExtraTextBytes)
         let length = 2 + text.count
         return [0, UInt8(Self.optionCode), UInt8(length >> 8), UInt8(length & 0xFF),
                 UInt8(infoCode.rawValue >> 8), UInt8(infoCode.rawValue & 0xFF)] + text
+    }
+
+    /// `text` in at most `maxBytes` UTF-8 bytes, cut at character boundaries. A text of several
+    /// reasons (`"NAME: reason; NAME: reason"`, one per upstream tried) keeps every reason: each
+    /// gets an equal share, and a reason over its share loses the end of its NAME (a URL, say,
+    /// marked "…"), not what went wrong, so the last upstream's reason is never the one cut off.
+    package static func fitted(_ text: String, maxBytes: Int) -> [UInt8] {
+        let whole = Array(text.utf8)
+        guard whole.count > maxBytes else { return whole }
+        let parts = text.components(separatedBy: "; ")
+        let share = (maxBytes - 2 * (parts.count - 1)) / max(1, parts.count)
+        guard parts.count > 1, share >= 8 else { return prefix(text, maxBytes) }
+        var pieces: [[UInt8]] = []
+        for part in parts {
+            guard part.utf8.count > share else {
+                pieces.append(Array(part.utf8))
+                continue
+            }
+            guard let colon = part.range(of: ": ", options: .backwards) else {
+                pieces.append(prefix(part, share))
+                continue
+            }
+            let reason = Array(part[colon.lowerBound...].utf8)
+            let ellipsis = Array("…".utf8)
+            let room = share - reason.count - ellipsis.count
+            if room >= 4 {
+                pieces.append(prefix(String(part[..<colon.lowerBound]), room) + ellipsis + reason)
+            } else {
+                pieces.append(prefix(part, share))
+            }
+        }
+        let joined = Array(pieces.joined(separator: Array("; ".utf8)))
+        return joined.count <= maxBytes ? joined : prefix(String(decoding: joined, as: UTF8.self), maxBytes)
+    }
+
+    /// The longest prefix of `text` within `maxBytes` UTF-8 bytes that ends at a character boundary.
+    private static func prefix(_ text: String, _ maxBytes: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for scalar in text.unicodeScalars {
+            let encoded = Array(String(scalar).utf8)
+            if bytes.count + encoded.count > maxBytes { break }
+            bytes += encoded
+        }
+        return bytes
     }
 
     /// The first Extended DNS Error in EDNS `options` (code, length, data triples); nil when there is

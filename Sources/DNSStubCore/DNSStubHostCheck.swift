@@ -28,6 +28,9 @@ package struct DNSStubHostCheck: Sendable, Hashable {
         package var listen: DNSStubResolvedConf.Server
         /// Whether a DNS server answered the probe there; nil when not probed.
         package var stubAnswers: Bool?
+        /// When it did not: whether the port was closed ("connection refused" at once) rather than
+        /// silent for the probe's second.
+        package var stubRefused = false
 
         package init(listen: DNSStubResolvedConf.Server) {
             self.listen = listen
@@ -38,6 +41,9 @@ package struct DNSStubHostCheck: Sendable, Hashable {
         case protected
         case partlyProtected = "partly protected"
         case notProtected = "NOT protected"
+        /// The host sends every name to the stub, and nothing answers there: every lookup fails
+        /// (no leak, but no answer). Its own verdict, so that a health check on `--check` fails.
+        case notAnswering = "NOT answering"
     }
 
     /// What each piece points to, one line each.
@@ -86,8 +92,13 @@ package struct DNSStubHostCheck: Sendable, Hashable {
         case .none: lines.append("httpdns stub: \(stub) (not probed)")
         case .some(true): lines.append("httpdns stub: \(stub) answers")
         case .some(false):
+            let why = inputs.stubRefused ? "connection refused: nothing listens there" : "no reply within 1 s"
             let outcome = verdict == .protected ? ": names would fail, not leak" : ""
-            lines.append("httpdns stub: \(stub) does not answer (no reply within 1 s)\(outcome)")
+            lines.append("httpdns stub: \(stub) does not answer (\(why))\(outcome)")
+            if verdict == .protected {
+                verdict = .notAnswering
+                verdictLine = "NOT answering: every name goes to httpdns stub at \(stub), and nothing answers there (\(why)): every lookup on the host fails"
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import DNSStubCore
+import Dispatch
 import DNSWire
 import HTTPDNS
 import HTTPDNSCore
@@ -25,6 +26,12 @@ package final class DNSStubResolver: Sendable {
         package var upstreamHealth = DNSStubUpstreamHealth.Configuration()
         /// Static entries (`--hosts`), answered before anything else; none by default.
         package var hosts = DNSStubHosts()
+        /// Longest a client waits: a query nobody has answered by then gets SERVFAIL (EDE 22, "no
+        /// answer within …") while the providers and upstreams are still asked, so that the
+        /// client's retry finds their answer cached. Well inside glibc's 5 s per try (RFC 8767's
+        /// client response timer, 1.8 s, is the reference: without it a blackholed upstream held
+        /// every query for the whole upstream timeout and programs timed out instead). Default 1.8 s.
+        package var answerDeadline: Duration = .milliseconds(1800)
 
         package init() {}
     }
@@ -99,12 +106,19 @@ package final class DNSStubResolver: Sendable {
         _ request: DNSStubRequest, client: HTTPDNSIPAddress? = nil, completion: @escaping @Sendable (DNSStubResponse) -> Void
     ) {
         let began = Began(logging: queryLog != nil)
+        let delivered = HTTPDNSLock(false)
         let deliver: Delivery = { [self] response, source, upstream in
+            // Once: the deadline's SERVFAIL and a late answer race; the late one only fills the caches.
+            guard delivered.withLock({ done in defer { done = true }; return !done }) else { return }
             record(request, client: client, response, source, upstream, began: began)
             completion(response)
         }
         let question = request.question
         if let local = configuration.hosts.answer(question) { return deliver(local, .hosts, nil) }
+        let milliseconds = Int(configuration.answerDeadline.inSeconds * 1000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            deliver(.serverFailure(.noReachableAuthority, "no answer within \(milliseconds) ms; still asking"), .servfail, nil)
+        }
         let host = question.name.text()
         if let route = routes.route(for: host) { return fromUpstreams(request, routeUpstreams[route], source: .route, deliver) }
         guard isAddressQuestion(question), engine.protects(host) else { return fromUpstreams(request, upstreams, source: .upstream, deliver) }

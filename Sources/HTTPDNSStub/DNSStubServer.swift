@@ -18,8 +18,9 @@ import Synchronization
 /// Which thread owns what: the UDP thread reads datagrams and answers rejections and cached
 /// answers itself; any other query is handed to the resolver, and its answer is sent (non-blocking
 /// `sendto`) from the thread it arrives on: an upstream's, or a task's for the engine's answers.
-/// The accept thread owns the listener; each connection thread owns its descriptor and answers its
-/// queries one after another, waiting for each task (pipelined queries are answered in order).
+/// The accept thread owns the listener; each connection thread owns its descriptor, hands each
+/// query it reads to the resolver at once and writes the answers as they come back (pipelined
+/// queries are resolved concurrently and answered in any order, RFC 7766 §6.2.1.1).
 ///
 /// The drain (``drain(within:)``, issue 25): the listener refuses new handshakes, accepts those
 /// already answered for a short grace and closes; the UDP thread reads what the kernel already
@@ -42,6 +43,10 @@ package final class DNSStubServer: Sendable {
         /// Time for the rest of a TCP message once its first byte came, and for writing an answer:
         /// a slow client loses its connection. Default 5 s.
         package var tcpMessageTimeout: Duration = .seconds(5)
+        /// Queries of one TCP connection resolved at once (RFC 7766 §6.2.1.1: pipelined queries are
+        /// processed concurrently, answered as they are ready); past it the connection reads no
+        /// more until one is answered. Default 64.
+        package var tcpMaxInFlight: Int = 64
         /// UDP queries being resolved at once; more are dropped (the client retries). Default 1,024.
         package var maxUDPInFlight: Int = 1024
         /// The front's settings (the UDP payload size cap).

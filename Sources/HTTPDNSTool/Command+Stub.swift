@@ -27,7 +27,19 @@ extension Command {
             address). Default: the DoH services of the default providers. Ranked by smoothed RTT and failures; \
             one slower than its usual time is hedged (the next is asked too, the first answer wins).
             """),
+        OptionSpec("timeout", value: "seconds", help: """
+            Time limit of one upstream exchange (TCP retry included) and of each provider attempt. Whatever \
+            the upstreams do, every query is answered within \(stubSeconds(DNSStubResolver.Configuration().answerDeadline)) s: \
+            SERVFAIL (EDE 22) when nothing came by then, while they are still asked, so that the client's \
+            retry finds the answer cached (glibc waits 5 s per try). Default \(stubSeconds(DNSStubResolver.Configuration().upstreamTimeout)).
+            """),
     ]
+
+    /// `1.8`, `5`: a duration as --help shows it, from the library's own default.
+    static func stubSeconds(_ duration: Duration) -> String {
+        let milliseconds = Int(duration.inSeconds * 1000)
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
+    }
 
     static let stubHelp = HelpText(
         overview: """
@@ -40,7 +52,7 @@ extension Command {
             until SIGINT or SIGTERM, then drains (new TCP connections refused, every query already received answered) and exits 0.
             """,
         usage: "httpdns stub [<options>]",
-        options: stubSpecs + stubRouteSpecs + stubBootSpecs + stubCheckSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type"].contains($0.key) } + [HelpText.helpOption],
+        options: stubSpecs + stubRouteSpecs + stubBootSpecs + stubCheckSpecs + SharedOptions.specs.filter { !["json", "local-dns", "type", "timeout"].contains($0.key) } + [HelpText.helpOption],
         sections: [
             ("OUTPUT", "First line on stdout once both sockets are bound: listening on udp://IP:PORT tcp://IP:PORT; with --metrics, then: metrics on http://IP:PORT/metrics"),
             ("SYSTEMD", """
@@ -48,7 +60,11 @@ extension Command {
                 ignored; READY=1 goes to NOTIFY_SOCKET once the caches are loaded and the sockets answer, \
                 STOPPING=1 at stop. Units: contrib/systemd/httpdns-stub.socket and .service.
                 """),
-            ("EXIT STATUS", "0 after SIGINT or SIGTERM, 1 when it cannot listen, 64 bad usage. With --check: 0 protected, 1 not or partly protected."),
+            ("EXIT STATUS", """
+                0 after SIGINT or SIGTERM once every query received is answered, 1 when it cannot listen or \
+                the drain ended with queries unanswered, 64 bad usage. With --check: 0 protected, 1 not or \
+                partly protected, 2 names go to the stub and nothing answers there.
+                """),
             ("EXAMPLES", """
                 httpdns stub
                 dig @127.0.0.153 www.example.com
@@ -151,6 +167,7 @@ extension Command {
         }
         persistence?.start()
         let watcher = stubWatchNetwork(resolver, renewing: transport)
+        var drained = true
         try await waitForStopSignal(announce: {
             let endpoint = "\(server.localAddress.uriText):\(server.port)"
             try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")
@@ -167,7 +184,8 @@ extension Command {
             server.stop()
             Output.diagnostic("httpdns stub: draining: new connections refused, the queries received are being answered")
             if await !server.drain(within: longest) {
-                Output.diagnostic("httpdns stub: queries still unanswered after \(longest); exiting")
+                Output.diagnostic("httpdns stub: queries still unanswered after \(longest); exiting with status 1")
+                drained = false
             }
             metricsServer?.stop(drain: .milliseconds(200))
             queryLog?.close(timeout: .seconds(2))
@@ -180,6 +198,6 @@ extension Command {
                 }
             }
         }
-        return ExitStatus.success
+        return drained ? ExitStatus.success : ExitStatus.failure
     }
 }

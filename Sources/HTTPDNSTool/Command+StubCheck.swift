@@ -11,7 +11,8 @@ extension Command {
         OptionSpec("check", help: """
             Do not serve: print where /etc/resolv.conf and systemd-resolved (resolved.conf and its drop-ins) \
             send names, whether a stub answers at --listen (one query, 1 s), and a verdict line: protected, \
-            partly protected or NOT protected. Exit status 0 only when protected.
+            partly protected, NOT protected, or NOT answering (names go to the stub, and nothing answers \
+            there). Exit status 0 only when protected, 1 not or partly protected, 2 not answering.
             """),
         OptionSpec("rate-limit", value: "n", help: """
             Queries per second per client (an IPv4 address, an IPv6 /64), every client, loopback included; \
@@ -52,17 +53,30 @@ extension Command {
             // Without any file resolved runs on its defaults: an empty configuration.
             inputs.resolvedConfs = [""] + files.compactMap(read)
         }
-        inputs.stubAnswers = await stubAnswers(at: listen)
+        (inputs.stubAnswers, inputs.stubRefused) = await stubAnswers(at: listen)
         let check = DNSStubHostCheck(inputs)
         for line in check.lines { try Output.line(line) }
         try Output.line(check.verdictLine)
-        return check.verdict == .protected ? ExitStatus.success : ExitStatus.failure
+        switch check.verdict {
+        case .protected: return ExitStatus.success
+        case .notAnswering: return stubNotAnswering
+        case .partlyProtected, .notProtected: return ExitStatus.failure
+        }
     }
 
-    /// Whether a DNS server answers `.` NS over UDP at `server` within 1 s (any RCODE counts).
-    static func stubAnswers(at server: DNSStubResolvedConf.Server) async -> Bool {
-        guard let upstream = try? DNSStubUpstreamSpec(parsing: "udp=\(server)").makeUpstream(transport: nil) else { return false }
+    /// `--check`'s exit status when the host sends names to a stub that does not answer.
+    static let stubNotAnswering: Int32 = 2
+
+    /// Whether a DNS server answers `.` NS over UDP at `server` within 1 s (any RCODE counts), and
+    /// when not, whether the port was closed (ICMP port unreachable: "connection refused").
+    static func stubAnswers(at server: DNSStubResolvedConf.Server) async -> (answers: Bool, refused: Bool) {
+        guard let upstream = try? DNSStubUpstreamSpec(parsing: "udp=\(server)").makeUpstream(transport: nil) else { return (false, false) }
         let query = DNSMessage.makeQuery(name: .root, type: .NS, id: UInt16.random(in: 0...UInt16.max), recursionDesired: true, edns: nil)
-        return (try? await upstream.exchange(query, timeout: .seconds(1))) != nil
+        do {
+            _ = try await upstream.exchange(query, timeout: .seconds(1))
+            return (true, false)
+        } catch {
+            return (false, "\(error)".contains("Connection refused"))
+        }
     }
 }

@@ -127,10 +127,13 @@ final class DNSStubHostCheckTests: XCTestCase {
 
     func testProbeResultIsReported() {
         let result = check("nameserver 127.0.0.153\n", answers: false)
-        XCTAssertEqual(result.verdict, .protected, "a stub that is down makes lookups fail, not leak")
+        // Wired to the stub, but nothing answers there: every lookup fails. Not "protected" (issue 32).
+        XCTAssertEqual(result.verdict, .notAnswering, "a stub that is down makes lookups fail, not leak")
+        XCTAssertTrue(result.verdictLine.hasPrefix("NOT answering: every name goes to httpdns stub at 127.0.0.153:53"), result.verdictLine)
         XCTAssertTrue(result.lines.contains("httpdns stub: 127.0.0.153:53 does not answer (no reply within 1 s): names would fail, not leak"), "\(result.lines)")
         let leaking = check("nameserver 10.0.0.1\n", answers: false)
         XCTAssertTrue(leaking.lines.contains("httpdns stub: 127.0.0.153:53 does not answer (no reply within 1 s)"), "\(leaking.lines)")
+        XCTAssertEqual(leaking.verdict, .notProtected, "names leak to 10.0.0.1 whatever the stub does")
     }
 }
 

@@ -84,8 +84,36 @@ final class DNSStubResponseTests: XCTestCase {
         XCTAssertEqual(DNSExtendedError.first(in: [0, 10, 0, 1, 9] + error.option), error)
         XCTAssertNil(DNSExtendedError.first(in: [0, 15, 0, 1, 0]))
         // Long text is cut at a character boundary.
-        let long = DNSExtendedError(.other, String(repeating: "é", count: 100)).option
+        let long = DNSExtendedError(.other, String(repeating: "é", count: 101)).option
         XCTAssertEqual(long.count, 6 + DNSExtendedError.maxExtraTextBytes)
+    }
+
+    /// Issue 32: three DoH upstreams' reasons were cut at 128 bytes in the middle of the last URL,
+    /// so the last reason was lost. Each reason now keeps what went wrong; names give way first.
+    func testLongReasonsFromSeveralUpstreamsKeepEveryReason() {
+        let text = [
+            "doh https://dns.google/dns-query: timed out after 5 s",
+            "doh https://cloudflare-dns.com/dns-query: connection refused by 1.1.1.1",
+            "doh https://doh.pub/dns-query?bootstrap=1.12.12.12: TLS certificate verify failed",
+            "doh https://dns.alidns.com/dns-query: could not resolve the bootstrap",
+        ].joined(separator: "; ")
+        let fitted = DNSExtendedError.fitted(text, maxBytes: DNSExtendedError.maxExtraTextBytes)
+        XCTAssertLessThanOrEqual(fitted.count, DNSExtendedError.maxExtraTextBytes)
+        let shown = String(decoding: fitted, as: UTF8.self)
+        for reason in ["timed out after 5 s", "connection refused by 1.1.1.1", "TLS certificate verify failed", "could not resolve the bootstrap"] {
+            XCTAssertTrue(shown.contains(reason), "\(reason) in \(shown)")
+        }
+        XCTAssertEqual(shown.components(separatedBy: "; ").count, 4, shown)
+        XCTAssertTrue(shown.hasPrefix("doh https://dns.google"), shown)
+        // A text that fits is written as it is.
+        XCTAssertEqual(DNSExtendedError.fitted("udp 10.0.0.1:53: timed out", maxBytes: 200), Array("udp 10.0.0.1:53: timed out".utf8))
+        // Every cut is at a character boundary and within the bound, whatever the text.
+        for count in 0..<300 {
+            let random = String((0..<count).map { _ in "aé; :/".randomElement()! })
+            let bytes = DNSExtendedError.fitted(random, maxBytes: 50)
+            XCTAssertLessThanOrEqual(bytes.count, 50)
+            XCTAssertNotNil(String(validating: bytes, as: UTF8.self))
+        }
     }
 
     // MARK: The size limit, to the byte

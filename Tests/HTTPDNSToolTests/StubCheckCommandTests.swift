@@ -56,11 +56,14 @@ final class StubCheckCommandTests: ToolTestCase {
     }
 
     func testCheckInPlaceOfSystemdResolvedAndLeaks() throws {
-        // Nothing listens on the port of a closed socket: the probe says so within its second.
+        // A socket that never answers: the probe says so within its second.
         let closed = try RawSocket(datagram: true)
         let port = try closed.bindLoopback()
-        let direct = try check(["/etc/resolv.conf": "nameserver 127.0.0.1\n"], listen: "127.0.0.1:53")
-        XCTAssertEqual(direct.stdoutLines.last, "protected: every name goes to httpdns stub at 127.0.0.1:53", direct.stdoutText)
+        // resolv.conf names port 53 only: a DNS server of the test's own on 127.0.0.155:53 (root, as CI runs).
+        let server = try SlowTXTUpstream(delay: .zero, address: (0x7F00_009B, 53))
+        defer { server.stop() }
+        let direct = try check(["/etc/resolv.conf": "nameserver 127.0.0.155\n"], listen: "127.0.0.155:53")
+        XCTAssertEqual(direct.stdoutLines.last, "protected: every name goes to httpdns stub at 127.0.0.155:53", direct.stdoutText)
         XCTAssertEqual(direct.status, 0)
 
         let leak = try check(["/etc/resolv.conf": "nameserver 127.0.0.153\nnameserver 192.0.2.1\n"], listen: "127.0.0.1:\(port)")
@@ -71,6 +74,23 @@ final class StubCheckCommandTests: ToolTestCase {
         let missing = try check([:], listen: "127.0.0.1:\(port)")
         XCTAssertEqual(missing.status, 1)
         XCTAssertEqual(missing.stdoutLines.first, "resolv.conf: nameserver missing (no nameserver line: glibc asks 127.0.0.1:53)")
+    }
+
+    /// Issue 32: resolv.conf names the stub's address and nothing listens there. Every lookup on
+    /// the host fails: its own verdict and exit status 2, never "protected" and 0; and a closed port
+    /// is told from a silent one.
+    func testCheckOfADeadStubIsNotAnsweringWithItsOwnStatus() throws {
+        let dead = try check(["/etc/resolv.conf": "nameserver 127.0.0.154\n"], listen: "127.0.0.154:53")
+        XCTAssertEqual(dead.status, 2, dead.stdoutText)
+        XCTAssertTrue(dead.stdoutLines.contains("httpdns stub: 127.0.0.154:53 does not answer (connection refused: nothing listens there): names would fail, not leak"), dead.stdoutText)
+        XCTAssertEqual(dead.stdoutLines.last, "NOT answering: every name goes to httpdns stub at 127.0.0.154:53, and nothing answers there (connection refused: nothing listens there): every lookup on the host fails")
+
+        let silentSocket = try RawSocket(datagram: true)
+        _ = try silentSocket.bind(0x7F00_009C, port: 53)
+        let silent = try check(["/etc/resolv.conf": "nameserver 127.0.0.156\n"], listen: "127.0.0.156:53")
+        XCTAssertEqual(silent.status, 2, silent.stdoutText)
+        XCTAssertTrue(silent.stdoutLines.contains("httpdns stub: 127.0.0.156:53 does not answer (no reply within 1 s): names would fail, not leak"), silent.stdoutText)
+        XCTAssertTrue(silent.stdoutLines.last?.hasPrefix("NOT answering: ") == true, silent.stdoutText)
     }
 
     func testRateLimitOverUDPAndTCPIsCounted() throws {

@@ -45,7 +45,8 @@ final class StubDrainTests: ToolTestCase {
         }
         XCTAssertEqual(udpAnswers.keys.sorted(), [1, 2, 3, 4], "every UDP query read before the signal is answered")
         let tcpAnswers = tcp.receiveFramed(count: 3, within: 5000)
-        XCTAssertEqual(tcpAnswers.map { UInt16($0[0]) << 8 | UInt16($0[1]) }, [11, 12, 13], "every pipelined query answered, in order")
+        // Resolved concurrently, answered as they are ready: in any order, the ID pairs them (RFC 7766 §6.2.1.1).
+        XCTAssertEqual(tcpAnswers.map { UInt16($0[0]) << 8 | UInt16($0[1]) }.sorted(), [11, 12, 13], "every pipelined query answered")
         for answer in Array(udpAnswers.values) + tcpAnswers {
             XCTAssertEqual(answer.count > 7 ? [answer[3] & 0x0F, answer[7]] : [], [0, 1], "NOERROR with one answer")
             XCTAssertTrue(String(decoding: answer, as: UTF8.self).contains("slow"), "the upstream's TXT")
@@ -72,9 +73,10 @@ final class SlowTXTUpstream: Sendable {
 
     var received: Int { count.withLock { $0 } }
 
-    init(delay: Duration) throws {
+    /// - Parameter address: where to listen (IPv4, host order) and on which port; default 127.0.0.1, a free port.
+    init(delay: Duration, address: (UInt32, UInt16) = (0x7F00_0001, 0)) throws {
         socket = try RawSocket(datagram: true)
-        port = try socket.bindLoopback()
+        port = try socket.bind(address.0, port: address.1)
         let thread = Thread { [self] in
             while !stopped.withLock({ $0 }) {
                 guard let (query, peer) = socket.receiveDatagramWithPeer(within: 100), let answer = Self.answer(query) else { continue }
@@ -122,9 +124,15 @@ final class RawSocket: Sendable {
 
     /// Binds 127.0.0.1:0; the port chosen.
     func bindLoopback() throws -> UInt16 {
+        try bind(0x7F00_0001, port: 0)
+    }
+
+    /// Binds an IPv4 `address` (host order) and `port` (0 picks one; 53 needs root); the port bound.
+    func bind(_ host: UInt32, port: UInt16) throws -> UInt16 {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = host.bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let result = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
