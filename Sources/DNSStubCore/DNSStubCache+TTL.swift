@@ -4,11 +4,11 @@ extension DNSStubCache {
     /// How long `response`, an answer to `question`, stays fresh; nil when it is not cached.
     ///
     /// - Positive (NOERROR with a record of the type asked, or any record for ANY): the smallest TTL
-    ///   of every record kept, answer, authority and additional, capped at ``Configuration/maxTTL``;
+    ///   of every record kept, answer, authority and additional, capped at ``Configuration/maximumTTL``;
     ///   a TTL of 0 is not cached (RFC 1035 §3.2.1).
     /// - Negative (NXDOMAIN, or NODATA: NOERROR without the type, RFC 2308 §2): min(SOA TTL, SOA
     ///   MINIMUM) of the authority section's SOA (RFC 2308 §5), kept within
-    ///   ``Configuration/minNegativeTTL``…``Configuration/maxNegativeTTL``, and no longer than a
+    ///   ``Configuration/minimumNegativeTTL``…``Configuration/maximumNegativeTTL``, and no longer than a
     ///   CNAME chain before it. Without an SOA it is not cached (RFC 2308 §5).
     /// - SERVFAIL, REFUSED, any other RCODE and truncated answers: never cached. RFC 2308 §7.1 allows
     ///   SERVFAIL for up to 5 minutes, but a failure cached here would outlive the outage that caused
@@ -22,13 +22,13 @@ extension DNSStubCache {
         if positive {
             let records = response.answers + response.authorities + response.additionals
             guard let smallest = records.map({ Self.effectiveTTL($0.ttl) }).min(), smallest > 0 else { return nil }
-            return min(smallest, configuration.maxTTL)
+            return min(smallest, Configuration.ttl(configuration.maximumTTL))
         }
         guard let soaRecord = response.authorities.first(where: { $0.type == .SOA }),
               case .soa(let soa) = soaRecord.data
         else { return nil }
         let negative = min(Self.effectiveTTL(soaRecord.ttl), Self.effectiveTTL(soa.minimum))
-        var ttl = max(configuration.minNegativeTTL, min(configuration.maxNegativeTTL, negative))
+        var ttl = max(Configuration.ttl(configuration.minimumNegativeTTL), min(Configuration.ttl(configuration.maximumNegativeTTL), negative))
         if let chain = response.answers.map({ Self.effectiveTTL($0.ttl) }).min() { ttl = min(ttl, chain) }
         return ttl > 0 ? ttl : nil
     }
@@ -60,7 +60,7 @@ extension DNSStubCache {
     /// Stale NXDOMAIN Answer (RFC 8914 §4.4, §4.20).
     func stale(_ entry: Entry) -> Hit {
         var response = entry.response
-        let ttl = configuration.staleTTL
+        let ttl = Configuration.ttl(configuration.staleTTL)
         let restamp = { (record: DNSRecord) -> DNSRecord in
             var record = record
             record.ttl = ttl

@@ -1,4 +1,5 @@
 import DNSWire
+import HTTPDNSCore
 
 /// The stub's wire-answer cache for every query type, as a plain value: TTLs counting down, negative
 /// caching (RFC 2308), serve-stale (RFC 8767) and an LRU size bound.
@@ -8,25 +9,32 @@ import DNSWire
 /// header of an answer come from the request being answered, never from the cache, so a client's
 /// name case is echoed as it asked (``DNSStubResponse/encode(for:maxUDPPayloadSize:)``).
 package struct DNSStubCache: Sendable {
-    /// Limits, each with its default.
+    /// Limits, each with its default, named as the engine's cache settings
+    /// (``HTTPDNSCacheSettings``) name theirs.
     package struct Configuration: Sendable, Hashable {
         /// Most entries kept; the least recently used goes first beyond it. Default 10,000.
-        package var maxEntries: Int = 10_000
-        /// Longest a positive answer stays fresh, seconds. Default 86,400 (1 day).
-        package var maxTTL: UInt32 = 86_400
-        /// Longest a negative answer stays fresh, seconds. Default 3,600 (RFC 2308 §5 suggests 1-3
-        /// hours; Unbound's cache-max-negative-ttl).
-        package var maxNegativeTTL: UInt32 = 3_600
-        /// Shortest a negative answer stays fresh, seconds, so that a zone with SOA MINIMUM 0 does not
-        /// send every repeat upstream. Default 5.
-        package var minNegativeTTL: UInt32 = 5
-        /// How long past expiry an answer may still be served, stale, when the upstream failed,
-        /// seconds. Default 86,400 (RFC 8767 §5: 1-3 days).
-        package var staleWindow: Double = 86_400
-        /// TTL of the records of a stale answer, seconds. Default 30 (RFC 8767 §4).
-        package var staleTTL: UInt32 = 30
+        package var capacity: Int = 10_000
+        /// Longest a positive answer stays fresh. Default 1 day.
+        package var maximumTTL: Duration = .seconds(86_400)
+        /// Longest a negative answer stays fresh. Default 1 hour (RFC 2308 §5 suggests 1-3 hours;
+        /// Unbound's cache-max-negative-ttl).
+        package var maximumNegativeTTL: Duration = .seconds(3_600)
+        /// Shortest a negative answer stays fresh, so that a zone with SOA MINIMUM 0 does not send
+        /// every repeat upstream. Default 5 s.
+        package var minimumNegativeTTL: Duration = .seconds(5)
+        /// How long past expiry an answer may still be served, stale, when the upstream failed.
+        /// Default 1 day (RFC 8767 §5: 1-3 days).
+        package var maximumStaleAge: Duration = .seconds(86_400)
+        /// TTL of the records of a stale answer. Default 30 s (RFC 8767 §4).
+        package var staleTTL: Duration = .seconds(30)
 
         package init() {}
+
+        /// Whole seconds of `duration` as a DNS TTL: rounded down, within 0...2^31-1 (RFC 2181 §8).
+        static func ttl(_ duration: Duration) -> UInt32 {
+            let seconds = duration.components.seconds
+            return UInt32(min(max(seconds, 0), Int64(Int32.max)))
+        }
     }
 
     /// What an entry is stored under: the question's name (ASCII case ignored, as ``DNSName``
@@ -79,26 +87,17 @@ package struct DNSStubCache: Sendable {
         var expiresAt: Double { storedAt + Double(ttl) }
     }
 
-    private struct Node: Sendable {
-        var key: Key
-        var entry: Entry
-        var previous: Int
-        var next: Int
-    }
-
     package let configuration: Configuration
-    private var index: [Key: Int] = [:]
-    private var nodes: [Node] = []
-    private var freeSlots: [Int] = []
-    private var head = -1  // most recently used
-    private var tail = -1  // least recently used
+    /// The entries, bounded by ``Configuration/capacity``.
+    private var table: LRUTable<Key, Entry>
 
     package init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
+        table = LRUTable(capacity: configuration.capacity)
     }
 
     /// The number of entries, stale ones included.
-    package var count: Int { index.count }
+    package var count: Int { table.count }
 
     /// Stores an upstream's answer to `request` at `now`, if it may be cached (``cacheTTL(of:question:)``).
     ///
@@ -122,7 +121,7 @@ package struct DNSStubCache: Sendable {
     }
 
     /// The answer to `request` at `now`: a fresh entry of its type, else a fresh NXDOMAIN of its
-    /// name; when `upstreamFailed`, an expired one within ``Configuration/staleWindow`` (RFC 8767 §4:
+    /// name; when `upstreamFailed`, an expired one within ``Configuration/maximumStaleAge`` (RFC 8767 §4:
     /// stale data only after a failed attempt to refresh it). Entries past the stale window are
     /// removed.
     package mutating func lookup(_ request: DNSStubRequest, now: Double, upstreamFailed: Bool = false) -> Hit? {
@@ -131,98 +130,48 @@ package struct DNSStubCache: Sendable {
         nameWide.type = nil
         let keys = [exact, nameWide]
         for key in keys {
-            guard let slot = index[key] else { continue }
-            let entry = nodes[slot].entry
+            guard let slot = table.slot(of: key) else { continue }
+            let entry = table[slot]
             if now < entry.expiresAt {
-                touch(slot)
+                table.touch(slot)
                 return fresh(entry, now: now)
             }
-            if now - entry.expiresAt > configuration.staleWindow { remove(key) }
+            if now - entry.expiresAt > maximumStaleAge { remove(key) }
         }
         guard upstreamFailed else { return nil }
         for key in keys {
-            guard let slot = index[key] else { continue }
-            touch(slot)
-            return stale(nodes[slot].entry)
+            guard let slot = table.slot(of: key) else { continue }
+            table.touch(slot)
+            return stale(table[slot])
         }
         return nil
     }
 
+    /// Seconds past expiry an entry may be served stale (``Configuration/maximumStaleAge``).
+    var maximumStaleAge: Double { configuration.maximumStaleAge.inSeconds }
+
     /// Drops the entry under `key`.
     package mutating func remove(_ key: Key) {
-        guard let slot = index.removeValue(forKey: key) else { return }
-        unlink(slot)
-        freeSlots.append(slot)
-        // Release the records now rather than when the slot is reused.
-        nodes[slot].entry.response = DNSStubResponse()
+        // The records go with the entry, not when the slot is reused.
+        table.remove(key)
     }
 
     /// Drops every entry.
     package mutating func removeAll() {
-        index.removeAll()
-        nodes.removeAll()
-        freeSlots.removeAll()
-        head = -1
-        tail = -1
+        table.removeAll()
     }
 
     /// Every key, most recently used first.
     package var keys: [Key] {
-        var result: [Key] = []
-        result.reserveCapacity(index.count)
-        var slot = head
-        while slot >= 0 {
-            result.append(nodes[slot].key)
-            slot = nodes[slot].next
-        }
-        return result
+        table.elements.map(\.key)
     }
 
     mutating func insert(_ key: Key, _ entry: Entry) {
-        if let slot = index[key] {
-            nodes[slot].entry = entry
-            touch(slot)
-            return
-        }
-        let node = Node(key: key, entry: entry, previous: -1, next: head)
-        let slot: Int
-        if let free = freeSlots.popLast() {
-            nodes[free] = node
-            slot = free
-        } else {
-            nodes.append(node)
-            slot = nodes.count - 1
-        }
-        if head >= 0 { nodes[head].previous = slot }
-        head = slot
-        if tail < 0 { tail = slot }
-        index[key] = slot
-        while index.count > max(configuration.maxEntries, 1) {
-            remove(nodes[tail].key)
-        }
+        table.set(entry, forKey: key)
     }
 
     /// The entry under `key`, fresh or not, without making it recently used (for saving).
     func peek(_ key: Key) -> Entry? {
-        index[key].map { nodes[$0].entry }
-    }
-
-    private mutating func touch(_ slot: Int) {
-        guard slot != head else { return }
-        unlink(slot)
-        nodes[slot].previous = -1
-        nodes[slot].next = head
-        if head >= 0 { nodes[head].previous = slot }
-        head = slot
-        if tail < 0 { tail = slot }
-    }
-
-    private mutating func unlink(_ slot: Int) {
-        let previous = nodes[slot].previous
-        let next = nodes[slot].next
-        if previous >= 0 { nodes[previous].next = next } else if head == slot { head = next }
-        if next >= 0 { nodes[next].previous = previous } else if tail == slot { tail = previous }
-        nodes[slot].previous = -1
-        nodes[slot].next = -1
+        table.peek(key)
     }
 }

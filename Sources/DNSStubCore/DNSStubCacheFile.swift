@@ -97,7 +97,7 @@ package enum DNSStubCacheFile {
             else { continue }
             let storedAt = now - (wallClock - item.storedAt)
             let entry = DNSStubCache.Entry(response: item.response, storedAt: storedAt, ttl: ttl)
-            guard now - entry.expiresAt <= cache.configuration.staleWindow, cache.peek(item.key) == nil else { continue }
+            guard now - entry.expiresAt <= cache.maximumStaleAge, cache.peek(item.key) == nil else { continue }
             cache.insert(item.key, entry)
             loaded += 1
         }

@@ -48,7 +48,7 @@ package struct DNSStubNetworkChange: Sendable, Hashable {
 extension DNSStubCache {
     /// Marks every fresh negative answer (NXDOMAIN, or NODATA: no record of the type asked) expired
     /// at `now`: the next lookup misses it and asks the upstream, and it is served stale if that
-    /// fails (within ``Configuration/staleWindow`` from now). Positive answers are untouched, and
+    /// fails (within ``Configuration/maximumStaleAge`` from now). Positive answers are untouched, and
     /// the LRU order is kept.
     /// - Returns: how many entries were expired.
     package mutating func expireNegativeAnswers(now: Double) -> Int {

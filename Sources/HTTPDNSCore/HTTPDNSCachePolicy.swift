@@ -115,26 +115,17 @@ package struct HTTPDNSCachePolicy: Sendable {
         case miss
     }
 
-    private struct Node: Sendable {
-        var key: HTTPDNSCacheKey
-        var entry: HTTPDNSCacheEntry
-        var previous: Int
-        var next: Int
-    }
-
     package let settings: Settings
-    private var index: [HTTPDNSCacheKey: Int] = [:]
-    private var nodes: [Node] = []
-    private var freeSlots: [Int] = []
-    private var head = -1  // most recently used
-    private var tail = -1  // least recently used
+    /// The entries, bounded by ``HTTPDNSCacheSettings/capacity``.
+    private var table: LRUTable<HTTPDNSCacheKey, HTTPDNSCacheEntry>
 
     package init(settings: Settings = Settings()) {
         self.settings = settings
+        table = LRUTable(capacity: settings.capacity)
     }
 
     /// The number of entries.
-    package var count: Int { index.count }
+    package var count: Int { table.count }
 
     /// Clamps a provider TTL to the floor and ceiling.
     package func effectiveTTL(_ ttl: Int?) -> Int {
@@ -144,9 +135,9 @@ package struct HTTPDNSCachePolicy: Sendable {
 
     /// Looks `key` up at `now` and marks it recently used.
     package mutating func lookup(_ key: HTTPDNSCacheKey, now: Double) -> Lookup {
-        guard let slot = index[key] else { return .miss }
-        touch(slot)
-        let entry = nodes[slot].entry
+        guard let slot = table.slot(of: key) else { return .miss }
+        table.touch(slot)
+        let entry = table[slot]
         if now < entry.expiresAt {
             let refreshAt = entry.storedAt + Double(entry.ttl) * settings.refreshFraction
             let allowed = entry.nextRefreshAt.map { now >= $0 } ?? true
@@ -174,7 +165,7 @@ package struct HTTPDNSCachePolicy: Sendable {
 
     /// Reads an entry without touching the LRU order or expiring anything.
     package func peek(_ key: HTTPDNSCacheKey) -> HTTPDNSCacheEntry? {
-        index[key].map { nodes[$0].entry }
+        table.peek(key)
     }
 
     /// Stores a fresh answer; evicts the least recently used entry beyond the capacity.
@@ -198,92 +189,38 @@ package struct HTTPDNSCachePolicy: Sendable {
     package mutating func insert(_ key: HTTPDNSCacheKey, _ entry: HTTPDNSCacheEntry) {
         var entry = entry
         if !(0...HTTPDNSFormatLimits.maxTTL).contains(entry.ttl) { entry.ttl = 0 }
-        if let slot = index[key] {
-            nodes[slot].entry = entry
-            touch(slot)
-            return
-        }
-        let node = Node(key: key, entry: entry, previous: -1, next: head)
-        let slot: Int
-        if let free = freeSlots.popLast() {
-            nodes[free] = node
-            slot = free
-        } else {
-            nodes.append(node)
-            slot = nodes.count - 1
-        }
-        if head >= 0 { nodes[head].previous = slot }
-        head = slot
-        if tail < 0 { tail = slot }
-        index[key] = slot
-        while index.count > max(settings.capacity, 1) {
-            remove(nodes[tail].key)
-        }
+        table.set(entry, forKey: key)
     }
 
     /// Records a failed refresh at `now`: an expired entry is then served stale for ``Settings/staleTTL``
     /// seconds, and no refresh is tried again before that.
     /// - Returns: the entry to serve stale, if it is expired but within the maximum stale age.
     package mutating func refreshFailed(_ key: HTTPDNSCacheKey, now: Double) -> HTTPDNSCacheEntry? {
-        guard let slot = index[key] else { return nil }
+        guard let slot = table.slot(of: key) else { return nil }
         let retryAt = now + Double(settings.staleTTL)
-        nodes[slot].entry.nextRefreshAt = retryAt
-        let entry = nodes[slot].entry
+        table[slot].nextRefreshAt = retryAt
+        let entry = table[slot]
         guard now >= entry.expiresAt else { return nil }
         guard now - entry.expiresAt <= Double(settings.maximumStaleAge) else {
             remove(key)
             return nil
         }
-        nodes[slot].entry.staleUntil = retryAt
-        return nodes[slot].entry
+        table[slot].staleUntil = retryAt
+        return table[slot]
     }
 
     /// Drops an entry (for example after HTTP 401 from the provider, or a certificate failure).
     package mutating func remove(_ key: HTTPDNSCacheKey) {
-        guard let slot = index.removeValue(forKey: key) else { return }
-        unlink(slot)
-        freeSlots.append(slot)
-        // Release the entry's storage now rather than when the slot is reused.
-        nodes[slot].entry.addresses = []
+        table.remove(key)
     }
 
     /// Drops every entry.
     package mutating func removeAll() {
-        index.removeAll()
-        nodes.removeAll()
-        freeSlots.removeAll()
-        head = -1
-        tail = -1
+        table.removeAll()
     }
 
     /// Every entry, most recently used first.
     package var entries: [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] {
-        var result: [(key: HTTPDNSCacheKey, entry: HTTPDNSCacheEntry)] = []
-        result.reserveCapacity(index.count)
-        var slot = head
-        while slot >= 0 {
-            result.append((nodes[slot].key, nodes[slot].entry))
-            slot = nodes[slot].next
-        }
-        return result
-    }
-
-    private mutating func touch(_ slot: Int) {
-        guard slot != head else { return }
-        unlink(slot)
-        nodes[slot].previous = -1
-        nodes[slot].next = head
-        if head >= 0 { nodes[head].previous = slot }
-        head = slot
-        if tail < 0 { tail = slot }
-    }
-
-    private mutating func unlink(_ slot: Int) {
-        let previous = nodes[slot].previous
-        let next = nodes[slot].next
-        if previous >= 0 { nodes[previous].next = next } else if head == slot { head = next }
-        if next >= 0 { nodes[next].previous = previous } else if tail == slot { tail = previous }
-        nodes[slot].previous = -1
-        nodes[slot].next = -1
+        table.elements.map { ($0.key, $0.value) }
     }
 }

@@ -32,6 +32,20 @@ public struct HTTPDNSSystemClock: HTTPDNSClock {
     }
 }
 
+/// Seconds since the clock was made, on the continuous monotonic clock: for what must not move
+/// when the wall clock is stepped and is never persisted (the stub's caches and upstream ranking,
+/// the report sharer's backoff). Injected where the wall clock would be, so that tests drive those
+/// with ``HTTPDNSManualClock`` too.
+package struct HTTPDNSUptimeClock: HTTPDNSClock {
+    private let start = ContinuousClock.now
+
+    package init() {}
+
+    package func now() -> Double {
+        (ContinuousClock.now - start).inSeconds
+    }
+}
+
 /// A clock that moves only when told to; for tests.
 package final class HTTPDNSManualClock: HTTPDNSClock {
     private let current: HTTPDNSLock<Double>

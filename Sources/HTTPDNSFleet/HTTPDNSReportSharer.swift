@@ -46,13 +46,22 @@ package final class HTTPDNSReportSharer: Sendable {
 
     let settings: HTTPDNSRedisSettings
     private let clock: any HTTPDNSClock
+    /// The backoff's clock: monotonic, so that a stepped wall clock neither stalls nor rushes it.
+    private let uptime: any HTTPDNSClock
     private let state: HTTPDNSLock<State>
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
 
-    package init(settings: HTTPDNSRedisSettings, sharing: HTTPDNSReportSharing, clock: any HTTPDNSClock) {
+    /// - Parameters:
+    ///   - clock: the wall clock of reports and decisions (shared with the other instances).
+    ///   - uptime: the backoff's clock. Default ``HTTPDNSUptimeClock``; tests pass a manual one.
+    package init(
+        settings: HTTPDNSRedisSettings, sharing: HTTPDNSReportSharing, clock: any HTTPDNSClock,
+        uptime: any HTTPDNSClock = HTTPDNSUptimeClock()
+    ) {
         self.settings = settings
         self.clock = clock
+        self.uptime = uptime
         self.state = HTTPDNSLock(State(sharing: sharing))
     }
 
@@ -108,7 +117,7 @@ package final class HTTPDNSReportSharer: Sendable {
     package var dropped: Int { state.withLock { $0.sharing.dropped } }
 
     private func monotonic() -> Double {
-        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+        uptime.now()
     }
 
     private func run(_ sink: Sink) {

@@ -53,8 +53,8 @@ package final class DNSStubResolver: Sendable {
     /// Bumped when what the caches hold stops being true (the network changed): the UDP thread's
     /// packet cache starts over when it sees a new value.
     package let generation = Atomic<Int>(0)
-    private let clock = ContinuousClock()
-    private let start = ContinuousClock.now
+    /// Seconds for the caches, the upstream health and the groups' ranking (monotonic by default).
+    let clock: any HTTPDNSClock
 
     /// - Parameters:
     ///   - engine: answers A/AAAA of protected names; its LocalDNS fallback should be off (the stub
@@ -64,16 +64,19 @@ package final class DNSStubResolver: Sendable {
     ///     serves `routes.routes[i]`). Default none.
     ///   - metrics: counts every query and upstream exchange. Default none.
     ///   - queryLog: gets one ``DNSStubQueryLogLine`` per query. Default none.
+    ///   - clock: what the caches, the upstreams' health and ranking read as now: it must not move
+    ///     back. Default ``HTTPDNSUptimeClock`` (monotonic); tests pass an ``HTTPDNSManualClock``.
     package init(
         engine: HTTPDNSEngine, upstreams: [any DNSStubUpstream], routes: DNSStubRoutes = DNSStubRoutes(),
         routeUpstreams: [[any DNSStubUpstream]] = [], configuration: Configuration = Configuration(),
-        metrics: DNSStubMetrics? = nil, queryLog: HTTPDNSLineLog? = nil
+        metrics: DNSStubMetrics? = nil, queryLog: HTTPDNSLineLog? = nil, clock: any HTTPDNSClock = HTTPDNSUptimeClock()
     ) {
         precondition(routes.routes.count == routeUpstreams.count, "one upstream list per route")
         self.engine = engine
-        self.upstreams = DNSStubUpstreamGroup(upstreams, metrics: metrics)
+        self.clock = clock
+        self.upstreams = DNSStubUpstreamGroup(upstreams, metrics: metrics, clock: clock)
         self.routes = routes
-        self.routeUpstreams = routeUpstreams.map { DNSStubUpstreamGroup($0, metrics: metrics) }
+        self.routeUpstreams = routeUpstreams.map { DNSStubUpstreamGroup($0, metrics: metrics, clock: clock) }
         self.configuration = configuration
         self.metrics = metrics
         self.queryLog = queryLog
@@ -84,11 +87,8 @@ package final class DNSStubResolver: Sendable {
         metrics?.observe(cacheEntries: { cache.withLock { $0.count } }, logDropped: { queryLog?.dropped ?? 0 })
     }
 
-    /// Seconds on a monotonic clock, for the cache.
-    var now: Double {
-        let elapsed = clock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    }
+    /// Seconds on ``clock``, for the cache.
+    var now: Double { clock.now() }
 
     /// The answer to `request`, never throwing: a failure is SERVFAIL with an Extended DNS Error.
     /// Counted in the metrics and written to the query log, with `client`, when those are on.

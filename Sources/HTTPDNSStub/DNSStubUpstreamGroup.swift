@@ -19,12 +19,17 @@ package final class DNSStubUpstreamGroup: Sendable {
     package let upstreams: [any DNSStubUpstream]
     private let ranking: HTTPDNSLock<DNSStubUpstreamRanking>
     private let metrics: DNSStubMetrics?
-    private let clock = ContinuousClock()
-    private let start = ContinuousClock.now
+    /// What the ranking reads as now (the resolver's clock).
+    private let clock: any HTTPDNSClock
 
-    package init(_ upstreams: [any DNSStubUpstream], configuration: DNSStubUpstreamRanking.Configuration = .init(), metrics: DNSStubMetrics? = nil) {
+    /// - Parameter clock: must not move back. Default ``HTTPDNSUptimeClock`` (monotonic).
+    package init(
+        _ upstreams: [any DNSStubUpstream], configuration: DNSStubUpstreamRanking.Configuration = .init(), metrics: DNSStubMetrics? = nil,
+        clock: any HTTPDNSClock = HTTPDNSUptimeClock()
+    ) {
         self.upstreams = upstreams
         self.metrics = metrics
+        self.clock = clock
         ranking = HTTPDNSLock(DNSStubUpstreamRanking(count: upstreams.count, configuration: configuration))
     }
 
@@ -34,11 +39,8 @@ package final class DNSStubUpstreamGroup: Sendable {
         set { ranking.withLock { $0 = newValue } }
     }
 
-    /// Seconds on a monotonic clock.
-    var now: Double {
-        let elapsed = clock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    }
+    /// Seconds on ``clock``.
+    var now: Double { clock.now() }
 
     /// Asks the upstreams, hedged, within `timeout` per exchange; cancelling the calling task
     /// cancels the exchanges under way.

@@ -126,7 +126,7 @@ final class DNSStubCacheTests: XCTestCase {
 
     func testLeastRecentlyUsedIsEvicted() throws {
         var configuration = DNSStubCache.Configuration()
-        configuration.maxEntries = 2
+        configuration.capacity = 2
         var cache = DNSStubCache(configuration: configuration)
         let (a, b, c) = (try request("a.example.com"), try request("b.example.com"), try request("c.example.com"))
         cache.store(DNSStubResponse(answers: [F.a("a.example.com", 1)]), for: a, now: 0)

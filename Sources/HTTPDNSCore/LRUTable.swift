@@ -1,0 +1,139 @@
+/// A bounded table of values by key that forgets the least recently used first: the one LRU the
+/// engine's cache policy (``HTTPDNSCachePolicy``) and the stub's wire cache (`DNSStubCache`) keep
+/// their entries in (as Unbound's `lruhash` serves every cache there).
+///
+/// The nodes sit in one array, linked into a recency list by index, with a free list of slots and
+/// one dictionary from key to slot. Finding an entry is one hash; making it most recently used
+/// moves indices and allocates nothing; storing allocates only when the array grows. A ``Slot``
+/// names an entry between a ``slot(of:)`` and the next change of the table, so a caller that looks
+/// an entry up, decides, and then uses it or makes it recent hashes its key once.
+///
+/// A plain value: the caller owns the lock (style rule 6).
+package struct LRUTable<Key: Hashable, Value> {
+    /// Where an entry sits; valid until the table next changes shape (an insert or a removal).
+    package struct Slot: Hashable, Sendable {
+        fileprivate let index: Int
+    }
+
+    fileprivate struct Node {
+        var key: Key
+        /// Nil in a free slot, so that a removed value's storage goes at once.
+        var value: Value?
+        var previous: Int
+        var next: Int
+    }
+
+    /// Most entries kept, at least 1; storing one more forgets the least recently used.
+    package let capacity: Int
+    private var index: [Key: Int] = [:]
+    private var nodes: [Node] = []
+    private var freeSlots: [Int] = []
+    private var head = -1  // most recently used
+    private var tail = -1  // least recently used
+
+    /// An empty table of at most `capacity` entries (1 when less).
+    package init(capacity: Int) {
+        self.capacity = max(capacity, 1)
+    }
+
+    /// The number of entries.
+    package var count: Int { index.count }
+
+    /// Where `key`'s entry sits, without making it recently used.
+    package func slot(of key: Key) -> Slot? {
+        guard let slot = index[key] else { return nil }
+        return Slot(index: slot)
+    }
+
+    /// The value in `slot`, read or changed in place (the recency order stays).
+    package subscript(slot: Slot) -> Value {
+        get { nodes[slot.index].value! }
+        _modify { yield &nodes[slot.index].value! }
+    }
+
+    /// `key`'s value without making it recently used.
+    package func peek(_ key: Key) -> Value? {
+        index[key].flatMap { nodes[$0].value }
+    }
+
+    /// Makes the entry in `slot` the most recently used.
+    package mutating func touch(_ slot: Slot) {
+        let slot = slot.index
+        guard slot != head else { return }
+        unlink(slot)
+        nodes[slot].next = head
+        if head >= 0 { nodes[head].previous = slot }
+        head = slot
+        if tail < 0 { tail = slot }
+    }
+
+    /// Stores `value` under `key` as the most recently used entry (replacing one there), then
+    /// forgets the least recently used entries beyond ``capacity``.
+    package mutating func set(_ value: Value, forKey key: Key) {
+        if let slot = index[key] {
+            nodes[slot].value = value
+            touch(Slot(index: slot))
+            return
+        }
+        let node = Node(key: key, value: value, previous: -1, next: head)
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            nodes[free] = node
+            slot = free
+        } else {
+            nodes.append(node)
+            slot = nodes.count - 1
+        }
+        if head >= 0 { nodes[head].previous = slot }
+        head = slot
+        if tail < 0 { tail = slot }
+        index[key] = slot
+        while index.count > capacity {
+            remove(nodes[tail].key)
+        }
+    }
+
+    /// Forgets `key`'s entry.
+    /// - Returns: its value, if there was one.
+    @discardableResult
+    package mutating func remove(_ key: Key) -> Value? {
+        guard let slot = index.removeValue(forKey: key) else { return nil }
+        unlink(slot)
+        freeSlots.append(slot)
+        defer { nodes[slot].value = nil }
+        return nodes[slot].value
+    }
+
+    /// Forgets every entry.
+    package mutating func removeAll() {
+        index.removeAll()
+        nodes.removeAll()
+        freeSlots.removeAll()
+        head = -1
+        tail = -1
+    }
+
+    /// Every entry, most recently used first.
+    package var elements: [(key: Key, value: Value)] {
+        var result: [(key: Key, value: Value)] = []
+        result.reserveCapacity(index.count)
+        var slot = head
+        while slot >= 0 {
+            result.append((nodes[slot].key, nodes[slot].value!))
+            slot = nodes[slot].next
+        }
+        return result
+    }
+
+    private mutating func unlink(_ slot: Int) {
+        let previous = nodes[slot].previous
+        let next = nodes[slot].next
+        if previous >= 0 { nodes[previous].next = next } else if head == slot { head = next }
+        if next >= 0 { nodes[next].previous = previous } else if tail == slot { tail = previous }
+        nodes[slot].previous = -1
+        nodes[slot].next = -1
+    }
+}
+
+extension LRUTable: Sendable where Key: Sendable, Value: Sendable {}
+extension LRUTable.Node: Sendable where Key: Sendable, Value: Sendable {}
