@@ -55,6 +55,17 @@ package final class DNSStubResolver: Sendable {
     package let generation = Atomic<Int>(0)
     /// Seconds for the caches, the upstream health and the groups' ranking (monotonic by default).
     let clock: any HTTPDNSClock
+    /// `--hosts`, replaced whole on SIGHUP (``replaceHosts(_:)``); read under the lock only while
+    /// some are configured, so the UDP fast path takes no lock for them otherwise.
+    private let hosts: HTTPDNSLock<DNSStubHosts>
+    private let hostsInUse: Atomic<Bool>
+    /// Told, at most once a minute, when no upstream answered at all (a zero-config stub whose
+    /// every upstream fails otherwise says nothing while every query gets SERVFAIL).
+    private let warning: (@Sendable (String) -> Void)?
+    /// When ``warning`` was last told (``now``), nil when an answer came since.
+    private let lastWarned = HTTPDNSLock<Double?>(nil)
+    /// The least time between two warnings.
+    static let warningInterval: Double = 60
 
     /// - Parameters:
     ///   - engine: answers A/AAAA of protected names; its LocalDNS fallback should be off (the stub
@@ -66,14 +77,20 @@ package final class DNSStubResolver: Sendable {
     ///   - queryLog: gets one ``DNSStubQueryLogLine`` per query. Default none.
     ///   - clock: what the caches, the upstreams' health and ranking read as now: it must not move
     ///     back. Default ``HTTPDNSUptimeClock`` (monotonic); tests pass an ``HTTPDNSManualClock``.
+    ///   - warning: told when no upstream answered at all, with their reasons: at once the first
+    ///     time, then at most once a minute until an upstream answers again. Default none.
     package init(
         engine: HTTPDNSEngine, upstreams: [any DNSStubUpstream], routes: DNSStubRoutes = DNSStubRoutes(),
         routeUpstreams: [[any DNSStubUpstream]] = [], configuration: Configuration = Configuration(),
-        metrics: DNSStubMetrics? = nil, queryLog: HTTPDNSLineLog? = nil, clock: any HTTPDNSClock = HTTPDNSUptimeClock()
+        metrics: DNSStubMetrics? = nil, queryLog: HTTPDNSLineLog? = nil, clock: any HTTPDNSClock = HTTPDNSUptimeClock(),
+        warning: (@Sendable (String) -> Void)? = nil
     ) {
         precondition(routes.routes.count == routeUpstreams.count, "one upstream list per route")
         self.engine = engine
         self.clock = clock
+        self.warning = warning
+        hosts = HTTPDNSLock(configuration.hosts)
+        hostsInUse = Atomic(!configuration.hosts.isEmpty)
         self.upstreams = DNSStubUpstreamGroup(upstreams, metrics: metrics, clock: clock)
         self.routes = routes
         self.routeUpstreams = routeUpstreams.map { DNSStubUpstreamGroup($0, metrics: metrics, clock: clock) }
@@ -89,6 +106,20 @@ package final class DNSStubResolver: Sendable {
 
     /// Seconds on ``clock``, for the cache.
     var now: Double { clock.now() }
+
+    /// Puts `new` in place of the `--hosts` entries (SIGHUP), for every query from now on.
+    package func replaceHosts(_ new: DNSStubHosts) {
+        hosts.withLock { $0 = new }
+        hostsInUse.store(!new.isEmpty, ordering: .releasing)
+        // The UDP thread's packet cache repeats answers made from the old entries: it starts over.
+        generation.add(1, ordering: .releasing)
+    }
+
+    /// The `--hosts` answer to `question`, if any.
+    private func localAnswer(_ question: DNSQuestion) -> DNSStubResponse? {
+        guard hostsInUse.load(ordering: .acquiring) else { return nil }
+        return hosts.withLock { $0.answer(question) }
+    }
 
     /// The answer to `request`, never throwing: a failure is SERVFAIL with an Extended DNS Error.
     /// Counted in the metrics and written to the query log, with `client`, when those are on.
@@ -114,7 +145,7 @@ package final class DNSStubResolver: Sendable {
             completion(response)
         }
         let question = request.question
-        if let local = configuration.hosts.answer(question) { return deliver(local, .hosts, nil) }
+        if let local = localAnswer(question) { return deliver(local, .hosts, nil) }
         let milliseconds = Int(configuration.answerDeadline.inSeconds * 1000)
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
             deliver(.serverFailure(.noReachableAuthority, "no answer within \(milliseconds) ms; still asking"), .servfail, nil)
@@ -149,7 +180,7 @@ package final class DNSStubResolver: Sendable {
         let host = question.name.text()
         let response: DNSStubResponse
         let source: DNSStubMetrics.Source
-        if let local = configuration.hosts.answer(question) {
+        if let local = localAnswer(question) {
             (response, source) = (local, .hosts)
         } else if routes.route(for: host) == nil, isAddressQuestion(question), engine.protects(host) {
             guard let answer = engine.resolveFromCache(host, family: question.type == .AAAA ? .ipv6 : .ipv4) else { return nil }
@@ -289,16 +320,33 @@ package final class DNSStubResolver: Sendable {
             switch outcome {
             case .answer(let response, let upstream):
                 health.withLock { $0.recordAnswer() }
+                if warning != nil { lastWarned.withLock { $0 = nil } }
                 let stored = cache.withLock { $0.store(response, for: request, now: now) }
                 if stored != nil { cacheChanges.withLock { $0 &+= 1 } }
                 completion(.success((response, upstream)))
             case .failed(let failures, let allTimedOut):
                 // No upstream answered at all (a SERVFAIL from one comes back as an answer).
                 health.withLock { $0.recordFailure(now: now) }
+                warnOnce(failures)
                 completion(.failure(DNSStubExchangeFailure(
                     response: .serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; ")))))
             }
         }
+    }
+}
+
+extension DNSStubResolver {
+    /// Tells ``warning`` that no upstream answered: the first time at once, then at most once per
+    /// ``warningInterval`` until one answers again.
+    fileprivate func warnOnce(_ failures: [String]) {
+        guard let warning else { return }
+        let time = now
+        let due = lastWarned.withLock { last -> Bool in
+            if let last, time - last < Self.warningInterval { return false }
+            last = time
+            return true
+        }
+        if due { warning("no upstream answered (\(failures.joined(separator: "; "))): queries get SERVFAIL or stale answers until one does") }
     }
 }
 

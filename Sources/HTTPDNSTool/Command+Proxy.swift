@@ -125,9 +125,13 @@ extension Command {
     /// Says it is ready with `announce` (the signals are already watched then: a supervisor may
     /// signal as soon as it reads that line), suspends until SIGINT or SIGTERM, then runs `stop`;
     /// signals that come meanwhile are ignored, as during `serve`'s drain.
-    static func waitForStopSignal(announce: () throws -> Void, then stop: () async -> Void) async throws {
+    static func waitForStopSignal(
+        announce: () throws -> Void, reload: (@Sendable () -> Void)? = nil, then stop: () async -> Void
+    ) async throws {
         let (stops, stopped) = AsyncStream.makeStream(of: Void.self)
-        let watcher = try SignalWatcher([SIGINT, SIGTERM]) { _ in stopped.yield() }
+        let watcher = try SignalWatcher(reload == nil ? [SIGINT, SIGTERM] : [SIGINT, SIGTERM, SIGHUP]) { signal in
+            if signal == SIGHUP { reload?() } else { stopped.yield() }
+        }
         defer { watcher.stop() }
         try announce()
         for await _ in stops { break }

@@ -139,7 +139,7 @@ extension Command {
         let engine = HTTPDNSEngine(configuration: engineConfiguration)
         let resolver = DNSStubResolver(
             engine: engine, upstreams: upstreams, routes: routes, routeUpstreams: routeUpstreams,
-            configuration: resolverConfiguration, metrics: metrics, queryLog: queryLog)
+            configuration: resolverConfiguration, metrics: metrics, queryLog: queryLog, warning: { monitor.warning($0) })
         // Both caches are loaded before a socket answers: a restart with the upstreams unreachable
         // answers what it knew at once.
         let persistence = cacheDirectory.map {
@@ -168,6 +168,7 @@ extension Command {
         persistence?.start()
         let watcher = stubWatchNetwork(resolver, renewing: transport)
         var drained = true
+        let hostPaths = parsed.all("hosts")
         try await waitForStopSignal(announce: {
             let endpoint = "\(server.localAddress.uriText):\(server.port)"
             try Output.line("listening on udp://\(endpoint) tcp://\(endpoint)")
@@ -175,6 +176,15 @@ extension Command {
                 try Output.line("metrics on http://\(metricsAddress.uriText):\(metricsServer.port)/metrics")
             }
             DNSStubSystemd.notify("READY=1")
+        }, reload: {
+            // SIGHUP: --hosts read again; a file that cannot be read or parsed keeps the entries in use.
+            do {
+                let fresh = try stubHosts(hostPaths, command: command)
+                resolver.replaceHosts(fresh)
+                if !hostPaths.isEmpty { Output.diagnostic("httpdns stub: --hosts read again (\(hostPaths.joined(separator: ", ")))") }
+            } catch {
+                monitor.warning("\(error); the --hosts entries in use are kept")
+            }
         }) {
             DNSStubSystemd.notify("STOPPING=1")
             watcher?.stop()

@@ -21,7 +21,8 @@ extension Command {
             """),
         OptionSpec("hosts", value: "file", help: """
             Static entries in /etc/hosts format (repeatable): A and AAAA of the names (NODATA for a family \
-            the file does not give), PTR of the addresses, TTL 60, answered before anything else.
+            the file does not give), PTR of the addresses, TTL 60, answered before anything else. Read again \
+            on SIGHUP (a file that cannot be read or parsed keeps the entries in use, with a warning).
             """),
     ]
 

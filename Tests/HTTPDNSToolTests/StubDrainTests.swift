@@ -118,7 +118,15 @@ final class RawSocket: Sendable {
         guard fd >= 0 else { throw ToolRunner.Failure("socket: errno \(errno)") }
     }
 
+    private let closed = HTTPDNSLock(false)
+
     deinit {
+        closeNow()
+    }
+
+    /// Closes the descriptor now (once): its port is then closed, as a dead server's.
+    func closeNow() {
+        guard closed.withLock({ done in defer { done = true }; return !done }) else { return }
         close(fd)
     }
 

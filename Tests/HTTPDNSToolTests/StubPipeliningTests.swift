@@ -106,4 +106,53 @@ final class StubPipeliningTests: ToolTestCase {
         XCTAssertTrue(timeoutHelp.contains("Default 5."), timeoutHelp)
         XCTAssertTrue(timeoutHelp.replacingOccurrences(of: "\n", with: " ").contains("1.8 s"), timeoutHelp)
     }
+
+    /// An A query with RD for `name`.
+    private static func addressQuery(id: UInt16, _ name: String) -> [UInt8] {
+        var query = StubDrainTests.query(id: id, name)
+        query[query.count - 3] = 1  // QTYPE A
+        return query
+    }
+
+    /// `--hosts` is read again on SIGHUP (it was read only at start); the entries in use stay when
+    /// the new file cannot be read.
+    func testHostsAreReadAgainOnSIGHUP() throws {
+        let silent = try RawSocket(datagram: true)
+        let directory = try temporaryDirectory()
+        let hosts = directory.appendingPathComponent("hosts")
+        try Data("127.0.0.77 box.example.test\n".utf8).write(to: hosts)
+        let (stub, port) = try startStub(upstream: try silent.bindLoopback(), ["--hosts", hosts.path])
+        let udp = try RawSocket(datagram: true)
+        func address() throws -> [UInt8] {
+            try udp.sendDatagram(Self.addressQuery(id: 9, "box.example.test"), port: port)
+            let answer = try XCTUnwrap(udp.receiveDatagram(within: 3000))
+            return Array(answer.suffix(4))
+        }
+        XCTAssertEqual(try address(), [127, 0, 0, 77])
+        try Data("127.0.0.78 box.example.test\n".utf8).write(to: hosts)
+        stub.send(SIGHUP)
+        try waitUntil("SIGHUP read the file again", stub) { String(decoding: stub.stderr, as: UTF8.self).contains("--hosts read again") }
+        XCTAssertEqual(try address(), [127, 0, 0, 78])
+        try FileManager.default.removeItem(at: hosts)
+        stub.send(SIGHUP)
+        try waitUntil("a missing file is told", stub) { String(decoding: stub.stderr, as: UTF8.self).contains("entries in use are kept") }
+        XCTAssertEqual(try address(), [127, 0, 0, 78], "the entries in use are kept")
+        XCTAssertTrue(stub.isRunning)
+    }
+
+    /// A stub whose every upstream fails says so on stderr, once, not per query.
+    func testEveryUpstreamFailingIsToldOnceOnStderr() throws {
+        let closed = try RawSocket(datagram: true)
+        let port = try closed.bindLoopback()
+        closed.closeNow()
+        let (stub, stubPort) = try startStub(upstream: port, ["--timeout", "0.5"])
+        let udp = try RawSocket(datagram: true)
+        for id in 1...3 {
+            try udp.sendDatagram(StubDrainTests.query(id: UInt16(id), "fail\(id).example.test"), port: stubPort)
+            XCTAssertEqual(udp.receiveDatagram(within: 3000).map { $0[3] & 0x0F }, 2, "SERVFAIL")
+        }
+        try waitUntil("the failure is told", stub) { String(decoding: stub.stderr, as: UTF8.self).contains("no upstream answered") }
+        let told = String(decoding: stub.stderr, as: UTF8.self).components(separatedBy: "no upstream answered").count - 1
+        XCTAssertEqual(told, 1, String(decoding: stub.stderr, as: UTF8.self))
+    }
 }
