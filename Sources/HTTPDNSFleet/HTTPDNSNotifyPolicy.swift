@@ -10,7 +10,10 @@ import HTTPDNSCore
 /// when transfers are signed, only with a valid TSIG of the same key; the answer to a signed NOTIFY
 /// is signed too. Anything else changes nothing: a zone not followed gets NOTAUTH, a sender not
 /// among the primaries REFUSED, a bad or missing signature NOTAUTH, a malformed NOTIFY FORMERR (and
-/// another opcode NOTIMP). A datagram that is not a DNS message gets no answer at all.
+/// another opcode NOTIMP). A datagram that is not a DNS message gets no answer at all. Every answer
+/// to a request signed with a key this secondary knows (any followed zone's) that verified is
+/// signed with it, refusals included (RFC 8945 §5.3); only a signature that does not verify gets
+/// an unsigned refusal.
 package struct HTTPDNSNotifyPolicy: Sendable {
     /// The outcome for one datagram.
     package struct Outcome: Sendable {
@@ -35,8 +38,22 @@ package struct HTTPDNSNotifyPolicy: Sendable {
             return Outcome(zone: nil, answer: nil, refusal: "not a DNS message")
         }
         let request = received.message
+        // The known key the request was signed with, when its signature verified: every answer is signed then.
+        var signer: (key: DNSTSIGKey, mac: [UInt8])?
+        if (try? received.tsigRecord()) != nil {
+            for key in Set(zones.compactMap(\.key)) {
+                if let record = try? DNSTSIG.verify(received, key: key, requestMAC: nil, now: now) {
+                    signer = (key, record.mac)
+                    break
+                }
+            }
+        }
+        func answer(_ response: DNSMessage) -> [UInt8]? {
+            guard let signer else { return try? response.encode() }
+            return try? DNSTSIG.sign(response, key: signer.key, now: now, requestMAC: signer.mac).bytes
+        }
         func refuse(_ rcode: DNSResponseCode, _ why: String) -> Outcome {
-            Outcome(zone: nil, answer: try? DNSNotify.errorResponse(to: request, rcode: rcode).encode(), refusal: why)
+            Outcome(zone: nil, answer: answer(DNSNotify.errorResponse(to: request, rcode: rcode)), refusal: why)
         }
         let notify: DNSNotify
         do {
@@ -57,19 +74,22 @@ package struct HTTPDNSNotifyPolicy: Sendable {
             return refuse(.refused, "a NOTIFY for \(notify.zone.text()) from \(source), not one of its primaries")
         }
         let keys = Set(fromPrimary.compactMap(\.key))
-        var failure = "unsigned"
-        for key in keys where (try? received.tsigRecord()) != nil {
-            do {
-                let record = try DNSTSIG.verify(received, key: key, requestMAC: nil, now: now)
-                let answer = try? DNSTSIG.sign(notify.response, key: key, now: now, requestMAC: record.mac).bytes
-                return Outcome(zone: notify.zone, answer: answer, refusal: nil)
-            } catch {
-                failure = "\(error)"
+        if let signer, keys.contains(signer.key) {
+            return Outcome(zone: notify.zone, answer: answer(notify.response), refusal: nil)
+        }
+        var failure = signer == nil ? "unsigned" : "signed with a key not this zone's"
+        if signer == nil, (try? received.tsigRecord()) != nil {
+            for key in keys {
+                do {
+                    _ = try DNSTSIG.verify(received, key: key, requestMAC: nil, now: now)
+                } catch {
+                    failure = "\(error)"
+                }
             }
         }
         // Believed without a signature only when a transfer from that primary is unsigned too.
-        if fromPrimary.contains(where: { $0.key == nil }) {
-            return Outcome(zone: notify.zone, answer: try? notify.response.encode(), refusal: nil)
+        if signer == nil, fromPrimary.contains(where: { $0.key == nil }) {
+            return Outcome(zone: notify.zone, answer: answer(notify.response), refusal: nil)
         }
         return refuse(.notAuthoritative, "a NOTIFY for \(notify.zone.text()) from \(source): TSIG: \(failure)")
     }

@@ -55,6 +55,31 @@ final class HTTPDNSNotifyPolicyTests: XCTestCase {
         XCTAssertNil(signedPolicy.handle(signed.bytes, from: primary, now: 1_800_000_000 + 3_600).zone, "outside the fudge: BADTIME")
     }
 
+    /// Issue 32, RFC 8945 §5.3: a request signed with a known key that verified gets a signed
+    /// response, refusals included: a zone not followed (NOTAUTH) and a sender that is not a primary
+    /// (REFUSED). A signature that does not verify still gets an unsigned refusal.
+    func testRefusalsOfAVerifiedSignedNotifyAreSigned() throws {
+        let key = try DNSTSIGKey(commandLine: "hmac-sha256:xfr:" + Data(repeating: 7, count: 32).base64EncodedString())
+        let signedPolicy = try policy(key: key)
+        let now: UInt64 = 1_800_000_000
+        let cases: [(zone: String, source: HTTPDNSIPAddress, rcode: Int)] = [
+            ("other.test", primary, 9), ("example.test", HTTPDNSIPAddress("198.51.100.1")!, 5),
+        ]
+        for (zone, source, expected) in cases {
+            let signed = try DNSTSIG.sign(try DNSNotify.request(zone: DNSName(zone), id: 20), key: key, now: now)
+            let outcome = signedPolicy.handle(signed.bytes, from: source, now: now)
+            XCTAssertNil(outcome.zone, zone)
+            XCTAssertEqual(rcode(outcome.answer), expected, zone)
+            let answer = try DNSReceivedMessage(decoding: try XCTUnwrap(outcome.answer))
+            XCTAssertNoThrow(try DNSTSIG.verify(answer, key: key, requestMAC: signed.mac, now: now), "\(zone) from \(source): signed")
+        }
+        let stranger = try DNSTSIGKey(commandLine: "hmac-sha256:xfr:" + Data(repeating: 8, count: 32).base64EncodedString())
+        let forged = try DNSTSIG.sign(try DNSNotify.request(zone: DNSName("other.test"), id: 21), key: stranger, now: now)
+        let refused = try XCTUnwrap(signedPolicy.handle(forged.bytes, from: primary, now: now).answer)
+        XCTAssertEqual(rcode(refused), 9)
+        XCTAssertNil(try DNSReceivedMessage(decoding: refused).tsigRecord(), "a signature that does not verify: unsigned")
+    }
+
     /// A zone followed with its own key and a view's (BIND's views, one key each): a NOTIFY signed
     /// with either is believed, and answered signed with that key; one with a third key, or
     /// unsigned, is not; a view's own primary counts as the zone's.

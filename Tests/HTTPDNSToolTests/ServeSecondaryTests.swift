@@ -66,7 +66,14 @@ final class ServeSecondaryTests: ToolTestCase {
         XCTAssertEqual(try sendNotify(to: notifyPort, from: "127.0.0.1", signedWith: nil), 9)
         XCTAssertEqual(try sendNotify(to: notifyPort, from: "127.0.0.1", signedWith: stranger), 9)
         let real = try DNSTSIGKey(commandLine: "hmac-sha256:\(knot.keyName):\(knot.keySecret)")
-        XCTAssertEqual(try sendNotify(to: notifyPort, from: "127.0.0.5", signedWith: real), 5)
+        // Signed with the zone's key and verified: the refusals are signed too (RFC 8945 §5.3, issue 32).
+        let notPrimary = try notifyExchange(to: notifyPort, from: "127.0.0.5", zone: "example.test", signedWith: real)
+        XCTAssertEqual(notPrimary.rcode, 5)
+        XCTAssertTrue(notPrimary.signed, "a REFUSED to a verified signed NOTIFY carries a TSIG that verifies")
+        let notFollowed = try notifyExchange(to: notifyPort, from: "127.0.0.1", zone: "other.test", signedWith: real)
+        XCTAssertEqual(notFollowed.rcode, 9)
+        XCTAssertTrue(notFollowed.signed, "a NOTAUTH to a verified signed NOTIFY carries a TSIG that verifies")
+        XCTAssertFalse(try notifyExchange(to: notifyPort, from: "127.0.0.1", zone: "other.test", signedWith: stranger).signed)
         // The real key from the primary's address: accepted (NOERROR).
         XCTAssertEqual(try sendNotify(to: notifyPort, from: "127.0.0.1", signedWith: real), 0)
         XCTAssertTrue(String(decoding: server.stderr, as: UTF8.self).contains("NOTIFY refused"))

@@ -78,20 +78,31 @@ extension ToolTestCase {
     /// A NOTIFY for example.test sent to `port` on 127.0.0.1 from `source`, optionally signed; the
     /// answer's RCODE, nil without one within 5 s.
     func sendNotify(to port: UInt16, from source: String, signedWith key: DNSTSIGKey?) throws -> Int? {
-        let zone = try DNSName("example.test")
-        let request = DNSNotify.request(zone: zone, id: 0x4242, soa: nil)
-        let bytes = try key.map { try DNSTSIG.sign(request, key: $0, now: UInt64(Date().timeIntervalSince1970)).bytes } ?? request.encode()
+        try notifyExchange(to: port, from: source, zone: "example.test", signedWith: key).rcode
+    }
+
+    /// The same for `zone`, also saying whether the answer carries a TSIG that verifies with `key`
+    /// and the request's MAC (RFC 8945 §5.3).
+    func notifyExchange(to port: UInt16, from source: String, zone: String, signedWith key: DNSTSIGKey?) throws -> (rcode: Int?, signed: Bool) {
+        let request = DNSNotify.request(zone: try DNSName(zone), id: 0x4242, soa: nil)
+        let now = UInt64(Date().timeIntervalSince1970)
+        let signedRequest = try key.map { try DNSTSIG.sign(request, key: $0, now: now) }
+        let bytes = try signedRequest?.bytes ?? request.encode()
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd) }
         guard Dnsmasq.withSockAddr(HTTPDNSIPAddress(source)!, 0, { bind(fd, $0, $1) }) == 0,
               Dnsmasq.withSockAddr(HTTPDNSIPAddress("127.0.0.1")!, port, { connect(fd, $0, $1) }) == 0,
               bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == bytes.count
-        else { return nil }
+        else { return (nil, false) }
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&entry, 1, 5_000) == 1 else { return nil }
+        guard poll(&entry, 1, 5_000) == 1 else { return (nil, false) }
         var buffer = [UInt8](repeating: 0, count: 4_096)
         let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        guard count >= 12, buffer[0] == 0x42, buffer[1] == 0x42 else { return nil }
-        return Int(buffer[3] & 0x0f)
+        guard count >= 12, buffer[0] == 0x42, buffer[1] == 0x42 else { return (nil, false) }
+        var verified = false
+        if let key, let signedRequest, let answer = try? DNSReceivedMessage(decoding: Array(buffer[0..<count])) {
+            verified = (try? DNSTSIG.verify(answer, key: key, requestMAC: signedRequest.mac, now: now)) != nil
+        }
+        return (Int(buffer[3] & 0x0f), verified)
     }
 }
