@@ -5,7 +5,10 @@
 //
 // The layout follows the path of one request:
 //   HTTPDNSURLProtocol → HTTPDNS (engine: cache, providers, fallback) → HTTPDNSTransport (libcurl, sockets)
-// with pure value modules (DNSWire, HTTPDNSCore) underneath that do no I/O.
+// with pure value modules (DNSWire, HTTPDNSCore) underneath that do no I/O. The service side is cut
+// along its daemons (issue 31): the HTTP shell (HTTPServing), the service (HTTPDNSServer), zone
+// transfers and fleet state (HTTPDNSFleet) and the stub (HTTPDNSStub), over pure modules
+// (DNSZoneTransfer, DNSStubCore) and what they share to be run (HTTPDNSOperations); arrows point down.
 import PackageDescription
 
 let package = Package(

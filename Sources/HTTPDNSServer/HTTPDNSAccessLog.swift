@@ -1,7 +1,7 @@
 import HTTPDNSCore
 import HTTPDNSOperations
 
-/// The optional access log: one JSON line per query (``HTTPDNSAccessLogLine``), written to a file
+/// The optional access log: one JSON line per query, written to a file
 /// descriptor by a thread of its own so that a slow disk or pipe never stalls the event loop.
 ///
 /// Logging a query encodes the line into a buffer under a lock and returns; the writer thread takes the
