@@ -96,8 +96,12 @@ static void on_request_deadline(h2o_timeout_entry_t *entry)
 static void accept_http1(struct connection *c, h2o_accept_ctx_t *accept_ctx)
 {
     h2o_http1_accept(accept_ctx, c->sock, c->connected_at);
-    if (c->loop->http1_callbacks == NULL && c->sock->data != NULL)
-        c->loop->http1_callbacks = ((h2o_conn_t *)c->sock->data)->callbacks;
+    /* Learnt from an HTTP/1 connection only: bytes already read (after a PROXY header, or read to
+     * look for one) are handled inside h2o_http1_accept, and an h2c preface among them has made the
+     * connection HTTP/2 by now. HTTP/1's connection callbacks alone log a request index. */
+    h2o_conn_t *conn = c->sock->data;
+    if (c->loop->http1_callbacks == NULL && conn != NULL && conn->callbacks->log_.http1.request_index != NULL)
+        c->loop->http1_callbacks = conn->callbacks;
     httpdns_h2o__arm_request_deadline(c);
 }
 

@@ -47,9 +47,10 @@ extension Command {
             every primary unreachable the copy is served until its SOA expire has passed. Default none.
             """),
         OptionSpec("notify-listen", value: "ip:port", help: """
-            Take NOTIFY messages from the --secondary primaries over UDP here ([IPv6]:PORT for IPv6; port 0 picks \
-            one, printed as "notify on udp://IP:PORT"): a zone's primary, signed with --tsig-file when one is \
-            given, has the zone checked at once instead of at its next refresh. Default none.
+            Take NOTIFY messages from the --secondary primaries over UDP and TCP here ([IPv6]:PORT for IPv6; port \
+            0 picks one, printed as "notify on udp://IP:PORT"): a zone's primary (the address --secondary gives: \
+            Knot's via:, BIND's notify-source), signed with --tsig-file when one is given, has the zone checked \
+            at once instead of at its next refresh. Default none.
             """),
         OptionSpec("tsig-file", value: "file", help: """
             The TSIG key (HMAC-SHA256) that signs the --secondary transfers, as tsig-keygen writes it \
@@ -106,7 +107,9 @@ extension Command {
             """),
         OptionSpec("allow-private", help: "Pass on loopback and private addresses from upstreams (test beds). Default off."),
         OptionSpec("cacert", value: "file", help: "PEM CA certificates trusted for TLS to upstreams, in addition to the system's. Default none."),
-        OptionSpec("timeout", value: "seconds", help: "Time limit of each upstream attempt. Default 5."),
+        OptionSpec("timeout", value: "seconds", help: """
+            Time limit of each upstream attempt (0-3600). Default \(stubSeconds(HTTPDNSService.Configuration().upstream.timeouts.perAttempt)).
+            """),
         OptionSpec("health-ca", value: "file", help: """
             PEM CA certificates that verify the zone's tls and https checks (only these; verification \
             is always on). Default the system's.
@@ -118,10 +121,22 @@ extension Command {
             on shared machines. Without it /status answers 404. Default none.
             """),
         OptionSpec("config", value: "file", help: """
-            A JSON config file; its "serve" object may hold listen, zone, upstreams, tlsCert, tlsKey, tlsTicketKeys, views, \
-            adminToken, reportTokens, reportWindow, reportThreshold, reportHold. Default none.
+            A JSON config file; its "serve" object takes every option above by its key (CONFIG KEYS below), \
+            paths relative to the file; options on the command line win. Default none.
             """),
     ] + serveReportSpecs + [HelpText.helpOption]
+
+    /// `--listen`'s default.
+    static let serveDefaultListen = "127.0.0.1:8053"
+
+    /// The config file's "serve" object, read against ``serveSpecs`` (one row per setting).
+    static let serveConfig = ConfigSection(
+        name: "serve", options: serveSpecs,
+        listKeys: [
+            "listen": "listen", "upstream": "upstreams", "secondary": "secondaries", "trusted-proxy": "trustedProxies",
+            "dnspod-key": "dnspodKeys", "alibaba-secret": "alibabaSecrets", "report-token": "reportTokens",
+        ],
+        pathOptions: ["zone", "views", "tls-cert", "tls-key", "tls-ticket-keys", "secondary-dir", "tsig-file", "access-log", "cacert", "health-ca"])
 
     static let serveHelp = HelpText(
         overview: """
@@ -140,6 +155,7 @@ extension Command {
         sections: [
             ("OUTPUT", "One line per listener when ready: listening on http(s)://IP:PORT"),
             ("EXIT STATUS", "0 after a clean stop, 1 when it cannot listen or load the zone, 64 bad usage."),
+            ("CONFIG KEYS", "The \"serve\" object of --config FILE takes: \(serveConfig.reference)."),
             ("EXAMPLES", """
                 httpdns serve --zone zone.json --upstream doh=https://dns.example/dns-query
                 httpdns serve --listen 127.0.0.1:8053 --listen https://0.0.0.0:443 --tls-cert cert.pem --tls-key key.pem --zone zone.json
@@ -150,18 +166,19 @@ extension Command {
     /// `httpdns serve`.
     static func serve(_ arguments: [String]) async throws -> Int32 {
         let command = "httpdns serve"
-        guard let parsed = try parse(arguments, command: command, help: serveHelp) else { return ExitStatus.success }
+        guard var parsed = try parse(arguments, command: command, help: serveHelp) else { return ExitStatus.success }
         func bad(_ message: String) -> UsageError { UsageError(message, command: command) }
         guard parsed.positionals.isEmpty else { throw bad("unexpected argument '\(parsed.positionals[0])'") }
         var config = ConfigFile()
         if let path = parsed.last("config") { config = try ConfigFile.load(path: path, command: command) }
-        let section = config.serve
+        // The "serve" object: every option by its key, under the flags given here.
+        try serveConfig.merge(config, into: &parsed, command: command)
 
         var configuration = HTTPDNSService.Configuration()
-        let certificate = parsed.last("tls-cert") ?? section?.tlsCert
-        let key = parsed.last("tls-key") ?? section?.tlsKey
+        let certificate = parsed.last("tls-cert")
+        let key = parsed.last("tls-key")
         guard (certificate == nil) == (key == nil) else { throw bad("--tls-cert and --tls-key go together") }
-        let listens = parsed.has("listen") ? parsed.all("listen") : [section?.listen ?? "127.0.0.1:8053"]
+        let listens = parsed.has("listen") ? parsed.all("listen") : [serveDefaultListen]
         var tlsListeners: [Int] = []
         configuration.listeners = []
         let parsedListens = try listens.map { text in
@@ -188,8 +205,9 @@ extension Command {
         }
         let trust = try SharedOptions.makeTrust(cacert: parsed.last("cacert") ?? config.cacert, command: command)
         let transport = HTTPTransport()
-        let timeout = givenTimeout ?? 5
-        let upstreams = parsed.has("upstream") ? parsed.all("upstream") : (section?.upstreams ?? [])
+        // The library's per-attempt limit unless one is given: --help shows the same default.
+        let timeout = givenTimeout ?? configuration.upstream.timeouts.perAttempt.inSeconds
+        let upstreams = parsed.all("upstream")
         for text in upstreams {
             do {
                 let spec = try HTTPDNSProviderSpec(parsing: text)
@@ -223,13 +241,13 @@ extension Command {
             guard let value = Int(text), (1...10_000).contains(value) else { throw bad("bad --max-probes '\(text)'") }
             configuration.health.maxProbesInFlight = value
         }
-        if let token = parsed.last("admin-token") ?? section?.adminToken {
+        if let token = parsed.last("admin-token") {
             guard (16...512).contains(token.utf8.count), token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
                 throw bad("bad --admin-token: 16 to 512 printable ASCII characters without spaces")
             }
             configuration.admin.token = token
         }
-        try readReportOptions(parsed, section: section, into: &configuration.reports, bad: bad)
+        try readReportOptions(parsed, into: &configuration.reports, bad: bad)
         let allowPrivate = parsed.flag("allow-private") || (config.allowPrivate ?? false)
         configuration.upstream.hygiene = HTTPDNSAnswerHygiene(allowPrivate: allowPrivate)
 
@@ -241,7 +259,7 @@ extension Command {
                 configuration.listeners[index].tlsKeyPEM = keyPEM
             }
         }
-        let ticketKeysPath = parsed.last("tls-ticket-keys") ?? section?.tlsTicketKeys
+        let ticketKeysPath = parsed.last("tls-ticket-keys")
         if let ticketKeysPath {
             guard !tlsListeners.isEmpty else { throw bad("--tls-ticket-keys needs an HTTPS --listen") }
             do {
@@ -289,8 +307,8 @@ extension Command {
                 throw bad(error.detail)
             }
         }
-        let zonePath = parsed.last("zone") ?? section?.zone
-        let viewsPath = parsed.last("views") ?? section?.views
+        let zonePath = parsed.last("zone")
+        let viewsPath = parsed.last("views")
         if let viewsPath {
             do {
                 configuration.views = try HTTPDNSViews(contentsOfFile: viewsPath)

@@ -28,31 +28,31 @@ extension Command {
         OptionSpec("redis-namespace", value: "name", help: "Prefix of every Redis key, so fleets can share one Redis. Default httpdns."),
     ]
 
-    /// The report settings from their options, then the config file's `serve` section.
+    /// The report settings from their options (the config file's `serve` object merged in).
     static func readReportOptions(
-        _ parsed: ParsedArguments, section: ConfigFile.Serve?, into reports: inout HTTPDNSService.Reports, bad: (String) -> UsageError
+        _ parsed: ParsedArguments, into reports: inout HTTPDNSService.Reports, bad: (String) -> UsageError
     ) throws {
-        func seconds(_ name: String, _ fromFile: Double?) throws -> Duration? {
-            guard let text = parsed.last(name) ?? fromFile.map({ String($0) }) else { return nil }
+        func seconds(_ name: String) throws -> Duration? {
+            guard let text = parsed.last(name) else { return nil }
             guard let value = Double(text), value >= 1, value <= 86_400 else { throw bad("bad --\(name) '\(text)': 1-86400 seconds") }
             return .milliseconds(Int64(value * 1000))
         }
-        reports.tokens = parsed.has("report-token") ? parsed.all("report-token") : (section?.reportTokens ?? [])
+        reports.tokens = parsed.all("report-token")
         for token in reports.tokens where token.isEmpty || token.utf8.count > 256 || !token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._~+/=".contains($0)) }) {
             throw bad("bad --report-token: 1-256 characters of A-Z a-z 0-9 - . _ ~ + / =")
         }
-        if let value = try seconds("report-window", section?.reportWindow) { reports.window = value }
-        if let value = try seconds("report-hold", section?.reportHold) { reports.holdTime = value }
-        if let text = parsed.last("report-threshold") ?? section?.reportThreshold.map({ String(Int($0)) }) {
+        if let value = try seconds("report-window") { reports.window = value }
+        if let value = try seconds("report-hold") { reports.holdTime = value }
+        if let text = parsed.last("report-threshold") {
             guard let value = Int(text), (1...reports.maxNetworksPerAddress).contains(value) else {
                 throw bad("bad --report-threshold '\(text)': 1-\(reports.maxNetworksPerAddress)")
             }
             reports.threshold = value
         }
-        if let url = parsed.last("redis") ?? section?.redis {
+        if let url = parsed.last("redis") {
             do {
                 var redis = try HTTPDNSService.Reports.Redis(url: url)
-                if let namespace = parsed.last("redis-namespace") ?? section?.redisNamespace { redis.namespace = namespace }
+                if let namespace = parsed.last("redis-namespace") { redis.namespace = namespace }
                 reports.redis = redis
             } catch {
                 throw bad("bad --\(error.detail)")

@@ -35,6 +35,13 @@ extension Command {
             """),
     ]
 
+    /// The config file's "stub" object, read against the stub's own option rows (the shared ones
+    /// are the file's top-level keys).
+    static let stubConfig = ConfigSection(
+        name: "stub", options: (stubSpecs + stubRouteSpecs + stubBootSpecs + stubCheckSpecs).filter { $0.long != "check" },
+        listKeys: ["allow-from": "allowFrom", "upstream": "upstreams", "hosts": "hosts", "route": "routes"],
+        pathOptions: ["cache-dir", "cache-key-file", "hosts", "query-log"])
+
     /// `1.8`, `5`: a duration as --help shows it, from the library's own default.
     static func stubSeconds(_ duration: Duration) -> String {
         let milliseconds = Int(duration.inSeconds * 1000)
@@ -60,6 +67,10 @@ extension Command {
                 ignored; READY=1 goes to NOTIFY_SOCKET once the caches are loaded and the sockets answer, \
                 STOPPING=1 at stop. Units: contrib/systemd/httpdns-stub.socket and .service.
                 """),
+            ("CONFIG KEYS", """
+                The "stub" object of --config FILE takes: \(stubConfig.reference); the file's top-level keys \
+                (providers, protect, resolve, …) the shared options.
+                """),
             ("EXIT STATUS", """
                 0 after SIGINT or SIGTERM once every query received is answered, 1 when it cannot listen or \
                 the drain ended with queries unanswered, 64 bad usage. With --check: 0 protected, 1 not or \
@@ -77,9 +88,13 @@ extension Command {
     /// `httpdns stub`.
     static func stub(_ arguments: [String]) async throws -> Int32 {
         let command = "httpdns stub"
-        guard let parsed = try parse(arguments, command: command, help: stubHelp) else { return ExitStatus.success }
+        guard var parsed = try parse(arguments, command: command, help: stubHelp) else { return ExitStatus.success }
         func bad(_ message: String) -> UsageError { UsageError(message, command: command) }
         guard parsed.positionals.isEmpty else { throw bad("unexpected argument '\(parsed.positionals[0])'") }
+        // The "stub" object: every stub option by its key, under the flags given here.
+        if let path = parsed.last("config") {
+            try stubConfig.merge(try ConfigFile.load(path: path, command: command), into: &parsed, command: command)
+        }
         let shared = try SharedOptions(parsed, command: command)
         var configuration = DNSStubServer.Configuration()
         // Taken first, before any thread of ours runs: it edits the environment (LISTEN_*).

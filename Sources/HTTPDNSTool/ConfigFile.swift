@@ -1,8 +1,15 @@
 import Foundation
 
-/// The `--config FILE` JSON document: everything the shared flags can say, so that credentials need
-/// not appear on command lines (where `ps` shows them). Flags given on the command line override
-/// the file's values; a list flag (`--provider`, `--resolve`, `--protect`) replaces the file's list.
+/// The `--config FILE` JSON document: everything the flags can say, so that credentials need not
+/// appear on command lines (where `ps` shows them). Flags given on the command line override the
+/// file's values; a list flag (`--provider`, `--resolve`, `--protect`, `--upstream`…) replaces the
+/// file's list.
+///
+/// The top level holds the shared flags (`resolve`, `fetch`, `check`, and the engine of `proxy` and
+/// `stub`); the `"serve"` and `"stub"` objects hold their subcommand's flags, each under the key
+/// its option row gives (``ConfigSection``): the option's name in camelCase, plural for a list
+/// (`--drain-delay` → `drainDelay`, `--trusted-proxy` → `trustedProxies`). `httpdns serve --help`
+/// lists every key.
 ///
 /// ```json
 /// {
@@ -16,36 +23,14 @@ import Foundation
 ///   "protect": ["*.example.com", "example.com"],
 ///   "resolve": ["api.example.com:443:203.0.113.7"],
 ///   "fallbackIPs": "https://ips.example.com/ips",
-///   "serve": { "listen": "127.0.0.1:8053", "zone": "zone.txt", "upstreams": ["doh=…"],
-///              "tlsCert": "cert.pem", "tlsKey": "key.pem", "tlsTicketKeys": "ticket.keys",
-///              "views": "views.json", "adminToken": "…",
-///              "reportTokens": ["…"], "reportWindow": 300, "reportThreshold": 3, "reportHold": 600,
-///              "redis": "redis://:password@10.0.0.5:6379/0", "redisNamespace": "httpdns" }
+///   "serve": { "listen": ["127.0.0.1:8053"], "zone": "zone.json", "upstreams": ["doh=…"],
+///              "tlsCert": "cert.pem", "tlsKey": "key.pem", "drainDelay": 3, "trustedProxies": ["10.0.0.0/8"],
+///              "adminToken": "…", "reportTokens": ["…"], "redis": "redis://:password@10.0.0.5:6379/0" },
+///   "stub": { "listen": "127.0.0.153:53", "upstreams": ["doh=https://dns.example/dns-query"], "hosts": ["hosts"] }
 /// }
 /// ```
 /// Unknown keys are errors, so a misspelt `"provider"` cannot silently fall back to the defaults.
 struct ConfigFile: Sendable, Equatable {
-    /// The `serve` section.
-    struct Serve: Sendable, Equatable {
-        var listen: String?
-        var zone: String?
-        var upstreams: [String]?
-        var tlsCert: String?
-        var tlsKey: String?
-        var tlsTicketKeys: String? = nil
-        var views: String? = nil
-        /// The bearer token of `/status` (kept out of the process list, unlike `--admin-token`).
-        var adminToken: String?
-        /// Bearer tokens for `POST /report` (kept here rather than on the command line).
-        var reportTokens: [String]? = nil
-        var reportWindow: Double? = nil
-        var reportThreshold: Double? = nil
-        var reportHold: Double? = nil
-        /// The fleet's Redis URL, password included (kept here rather than on the command line).
-        var redis: String? = nil
-        var redisNamespace: String? = nil
-    }
-
     var providers: [String]?
     var localDNS: String?
     var httpdnsOnly: Bool?
@@ -56,18 +41,17 @@ struct ConfigFile: Sendable, Equatable {
     var protect: [String]?
     var resolve: [String]?
     var fallbackIPs: String?
-    var serve: Serve?
+    /// The `"serve"` and `"stub"` objects, as written (read against their option rows by ``ConfigSection``).
+    var sections: [String: [String: ConfigValue]] = [:]
+    /// The file's directory: relative paths in a section are relative to it.
+    var directory = ""
 
     /// Largest config file read; a config is a few hundred bytes.
     static let maxBytes = 1 << 20
 
     static let knownKeys: Set<String> = [
         "providers", "localDNS", "httpdnsOnly", "allowPrivate", "type", "cacert", "timeout", "protect", "resolve",
-        "fallbackIPs", "serve",
-    ]
-    static let knownServeKeys: Set<String> = [
-        "listen", "zone", "upstreams", "tlsCert", "tlsKey", "tlsTicketKeys", "views", "adminToken", "reportTokens", "reportWindow", "reportThreshold",
-        "reportHold", "redis", "redisNamespace",
+        "fallbackIPs", "serve", "stub",
     ]
 
     init() {}
@@ -118,35 +102,26 @@ struct ConfigFile: Sendable, Equatable {
         config.protect = try stringList(root, "protect")
         config.resolve = try stringList(root, "resolve")
         config.fallbackIPs = try string(root, "fallbackIPs")
-        if let section = root["serve"] {
-            guard let serve = section as? [String: Any] else { throw ConfigError(message: "\"serve\" must be an object") }
-            try checkKeys(serve, known: knownServeKeys, section: "serve")
-            config.serve = Serve(
-                listen: try string(serve, "listen"), zone: try string(serve, "zone"),
-                upstreams: try stringList(serve, "upstreams"), tlsCert: try string(serve, "tlsCert"),
-                tlsKey: try string(serve, "tlsKey"), tlsTicketKeys: try string(serve, "tlsTicketKeys"), views: try string(serve, "views"), adminToken: try string(serve, "adminToken"),
-                reportTokens: try stringList(serve, "reportTokens"), reportWindow: try number(serve, "reportWindow"),
-                reportThreshold: try number(serve, "reportThreshold"), reportHold: try number(serve, "reportHold"),
-                redis: try string(serve, "redis"), redisNamespace: try string(serve, "redisNamespace"))
+        for name in ["serve", "stub"] {
+            guard let section = root[name] else { continue }
+            guard let object = section as? [String: Any] else { throw ConfigError(message: "\"\(name)\" must be an object") }
+            var values: [String: ConfigValue] = [:]
+            for (key, value) in object {
+                guard let read = ConfigValue(value) else {
+                    throw ConfigError(message: "\"\(key)\" in \"\(name)\" must be a string, a number, true or false, or a list of strings")
+                }
+                values[key] = read
+            }
+            config.sections[name] = values
         }
         return config
     }
 
-    /// Makes file paths in the config relative to the config file's directory, as people expect.
+    /// Makes file paths in the config relative to the config file's directory, as people expect
+    /// (a section's paths are resolved by ``ConfigSection`` from this ``directory``).
     mutating func resolvePaths(relativeTo directory: String) {
-        func absolute(_ path: String?) -> String? {
-            guard let path, !path.hasPrefix("/") else { return path }
-            return URL(fileURLWithPath: directory).appendingPathComponent(path).path
-        }
-        cacert = absolute(cacert)
-        if var section = serve {
-            section.zone = absolute(section.zone)
-            section.tlsCert = absolute(section.tlsCert)
-            section.tlsKey = absolute(section.tlsKey)
-            section.tlsTicketKeys = absolute(section.tlsTicketKeys)
-            section.views = absolute(section.views)
-            serve = section
-        }
+        self.directory = directory
+        cacert = cacert.map { ConfigSection.absolute($0, in: directory) }
     }
 
     private static func checkKeys(_ object: [String: Any], known: Set<String>, section: String?) throws(ConfigError) {
@@ -188,7 +163,7 @@ struct ConfigFile: Sendable, Equatable {
     }
 
     /// JSONSerialization gives booleans as NSNumbers of ObjC type `c` (char); numbers are `i`, `q`, `d`.
-    private static func isBoolean(_ number: NSNumber) -> Bool {
+    static func isBoolean(_ number: NSNumber) -> Bool {
         String(cString: number.objCType) == "c"
     }
 }
@@ -196,4 +171,24 @@ struct ConfigFile: Sendable, Equatable {
 /// Why a config document was rejected.
 struct ConfigError: Error, Sendable {
     var message: String
+}
+
+/// One value of a `"serve"` or `"stub"` key, as JSON gave it.
+enum ConfigValue: Sendable, Equatable {
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case list([String])
+
+    init?(_ json: Any) {
+        if let text = json as? String {
+            self = .string(text)
+        } else if let number = json as? NSNumber {
+            self = ConfigFile.isBoolean(number) ? .bool(number.boolValue) : .number(number.doubleValue)
+        } else if let list = json as? [Any], let texts = list as? [String], texts.count == list.count {
+            self = .list(texts)
+        } else {
+            return nil
+        }
+    }
 }
