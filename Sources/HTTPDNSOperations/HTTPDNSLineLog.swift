@@ -45,6 +45,10 @@ package final class HTTPDNSLineLog: Sendable {
 
     private let path: String?
     private let ownsDescriptor: Bool
+    /// Most bytes waiting for the writer before lines are dropped, unless told otherwise: 4 MiB
+    /// (about 20,000 access-log lines).
+    package static let defaultMaxBufferedBytes = 4 << 20
+
     private let maxBufferedBytes: Int
     private let onDrop: (@Sendable (Int) -> Void)?
     private let state: HTTPDNSLock<State>
@@ -59,7 +63,8 @@ package final class HTTPDNSLineLog: Sendable {
     ///   - onDrop: told how many lines were dropped each time some are (on the logging thread or
     ///     the writer's), when given.
     package convenience init(
-        fileDescriptor: Int32, ownsDescriptor: Bool = false, maxBufferedBytes: Int, onDrop: (@Sendable (Int) -> Void)? = nil
+        fileDescriptor: Int32, ownsDescriptor: Bool = false, maxBufferedBytes: Int = defaultMaxBufferedBytes,
+        onDrop: (@Sendable (Int) -> Void)? = nil
     ) {
         self.init(fileDescriptor: fileDescriptor, ownsDescriptor: ownsDescriptor, path: nil, maxBufferedBytes: maxBufferedBytes, onDrop: onDrop)
     }
@@ -80,7 +85,9 @@ package final class HTTPDNSLineLog: Sendable {
     /// Opens (creating, mode 0640) and appends to the file at `path`; `-` is standard output.
     ///
     /// - Throws: ``OpenFailure`` naming the path and the `errno` text.
-    package convenience init(path: String, maxBufferedBytes: Int, onDrop: (@Sendable (Int) -> Void)? = nil) throws(OpenFailure) {
+    package convenience init(
+        path: String, maxBufferedBytes: Int = defaultMaxBufferedBytes, onDrop: (@Sendable (Int) -> Void)? = nil
+    ) throws(OpenFailure) {
         if path == "-" {
             self.init(fileDescriptor: STDOUT_FILENO, maxBufferedBytes: maxBufferedBytes, onDrop: onDrop)
             return

@@ -57,7 +57,7 @@ extension Command {
         var queryLog: HTTPDNSLineLog?
         if let path = parsed.last("query-log") {
             do {
-                queryLog = try HTTPDNSLineLog(path: path, maxBufferedBytes: 4 << 20)
+                queryLog = try HTTPDNSLineLog(path: path)
             } catch {
                 throw ToolFailure("cannot open --query-log \(path): \(error)")
             }
