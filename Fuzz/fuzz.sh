@@ -22,6 +22,9 @@ MODULES="DNSWire HTTPDNSCore DNSZoneTransfer DNSStubCore HTTPDNSTransport DNSSoc
 
 "$SWIFT" build --target HTTPDNSFuzzTargets --scratch-path "$SCRATCH" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -warnings-as-errors
+# A C target only other C targets depend on (CSockets, under CH2O) gives its headers to the build
+# above but is compiled only for a link, which `--target` does not do: built here for its objects.
+"$SWIFT" build --target CSockets --scratch-path "$SCRATCH" -Xswiftc -sanitize=fuzzer,address -Xswiftc -warnings-as-errors
 # `package` declarations are visible to the harness only under the package's own name, which
 # SwiftPM derives from the checkout's directory: read it from the build description.
 package_name=$(grep -A1 -m1 '"-package-name"' "$SCRATCH/debug/description.json" | tail -1 | tr -d ' ",')

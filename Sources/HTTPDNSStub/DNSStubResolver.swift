@@ -66,6 +66,8 @@ package final class DNSStubResolver: Sendable {
     private let lastWarned = HTTPDNSLock<Double?>(nil)
     /// The least time between two warnings.
     static let warningInterval: Double = 60
+    /// Answer deadlines scheduled and not yet run.
+    private let pendingDeadlines = DNSStubCounter()
 
     /// - Parameters:
     ///   - engine: answers A/AAAA of protected names; its LocalDNS fallback should be off (the stub
@@ -107,6 +109,18 @@ package final class DNSStubResolver: Sendable {
     /// Seconds on ``clock``, for the cache.
     var now: Double { clock.now() }
 
+    /// Waits until every answer deadline scheduled so far has run (at most ``Configuration/answerDeadline``
+    /// after the last query), or `timeout`: the daemon calls it after its drain, before it exits.
+    /// - Returns: whether none is pending.
+    package func waitForDeadlines(within timeout: Duration) async -> Bool {
+        let end = ContinuousClock.now + timeout
+        while pendingDeadlines.value.load(ordering: .acquiring) > 0 {
+            guard ContinuousClock.now < end else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
     /// Puts `new` in place of the `--hosts` entries (SIGHUP), for every query from now on.
     package func replaceHosts(_ new: DNSStubHosts) {
         hosts.withLock { $0 = new }
@@ -147,8 +161,12 @@ package final class DNSStubResolver: Sendable {
         let question = request.question
         if let local = localAnswer(question) { return deliver(local, .hosts, nil) }
         let milliseconds = Int(configuration.answerDeadline.inSeconds * 1000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+        // Counted until it has run, so that the daemon exits only once no deadline is pending
+        // (``waitForDeadlines(within:)``): a timer running while the process exits crashed it.
+        pendingDeadlines.increment()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [pendingDeadlines] in
             deliver(.serverFailure(.noReachableAuthority, "no answer within \(milliseconds) ms; still asking"), .servfail, nil)
+            pendingDeadlines.decrement()
         }
         let host = question.name.text()
         if let route = routes.route(for: host) { return fromUpstreams(request, routeUpstreams[route], source: .route, deliver) }
@@ -332,6 +350,19 @@ package final class DNSStubResolver: Sendable {
                     response: .serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; ")))))
             }
         }
+    }
+}
+
+/// A counter a timer's closure can hold (an `Atomic` cannot be captured).
+final class DNSStubCounter: Sendable {
+    let value = Atomic<Int>(0)
+
+    func increment() {
+        value.add(1, ordering: .relaxed)
+    }
+
+    func decrement() {
+        value.subtract(1, ordering: .releasing)
     }
 }
 

@@ -16,25 +16,25 @@ extension Command {
             --tls-cert is given and plain HTTP otherwise; when one does, those without a scheme are plain. Plain listeners speak HTTP/1.1 and h2c, HTTPS ones HTTP/2 and HTTP/1.1 (ALPN). \
             Default 127.0.0.1:8053.
             """),
-        OptionSpec("zone", value: "file", help: """
+        OptionSpec("zone", value: "file", reloads: true, help: """
             A JSON zone of names answered here: {"www.example.test": {"A": ["192.0.2.1"], "AAAA": [...], \
             "ttl": 60}, "*.example.test": {...}, "alias.example.test": {"CNAME": "www.example.test"}}. \
-            Reloaded on SIGHUP. Default none.
+            Default none.
             """),
-        OptionSpec("views", value: "file", help: """
+        OptionSpec("views", value: "file", reloads: true, help: """
             Answers by client network: a JSON file of views, {"geoip": ["country.mmdb", "asn.mmdb"], "views": \
             [{"name": "carrier-a", "lists": ["carrier-a.txt"], "networks": ["10.1.0.0/16"], "countries": ["CN"], \
             "asns": [4134]}]} (paths relative to it; lists hold one CIDR a line, # comments). The most specific \
             match wins; zone entries give records per view ("views": {"carrier-a": {"A": [...]}}); other clients \
             get the default view. The client is the query's EDNS Client Subnet, else ip=, else the trusted \
-            proxy's word, else the peer. Reloaded with the zone on SIGHUP, all or nothing. Default none.
+            proxy's word, else the peer. With the zone, all or nothing. Default none.
             """),
         OptionSpec("upstream", value: "kind=url", help: """
             A resolver for names the zone lacks, tried in order (repeatable; the kinds of --provider). \
             Without one, such names get NXDOMAIN. The server never asks the machine's own resolver. Default none.
             """),
-        OptionSpec("tls-cert", value: "file", help: "PEM certificate chain for HTTPS listeners; reloaded on SIGHUP. Default none."),
-        OptionSpec("tls-key", value: "file", help: "PEM private key for --tls-cert; reloaded on SIGHUP. Default none."),
+        OptionSpec("tls-cert", value: "file", reloads: true, help: "PEM certificate chain for HTTPS listeners. Default none."),
+        OptionSpec("tls-key", value: "file", reloads: true, help: "PEM private key for --tls-cert. Default none."),
         OptionSpec("secondary", value: "zone=primary[,primary]", help: """
             Follow ZONE on its primaries (IP, IP:PORT or [IPv6]:PORT; port 53 by default) as a DNS secondary: AXFR, \
             then IXFR at the SOA's refresh (retry after a failure); A, AAAA and CNAME records are answered, and \
@@ -56,10 +56,10 @@ extension Command {
             The TSIG key (HMAC-SHA256) that signs the --secondary transfers, as tsig-keygen writes it \
             (key "name" { algorithm hmac-sha256; secret "..."; };). Default none: unsigned transfers.
             """),
-        OptionSpec("tls-ticket-keys", value: "file", help: """
+        OptionSpec("tls-ticket-keys", value: "file", reloads: true, help: """
             TLS session ticket keys shared with the fleet's other instances, so that a client resumes its \
             session on any of them: one base64 key of 80 bytes a line (openssl rand 80 | base64 -w0), the \
-            first encrypting, every one decrypting; reloaded on SIGHUP. Default none (a random key per process).
+            first encrypting, every one decrypting. Default none (a random key per process).
             """),
         OptionSpec("threads", value: "n", help: """
             Event-loop threads (1-256), each serving its share of the connections. Default one fewer than the \
@@ -67,30 +67,31 @@ extension Command {
             left takes upstream lookups, logging and the kernel's network work (\(HTTPDNSService.Connections.defaultThreads) here).
             """),
         OptionSpec("reuse-port", help: "Set SO_REUSEPORT so that several instances share one port. Default off."),
-        OptionSpec("max-connections", value: "n", help: "Open connections in all; more get a 503 (TLS: closed). Default 10000."),
-        OptionSpec("max-connections-per-client", value: "n", help: "Open connections from one client address. Default 1000."),
+        OptionSpec("max-connections", value: "n", help: "Open connections in all; more get a 503 (TLS: closed). Default \(serveDefaults.connections.maxConnections)."),
+        OptionSpec("max-connections-per-client", value: "n", help: "Open connections from one client address. Default \(serveDefaults.connections.maxConnectionsPerClient)."),
         OptionSpec("request-timeout", value: "seconds", help: """
             HTTP/1: deadline for a request's head and body (slowloris: cut, counted as shed, plain \
-            clients read 408), and the idle time of a keep-alive connection. Default 10.
+            clients read 408), and the idle time of a keep-alive connection. Default \(stubSeconds(serveDefaults.connections.requestTimeout)).
             """),
-        OptionSpec("handshake-timeout", value: "seconds", help: "Deadline for a TLS handshake. Default 10."),
-        OptionSpec("idle-timeout", value: "seconds", help: "HTTP/2: idle time of a connection. Default 30."),
+        OptionSpec("handshake-timeout", value: "seconds", help: "Deadline for a TLS handshake. Default \(stubSeconds(serveDefaults.connections.handshakeTimeout))."),
+        OptionSpec("idle-timeout", value: "seconds", help: "HTTP/2: idle time of a connection. Default \(stubSeconds(serveDefaults.connections.idleTimeout))."),
         OptionSpec("max-streams", value: "n", help: """
             HTTP/2: requests of one connection handled at once (1-100); more get 503 with Retry-After, \
-            counted as shed. Default 100.
+            counted as shed. Default \(serveDefaults.connections.maxConcurrentStreams).
             """),
         OptionSpec("drain-timeout", value: "seconds", help: """
             On SIGTERM/SIGINT: how long the drain may answer requests in flight or on their way (keep-alive \
-            connections close once quiet); connections still busy then are cut, and stderr says how many. Default 5.
+            connections close once quiet); connections still busy then are cut, and stderr says how many. \
+            Default \(stubSeconds(serveDefaults.connections.drainTimeout)).
             """),
         OptionSpec("drain-delay", value: "seconds", help: """
             On SIGTERM/SIGINT: how long /ready answers 503 before the drain begins, the listeners still \
             accepting: longer than a balancer's health checks take to see it (interval x fall), so that it \
-            stops sending before they close. Default 0.
+            stops sending before they close. Default \(stubSeconds(serveDefaults.connections.drainDelay)).
             """),
-        OptionSpec("access-log", value: "file", help: """
+        OptionSpec("access-log", value: "file", reloads: true, help: """
             One JSON line per answered request (time, client, protocol, endpoint, name, type, status, rcode, \
-            answers, cache, latency) appended to FILE, or stdout for -; reopened on SIGHUP (logrotate). Default none.
+            answers, cache, latency) appended to FILE, or stdout for -; reopened (logrotate). Default none.
             """),
         OptionSpec("trusted-proxy", value: "cidr", help: """
             A balancer whose client address is believed (repeatable): its PROXY protocol v1/v2 header, or \
@@ -114,7 +115,7 @@ extension Command {
             PEM CA certificates that verify the zone's tls and https checks (only these; verification \
             is always on). Default the system's.
             """),
-        OptionSpec("max-probes", value: "n", help: "Health probes running at once (1-10000); due probes wait for a slot. Default 64."),
+        OptionSpec("max-probes", value: "n", help: "Health probes running at once (1-10000); due probes wait for a slot. Default \(serveDefaults.health.maxProbesInFlight)."),
         OptionSpec("admin-token", value: "token", help: """
             Bearer token of GET /status (JSON: every checked address with its state, last probe and names): \
             16-512 printable characters; it shows in the process list, so prefer a config file's adminToken \
@@ -125,6 +126,9 @@ extension Command {
             paths relative to the file; options on the command line win. Default none.
             """),
     ] + serveReportSpecs + [HelpText.helpOption]
+
+    /// The library's defaults, which --help shows (the CLI keeps them: one place says each).
+    static let serveDefaults = HTTPDNSService.Configuration()
 
     /// `--listen`'s default.
     static let serveDefaultListen = "127.0.0.1:8053"
@@ -173,6 +177,9 @@ extension Command {
         if let path = parsed.last("config") { config = try ConfigFile.load(path: path, command: command) }
         // The "serve" object: every option by its key, under the flags given here.
         try serveConfig.merge(config, into: &parsed, command: command)
+        // SIGHUP's reach is the table's: a row marked `reloads` that the reload does not handle
+        // (or the other way round) is a defect of this program, found by any start.
+        precondition(Set(serveSpecs.filter(\.reloads).map(\.long)) == ReloadFiles.handled, "serve's SIGHUP rows and its reload disagree")
 
         var configuration = HTTPDNSService.Configuration()
         let certificate = parsed.last("tls-cert")
@@ -436,6 +443,10 @@ extension Command {
 
     /// The files SIGHUP reads again.
     struct ReloadFiles {
+        /// The options whose files ``reload(_:files:tlsListeners:)`` reads again: exactly the rows
+        /// of ``serveSpecs`` marked `reloads` (checked at start, so the help cannot promise more).
+        static let handled: Set<String> = ["zone", "views", "tls-cert", "tls-key", "tls-ticket-keys", "access-log"]
+
         var zone: String?
         var views: String?
         var tls: (certificate: String, key: String)?

@@ -10,13 +10,13 @@ extension Command {
             instead (HTTPDNS-HMAC-SHA256). Prefer the config file's serve.reportTokens: ps shows command \
             lines. Default none.
             """),
-        OptionSpec("report-window", value: "seconds", help: "How long a failure report counts. Default 300."),
+        OptionSpec("report-window", value: "seconds", help: "How long a failure report counts. Default \(stubSeconds(serveDefaults.reports.window))."),
         OptionSpec("report-threshold", value: "n", help: """
             Distinct client networks (/24, /56) of one view reporting an address within the window that \
             make the server probe it: a failed probe takes it out of every answer, a passing one puts it \
-            last in that view's answers (1-32). Default 3.
+            last in that view's answers (1-\(serveDefaults.reports.maxNetworksPerAddress)). Default \(serveDefaults.reports.threshold).
             """),
-        OptionSpec("report-hold", value: "seconds", help: "How long a decision from reports holds. Default 600."),
+        OptionSpec("report-hold", value: "seconds", help: "How long a decision from reports holds. Default \(stubSeconds(serveDefaults.reports.holdTime))."),
         OptionSpec("redis", value: "url", help: """
             Share report state with the other instances of a fleet through one Redis: \
             redis://[user:password@]host:port[/db] or unix:/path/to/socket. A report that reaches any \
@@ -25,7 +25,7 @@ extension Command {
             Prefer the config file's serve.redis for a URL with a password: ps shows command lines. \
             Default none (this instance alone).
             """),
-        OptionSpec("redis-namespace", value: "name", help: "Prefix of every Redis key, so fleets can share one Redis. Default httpdns."),
+        OptionSpec("redis-namespace", value: "name", help: "Prefix of every Redis key, so fleets can share one Redis. Default \(HTTPDNSService.Reports.Redis().namespace)."),
     ]
 
     /// The report settings from their options (the config file's `serve` object merged in).

@@ -212,6 +212,8 @@ extension Command {
                 Output.diagnostic("httpdns stub: queries still unanswered after \(longest); exiting with status 1")
                 drained = false
             }
+            // No answer deadline may run while the process exits.
+            _ = await resolver.waitForDeadlines(within: resolverConfiguration.answerDeadline + .seconds(1))
             metricsServer?.stop(drain: .milliseconds(200))
             queryLog?.close(timeout: .seconds(2))
             await onOwnThread("httpdns stub cache save") {

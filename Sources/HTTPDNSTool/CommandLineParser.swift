@@ -11,13 +11,24 @@ struct OptionSpec: Sendable {
     var valueName: String?
     /// One or two sentences for the help text.
     var help: String
+    /// Whether SIGHUP reads this option's file again (a daemon's reload): the help says so, and the
+    /// daemon checks at start that its reload handles exactly these rows.
+    var reloads: Bool
 
-    init(_ long: String, short: Character? = nil, value: String? = nil, help: String) {
+    init(_ long: String, short: Character? = nil, value: String? = nil, reloads: Bool = false, help: String) {
         self.key = long
         self.long = long
         self.short = short
         self.valueName = value
-        self.help = help
+        self.reloads = reloads
+        // "Reloaded on SIGHUP." goes before the default (the last sentence), or at the end.
+        if reloads, let last = help.ranges(of: " Default ").last {
+            var text = help
+            text.replaceSubrange(last, with: " Reloaded on SIGHUP. Default ")
+            self.help = text
+        } else {
+            self.help = reloads ? help + " Reloaded on SIGHUP." : help
+        }
     }
 
     var takesValue: Bool { valueName != nil }

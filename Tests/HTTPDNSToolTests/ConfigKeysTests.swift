@@ -31,6 +31,11 @@ final class ConfigKeysTests: ToolTestCase {
                 XCTAssertTrue(keys.contains("(--\(option))") || keys.contains("(--\(option),"), "\(command) --\(option) has no config key: \(keys)")
             }
         }
+        // SIGHUP's reach comes from the same rows: the help says it of exactly the files reloaded.
+        let serveText = try run(["serve", "--help"]).stdoutText
+        let blocks = serveText.components(separatedBy: "\n  --").dropFirst().map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+        let reloaded = blocks.filter { $0.contains("Reloaded on SIGHUP.") }.compactMap { $0.split(separator: " ").first.map(String.init) }
+        XCTAssertEqual(Set(reloaded), ["zone", "views", "tls-cert", "tls-key", "tls-ticket-keys", "access-log"], serveText)
         // The CLI's default is the library's (it was 5 s in the CLI, 1.5 s in the library).
         let serveHelp = try run(["serve", "--help"]).stdoutText
         XCTAssertTrue(serveHelp.contains("Time limit of each upstream attempt (0-3600). Default 1.5."), serveHelp)

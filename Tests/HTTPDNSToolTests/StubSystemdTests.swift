@@ -72,7 +72,8 @@ final class StubSystemdTests: ToolTestCase {
             _ = try StubWire.tcp("act.test", .A, port: port, wait: 200)
         }
         XCTAssertEqual(try tool.wait(timeout: .seconds(20)), 1)
-        XCTAssertTrue(String(decoding: tool.stderr, as: UTF8.self).contains("socket activation needs one datagram and one stream socket"))
+        let stderr = String(decoding: tool.stderr, as: UTF8.self)
+        XCTAssertTrue(stderr.contains("socket activation needs one datagram and one stream socket"), stderr)
     }
 
     /// (d) READY=1 comes only once both sockets answer (a query sent the moment it arrives is
