@@ -17,6 +17,12 @@ extension Command {
             last in that view's answers (1-\(serveDefaults.reports.maxNetworksPerAddress)). Default \(serveDefaults.reports.threshold).
             """),
         OptionSpec("report-hold", value: "seconds", help: "How long a decision from reports holds. Default \(stubSeconds(serveDefaults.reports.holdTime))."),
+        OptionSpec("report-max-addresses", value: "n", help: """
+            (address, view) pairs of failure reports tracked at once (1-1000000), the bound on their memory \
+            (about 1 KiB each); one client network (/24, /56) creates at most 32 of them, and past the bound \
+            the pairs of networks or credentials holding more than their share go first, so a flood evicts \
+            its own. Default \(serveDefaults.reports.maxTrackedAddresses).
+            """),
         OptionSpec("redis", value: "url", help: """
             Share report state with the other instances of a fleet through one Redis: \
             redis://[user:password@]host:port[/db] or unix:/path/to/socket. A report that reaches any \
@@ -48,6 +54,10 @@ extension Command {
                 throw bad("bad --report-threshold '\(text)': 1-\(reports.maxNetworksPerAddress)")
             }
             reports.threshold = value
+        }
+        if let text = parsed.last("report-max-addresses") {
+            guard let value = Int(text), (1...1_000_000).contains(value) else { throw bad("bad --report-max-addresses '\(text)': 1-1000000") }
+            reports.maxTrackedAddresses = value
         }
         if let url = parsed.last("redis") {
             do {
