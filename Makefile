@@ -20,7 +20,7 @@ build: deps
 # The suite runs through scripts/run-tests.py: its test classes in TEST_JOBS processes at once (the
 # suite mostly waits on loopback servers and deadlines), each leg naming its 20 slowest tests at the
 # end; TEST_FILTER='Stub|Fleet' picks classes (a regular expression over Module.Class).
-TEST_JOBS ?= 4
+TEST_JOBS ?= 3
 TEST_FILTER ?=
 RUN_TESTS = scripts/run-tests.py --jobs $(TEST_JOBS) $(if $(TEST_FILTER),--filter '$(TEST_FILTER)')
 

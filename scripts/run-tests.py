@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the XCTest bundle's test classes in parallel processes and reports per-test durations.
 
-    scripts/run-tests.py --build-path .build/debug              every class, TEST_JOBS (4) at once
+    scripts/run-tests.py --build-path .build/debug              every class, TEST_JOBS (3) at once
     scripts/run-tests.py --build-path .build-tsan/debug --sanitizer thread
     scripts/run-tests.py --build-path .build/debug --filter 'Stub|Fleet'
 
@@ -44,7 +44,10 @@ EXCLUSIVE = [{"HTTPDNSToolTests.DemoCommandTests", "HTTPDNSToolTests.DemoStubSce
 # (FleetRollingRestartTests and ProxyDrainTests failed so under ThreadSanitizer with 4 jobs); a
 # fleet's decision promised on every instance within a second over Redis (HTTPDNSRedisSharingTests
 # once saw an instance not merge the fleet's reports within its 10 s with three classes beside it).
+# FailureReportLoopTests: an app must time its blocked address out and send the report before
+# it exits, which a loaded machine delayed past its exit once.
 SOLO = {
+    "HTTPDNSAcceptanceTests.FailureReportLoopTests",
     "HTTPDNSServerTests.HTTPDNSRedisSharingTests",
     "HTTPDNSToolTests.FleetRollingRestartTests",
     "HTTPDNSToolTests.ProxyDrainTests",
@@ -200,7 +203,7 @@ class Runner:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build-path", default=".build/debug", help="where swift-httpdnsPackageTests.xctest is")
-    parser.add_argument("--jobs", type=int, default=int(os.environ.get("TEST_JOBS", "4")))
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("TEST_JOBS", "3")))
     parser.add_argument("--filter", help="a regular expression over Module.Class")
     parser.add_argument("--sanitizer", choices=["thread", "address"])
     parser.add_argument("--class-timeout", type=int, default=int(os.environ.get("TEST_CLASS_TIMEOUT", "900")))
