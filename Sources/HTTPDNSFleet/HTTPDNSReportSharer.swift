@@ -113,6 +113,8 @@ package final class HTTPDNSReportSharer: Sendable {
     package var errors: [String: UInt64] { state.withLock { $0.errors } }
     /// The latest failure (for logs and tests).
     package var lastError: HTTPDNSRedisError? { state.withLock { $0.lastError } }
+    /// Whether reports or decisions wait to be written to Redis (false once a round has written them).
+    package var hasPending: Bool { state.withLock { $0.sharing.hasPending } }
     /// Reports and decisions dropped because the outbox was full, in all.
     package var dropped: Int { state.withLock { $0.sharing.dropped } }
 

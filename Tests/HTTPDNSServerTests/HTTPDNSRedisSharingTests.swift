@@ -92,8 +92,9 @@ final class HTTPDNSRedisSharingTests: HTTPDNSServiceTestCase {
         let fleet = try (0..<3).map { _ in try instance(redis.url(), probe: probe) }
         for (index, service) in fleet.enumerated() {
             try await report(service, from: "198.51.\(100 + index).7")
-            // The barrier: this instance wrote its report and read the fleet's back.
-            let merged = await pollUntil { networks(service) == index + 1 }
+            // The barrier: this instance wrote its report to Redis and read the fleet's back (the
+            // next instance's read-back must find it: counting it locally comes before the write).
+            let merged = await pollUntil { networks(service) == index + 1 && service.reportState.sharer?.hasPending == false }
             XCTAssertTrue(merged, "instance \(index) counts \(networks(service)) networks, not \(index + 1)")
             if index < 2 { XCTAssertTrue(fleet.allSatisfy { $0.reportState.decisions().isEmpty }, "decided before the threshold") }
         }
