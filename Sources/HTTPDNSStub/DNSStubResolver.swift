@@ -67,7 +67,7 @@ package final class DNSStubResolver: Sendable {
     /// The least time between two warnings.
     static let warningInterval: Double = 60
     /// Answer deadlines scheduled and not yet run.
-    private let pendingDeadlines = DNSStubCounter()
+    private let pendingDeadlines = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - engine: answers A/AAAA of protected names; its LocalDNS fallback should be off (the stub
@@ -114,7 +114,7 @@ package final class DNSStubResolver: Sendable {
     /// - Returns: whether none is pending.
     package func waitForDeadlines(within timeout: Duration) async -> Bool {
         let end = ContinuousClock.now + timeout
-        while pendingDeadlines.value.load(ordering: .acquiring) > 0 {
+        while pendingDeadlines.load(ordering: .acquiring) > 0 {
             guard ContinuousClock.now < end else { return false }
             try? await Task.sleep(for: .milliseconds(10))
         }
@@ -163,10 +163,10 @@ package final class DNSStubResolver: Sendable {
         let milliseconds = Int(configuration.answerDeadline.inSeconds * 1000)
         // Counted until it has run, so that the daemon exits only once no deadline is pending
         // (``waitForDeadlines(within:)``): a timer running while the process exits crashed it.
-        pendingDeadlines.increment()
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [pendingDeadlines] in
+        pendingDeadlines.add(1, ordering: .relaxed)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [self] in
             deliver(.serverFailure(.noReachableAuthority, "no answer within \(milliseconds) ms; still asking"), .servfail, nil)
-            pendingDeadlines.decrement()
+            pendingDeadlines.subtract(1, ordering: .releasing)
         }
         let host = question.name.text()
         if let route = routes.route(for: host) { return fromUpstreams(request, routeUpstreams[route], source: .route, deliver) }
@@ -350,19 +350,6 @@ package final class DNSStubResolver: Sendable {
                     response: .serverFailure(allTimedOut ? .noReachableAuthority : .networkError, failures.joined(separator: "; ")))))
             }
         }
-    }
-}
-
-/// A counter a timer's closure can hold (an `Atomic` cannot be captured).
-final class DNSStubCounter: Sendable {
-    let value = Atomic<Int>(0)
-
-    func increment() {
-        value.add(1, ordering: .relaxed)
-    }
-
-    func decrement() {
-        value.subtract(1, ordering: .releasing)
     }
 }
 

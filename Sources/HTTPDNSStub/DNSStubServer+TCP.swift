@@ -38,11 +38,11 @@ extension DNSStubServer {
                 buffer.removeFirst(2 + length)
                 guard handleTCP(message, allowed: allowed, client: client, answers: answers, connection: connection) else { return }
             }
-            let inFlight = answers.inFlight
+            let (inFlight, hasReady) = answers.status
             let wholeMessage = buffer.count >= 2 && buffer.count >= 2 + (Int(buffer[0]) << 8 | Int(buffer[1]))
-            if readDone, inFlight == 0, !answers.hasReady, !wholeMessage { return }
+            if readDone, inFlight == 0, !hasReady, !wholeMessage { return }
             // A connection with queries under way is not idle: the resolver bounds each answer.
-            if inFlight == 0, !answers.hasReady {
+            if inFlight == 0, !hasReady {
                 guard ContinuousClock.now < deadline else { return }
             }
             let draining = isStopped
@@ -55,7 +55,7 @@ extension DNSStubServer {
             let reading = !readDone && inFlight < configuration.tcpMaxInFlight && !wholeMessage
             let left = deadline - ContinuousClock.now
             let wait = min(Int32(Self.slice), Int32(clamping: max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)))
-            let events = answers.wait(connection: connection, reading: reading, milliseconds: inFlight > 0 ? Int32(Self.slice) : wait)
+            let events = answers.wait(connection: connection, reading: reading, milliseconds: hasReady ? 0 : inFlight > 0 ? Int32(Self.slice) : wait)
             guard reading, events & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { continue }
             if !readAvailable(connection, into: &buffer, chunk: &chunk, deadline: &deadline) { readDone = true }
         }
@@ -177,7 +177,8 @@ final class DNSStubTCPAnswers: Sendable {
     }
 
     var inFlight: Int { state.withLock { $0.inFlight } }
-    var hasReady: Bool { state.withLock { !$0.ready.isEmpty } }
+    /// Queries under way, and whether answers wait to be written, read together.
+    var status: (inFlight: Int, hasReady: Bool) { state.withLock { ($0.inFlight, !$0.ready.isEmpty) } }
 
     /// The answers queued so far, oldest first.
     func takeReady() -> [[UInt8]] {
@@ -192,7 +193,7 @@ final class DNSStubTCPAnswers: Sendable {
     func wait(connection: DNSStubSocket, reading: Bool, milliseconds: Int32) -> Int16 {
         var entries = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: reading ? connection.fd : -1, events: Int16(POLLIN), revents: 0)]
-        guard poll(&entries, 2, hasReady ? 0 : milliseconds) > 0 else { return 0 }
+        guard poll(&entries, 2, milliseconds) > 0 else { return 0 }
         if entries[0].revents != 0 {
             var drained = [UInt8](repeating: 0, count: 64)
             while read(wakeRead, &drained, drained.count) > 0 {}

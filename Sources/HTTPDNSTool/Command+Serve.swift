@@ -71,10 +71,10 @@ extension Command {
         OptionSpec("max-connections-per-client", value: "n", help: "Open connections from one client address. Default \(serveDefaults.connections.maxConnectionsPerClient)."),
         OptionSpec("request-timeout", value: "seconds", help: """
             HTTP/1: deadline for a request's head and body (slowloris: cut, counted as shed, plain \
-            clients read 408), and the idle time of a keep-alive connection. Default \(stubSeconds(serveDefaults.connections.requestTimeout)).
+            clients read 408), and the idle time of a keep-alive connection. Default \(helpSeconds(serveDefaults.connections.requestTimeout)).
             """),
-        OptionSpec("handshake-timeout", value: "seconds", help: "Deadline for a TLS handshake. Default \(stubSeconds(serveDefaults.connections.handshakeTimeout))."),
-        OptionSpec("idle-timeout", value: "seconds", help: "HTTP/2: idle time of a connection. Default \(stubSeconds(serveDefaults.connections.idleTimeout))."),
+        OptionSpec("handshake-timeout", value: "seconds", help: "Deadline for a TLS handshake. Default \(helpSeconds(serveDefaults.connections.handshakeTimeout))."),
+        OptionSpec("idle-timeout", value: "seconds", help: "HTTP/2: idle time of a connection. Default \(helpSeconds(serveDefaults.connections.idleTimeout))."),
         OptionSpec("max-streams", value: "n", help: """
             HTTP/2: requests of one connection handled at once (1-100); more get 503 with Retry-After, \
             counted as shed. Default \(serveDefaults.connections.maxConcurrentStreams).
@@ -82,12 +82,12 @@ extension Command {
         OptionSpec("drain-timeout", value: "seconds", help: """
             On SIGTERM/SIGINT: how long the drain may answer requests in flight or on their way (keep-alive \
             connections close once quiet); connections still busy then are cut, and stderr says how many. \
-            Default \(stubSeconds(serveDefaults.connections.drainTimeout)).
+            Default \(helpSeconds(serveDefaults.connections.drainTimeout)).
             """),
         OptionSpec("drain-delay", value: "seconds", help: """
             On SIGTERM/SIGINT: how long /ready answers 503 before the drain begins, the listeners still \
             accepting: longer than a balancer's health checks take to see it (interval x fall), so that it \
-            stops sending before they close. Default \(stubSeconds(serveDefaults.connections.drainDelay)).
+            stops sending before they close. Default \(helpSeconds(serveDefaults.connections.drainDelay)).
             """),
         OptionSpec("access-log", value: "file", reloads: true, help: """
             One JSON line per answered request (time, client, protocol, endpoint, name, type, status, rcode, \
@@ -109,7 +109,7 @@ extension Command {
         OptionSpec("allow-private", help: "Pass on loopback and private addresses from upstreams (test beds). Default off."),
         OptionSpec("cacert", value: "file", help: "PEM CA certificates trusted for TLS to upstreams, in addition to the system's. Default none."),
         OptionSpec("timeout", value: "seconds", help: """
-            Time limit of each upstream attempt (0-3600). Default \(stubSeconds(HTTPDNSService.Configuration().upstream.timeouts.perAttempt)).
+            Time limit of each upstream attempt (0-3600). Default \(helpSeconds(HTTPDNSService.Configuration().upstream.timeouts.perAttempt)).
             """),
         OptionSpec("health-ca", value: "file", help: """
             PEM CA certificates that verify the zone's tls and https checks (only these; verification \

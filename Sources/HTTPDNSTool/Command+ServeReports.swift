@@ -10,13 +10,13 @@ extension Command {
             instead (HTTPDNS-HMAC-SHA256). Prefer the config file's serve.reportTokens: ps shows command \
             lines. Default none.
             """),
-        OptionSpec("report-window", value: "seconds", help: "How long a failure report counts. Default \(stubSeconds(serveDefaults.reports.window))."),
+        OptionSpec("report-window", value: "seconds", help: "How long a failure report counts. Default \(helpSeconds(serveDefaults.reports.window))."),
         OptionSpec("report-threshold", value: "n", help: """
             Distinct client networks (/24, /56) of one view reporting an address within the window that \
             make the server probe it: a failed probe takes it out of every answer, a passing one puts it \
             last in that view's answers (1-\(serveDefaults.reports.maxNetworksPerAddress)). Default \(serveDefaults.reports.threshold).
             """),
-        OptionSpec("report-hold", value: "seconds", help: "How long a decision from reports holds. Default \(stubSeconds(serveDefaults.reports.holdTime))."),
+        OptionSpec("report-hold", value: "seconds", help: "How long a decision from reports holds. Default \(helpSeconds(serveDefaults.reports.holdTime))."),
         OptionSpec("report-max-addresses", value: "n", help: """
             (address, view) pairs of failure reports tracked at once (1-1000000), the bound on their memory \
             (about 1 KiB each); one client network (/24, /56) creates at most 32 of them, and past the bound \

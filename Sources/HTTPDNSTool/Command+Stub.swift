@@ -29,9 +29,9 @@ extension Command {
             """),
         OptionSpec("timeout", value: "seconds", help: """
             Time limit of one upstream exchange (TCP retry included) and of each provider attempt. Whatever \
-            the upstreams do, every query is answered within \(stubSeconds(DNSStubResolver.Configuration().answerDeadline)) s: \
+            the upstreams do, every query is answered within \(helpSeconds(DNSStubResolver.Configuration().answerDeadline)) s: \
             SERVFAIL (EDE 22) when nothing came by then, while they are still asked, so that the client's \
-            retry finds the answer cached (glibc waits 5 s per try). Default \(stubSeconds(DNSStubResolver.Configuration().upstreamTimeout)).
+            retry finds the answer cached (glibc waits 5 s per try). Default \(helpSeconds(DNSStubResolver.Configuration().upstreamTimeout)).
             """),
     ]
 
@@ -43,7 +43,7 @@ extension Command {
         pathOptions: ["cache-dir", "cache-key-file", "hosts", "query-log"])
 
     /// `1.8`, `5`: a duration as --help shows it, from the library's own default.
-    static func stubSeconds(_ duration: Duration) -> String {
+    static func helpSeconds(_ duration: Duration) -> String {
         let milliseconds = Int(duration.inSeconds * 1000)
         return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
     }
