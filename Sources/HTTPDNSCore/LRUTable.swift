@@ -12,51 +12,70 @@
 package struct LRUTable<Key: Hashable, Value> {
     /// Where an entry sits; valid until the table next changes shape (an insert or a removal).
     package struct Slot: Hashable, Sendable {
-        fileprivate let index: Int
+        @usableFromInline let index: Int
+
+        @usableFromInline init(index: Int) {
+            self.index = index
+        }
     }
 
-    fileprivate struct Node {
-        var key: Key
+    @usableFromInline struct Node {
+        @usableFromInline var key: Key
         /// Nil in a free slot, so that a removed value's storage goes at once.
-        var value: Value?
-        var previous: Int
-        var next: Int
+        @usableFromInline var value: Value?
+        @usableFromInline var previous: Int
+        @usableFromInline var next: Int
+
+        @usableFromInline init(key: Key, value: Value?, previous: Int, next: Int) {
+            self.key = key
+            self.value = value
+            self.previous = previous
+            self.next = next
+        }
     }
 
     /// Most entries kept, at least 1; storing one more forgets the least recently used.
     package let capacity: Int
-    private var index: [Key: Int] = [:]
-    private var nodes: [Node] = []
-    private var freeSlots: [Int] = []
-    private var head = -1  // most recently used
-    private var tail = -1  // least recently used
+    // Visible to inlined code only (`@usableFromInline`): the stub's wire cache uses the table from
+    // another module, where an unspecialised generic table cost every lookup witness-table calls.
+    @usableFromInline var index: [Key: Int] = [:]
+    @usableFromInline var nodes: [Node] = []
+    @usableFromInline var freeSlots: [Int] = []
+    @usableFromInline var head = -1  // most recently used
+    @usableFromInline var tail = -1  // least recently used
 
     /// An empty table of at most `capacity` entries (1 when less).
+    @inlinable
     package init(capacity: Int) {
         self.capacity = max(capacity, 1)
     }
 
     /// The number of entries.
+    @inlinable
     package var count: Int { index.count }
 
     /// Where `key`'s entry sits, without making it recently used.
+    @inlinable
     package func slot(of key: Key) -> Slot? {
         guard let slot = index[key] else { return nil }
         return Slot(index: slot)
     }
 
     /// The value in `slot`, read or changed in place (the recency order stays).
+    @inlinable
     package subscript(slot: Slot) -> Value {
         get { nodes[slot.index].value! }
         _modify { yield &nodes[slot.index].value! }
     }
 
     /// `key`'s value without making it recently used.
+    @inlinable
     package func peek(_ key: Key) -> Value? {
         index[key].flatMap { nodes[$0].value }
     }
 
     /// Makes the entry in `slot` the most recently used.
+    @inlinable
     package mutating func touch(_ slot: Slot) {
         let slot = slot.index
         guard slot != head else { return }
@@ -69,6 +88,7 @@ package struct LRUTable<Key: Hashable, Value> {
 
     /// Stores `value` under `key` as the most recently used entry (replacing one there), then
     /// forgets the least recently used entries beyond ``capacity``.
+    @inlinable
     package mutating func set(_ value: Value, forKey key: Key) {
         if let slot = index[key] {
             nodes[slot].value = value
@@ -95,7 +115,7 @@ package struct LRUTable<Key: Hashable, Value> {
 
     /// Forgets `key`'s entry.
     /// - Returns: its value, if there was one.
-    @discardableResult
+    @inlinable @discardableResult
     package mutating func remove(_ key: Key) -> Value? {
         guard let slot = index.removeValue(forKey: key) else { return nil }
         unlink(slot)
@@ -105,6 +125,7 @@ package struct LRUTable<Key: Hashable, Value> {
     }
 
     /// Forgets every entry.
+    @inlinable
     package mutating func removeAll() {
         index.removeAll()
         nodes.removeAll()
@@ -114,6 +135,7 @@ package struct LRUTable<Key: Hashable, Value> {
     }
 
     /// Every entry, most recently used first.
+    @inlinable
     package var elements: [(key: Key, value: Value)] {
         var result: [(key: Key, value: Value)] = []
         result.reserveCapacity(index.count)
@@ -125,7 +147,8 @@ package struct LRUTable<Key: Hashable, Value> {
         return result
     }
 
-    private mutating func unlink(_ slot: Int) {
+    @inlinable
+    mutating func unlink(_ slot: Int) {
         let previous = nodes[slot].previous
         let next = nodes[slot].next
         if previous >= 0 { nodes[previous].next = next } else if head == slot { head = next }

@@ -8,15 +8,14 @@ import XCTest
 /// process gets `https_proxy`/`http_proxy` (credential included) and changes nothing else, exactly as
 /// an app protected by `HTTPDNSProxy.startForProcess` or `httpdns proxy` would. URLSession keeps
 /// all of HTTP; the one difference is corelibs' own (``ProxyExpectations/connectAnswer``), and the
-/// one open defect libcurl's (``ProxyExpectations/checkColdRound(_:plain:)``).
+/// one open defect libcurl's (``ProxyExpectations/checkRound(_:_:plain:)``).
 struct ProxyTestRoute: DifferentialTestRoute {
     let name = "(b) proxy"
     let runnerRoute = "plain"
     let environment: [String: String]
 
     /// Without the CONNECT answer (exactly once where a data delegate sees it, nowhere else),
-    /// equal to plain `URLSession`; `concurrent-200`'s cold round within its bound instead (its
-    /// warm round equal).
+    /// equal to plain `URLSession`; `concurrent-200`'s rounds within their bound instead.
     func problems(_ scenario: String, observed: DifferentialResult, plain: DifferentialResult, known: DifferentialKnownValues) -> [String] {
         var observed = observed
         var problems: [String] = []
@@ -26,8 +25,10 @@ struct ProxyTestRoute: DifferentialTestRoute {
             problems.append("\(dropped) CONNECT answers (\"\(ProxyExpectations.connectAnswer)\") reached a delegate, not \(expected)")
         }
         if scenario == "concurrent-200" {
-            problems += ProxyExpectations.checkColdRound(observed, plain: plain)
-            for key in ["cold.ok", "cold.bodies", "cold.failed", "cold.failures"] { observed.facts[key] = plain.facts[key] }
+            for round in ["cold", "warm"] {
+                problems += ProxyExpectations.checkRound(round, observed, plain: plain)
+                for fact in ["ok", "bodies", "failed", "failures"] { observed.facts["\(round).\(fact)"] = plain.facts["\(round).\(fact)"] }
+            }
         }
         return problems + Self.unequal(observed, plain)
     }
