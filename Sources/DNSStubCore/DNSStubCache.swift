@@ -1,5 +1,5 @@
 import DNSWire
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 /// The stub's wire-answer cache for every query type, as a plain value: TTLs counting down, negative
 /// caching (RFC 2308), serve-stale (RFC 8767) and an LRU size bound.

@@ -205,14 +205,14 @@ extension HTTPDNSIPAddress {
     }
 
     /// The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
-    package var ipv4Mapped: HTTPDNSIPAddress? {
+    @usableFromInline package var ipv4Mapped: HTTPDNSIPAddress? {
         guard isV6, high == 0, low >> 32 == 0xffff else { return nil }
         return HTTPDNSIPAddress(high: (low & 0xffff_ffff) << 32, low: 0, isV6: false)
     }
 
     /// The address as two big-endian words (IPv4 in the top 32 bits of `high`), read without
     /// allocating: the server's longest-prefix match walks these bits for every request.
-    package var words: (high: UInt64, low: UInt64) { (high, low) }
+    @usableFromInline package var words: (high: UInt64, low: UInt64) { (high, low) }
 
     /// An address from ``words`` (bits past an IPv4 address's 32 are ignored).
     package init(words high: UInt64, _ low: UInt64, family: Family) {

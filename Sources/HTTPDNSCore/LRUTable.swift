@@ -9,9 +9,9 @@
 /// an entry up, decides, and then uses it or makes it recent hashes its key once.
 ///
 /// A plain value: the caller owns the lock (style rule 6).
-package struct LRUTable<Key: Hashable, Value> {
+@_spi(HTTPDNSPackage) public struct LRUTable<Key: Hashable, Value> {
     /// Where an entry sits; valid until the table next changes shape (an insert or a removal).
-    package struct Slot: Hashable, Sendable {
+    public struct Slot: Hashable, Sendable {
         @usableFromInline let index: Int
 
         @usableFromInline init(index: Int) {
@@ -35,9 +35,12 @@ package struct LRUTable<Key: Hashable, Value> {
     }
 
     /// Most entries kept, at least 1; storing one more forgets the least recently used.
-    package let capacity: Int
+    public let capacity: Int
     // Visible to inlined code only (`@usableFromInline`): the stub's wire cache uses the table from
-    // another module, where an unspecialised generic table cost every lookup witness-table calls.
+    // another module, where an unspecialised generic table costs every lookup witness-table calls.
+    // The type is public under `@_spi(HTTPDNSPackage)` rather than `package` because Swift 6.3
+    // serialises no body of an `@inlinable package` declaration: the stub's module called the
+    // generic entry points (seen in its SIL and symbols). SPI keeps it out of the public API.
     @usableFromInline var index: [Key: Int] = [:]
     @usableFromInline var nodes: [Node] = []
     @usableFromInline var freeSlots: [Int] = []
@@ -46,37 +49,37 @@ package struct LRUTable<Key: Hashable, Value> {
 
     /// An empty table of at most `capacity` entries (1 when less).
     @inlinable
-    package init(capacity: Int) {
+    public init(capacity: Int) {
         self.capacity = max(capacity, 1)
     }
 
     /// The number of entries.
     @inlinable
-    package var count: Int { index.count }
+    public var count: Int { index.count }
 
     /// Where `key`'s entry sits, without making it recently used.
     @inlinable
-    package func slot(of key: Key) -> Slot? {
+    public func slot(of key: Key) -> Slot? {
         guard let slot = index[key] else { return nil }
         return Slot(index: slot)
     }
 
     /// The value in `slot`, read or changed in place (the recency order stays).
     @inlinable
-    package subscript(slot: Slot) -> Value {
+    public subscript(slot: Slot) -> Value {
         get { nodes[slot.index].value! }
         _modify { yield &nodes[slot.index].value! }
     }
 
     /// `key`'s value without making it recently used.
     @inlinable
-    package func peek(_ key: Key) -> Value? {
+    public func peek(_ key: Key) -> Value? {
         index[key].flatMap { nodes[$0].value }
     }
 
     /// Makes the entry in `slot` the most recently used.
     @inlinable
-    package mutating func touch(_ slot: Slot) {
+    public mutating func touch(_ slot: Slot) {
         let slot = slot.index
         guard slot != head else { return }
         unlink(slot)
@@ -89,7 +92,7 @@ package struct LRUTable<Key: Hashable, Value> {
     /// Stores `value` under `key` as the most recently used entry (replacing one there), then
     /// forgets the least recently used entries beyond ``capacity``.
     @inlinable
-    package mutating func set(_ value: Value, forKey key: Key) {
+    public mutating func set(_ value: Value, forKey key: Key) {
         if let slot = index[key] {
             nodes[slot].value = value
             touch(Slot(index: slot))
@@ -116,7 +119,7 @@ package struct LRUTable<Key: Hashable, Value> {
     /// Forgets `key`'s entry.
     /// - Returns: its value, if there was one.
     @inlinable @discardableResult
-    package mutating func remove(_ key: Key) -> Value? {
+    public mutating func remove(_ key: Key) -> Value? {
         guard let slot = index.removeValue(forKey: key) else { return nil }
         unlink(slot)
         freeSlots.append(slot)
@@ -126,7 +129,7 @@ package struct LRUTable<Key: Hashable, Value> {
 
     /// Forgets every entry.
     @inlinable
-    package mutating func removeAll() {
+    public mutating func removeAll() {
         index.removeAll()
         nodes.removeAll()
         freeSlots.removeAll()
@@ -136,7 +139,7 @@ package struct LRUTable<Key: Hashable, Value> {
 
     /// Every entry, most recently used first.
     @inlinable
-    package var elements: [(key: Key, value: Value)] {
+    public var elements: [(key: Key, value: Value)] {
         var result: [(key: Key, value: Value)] = []
         result.reserveCapacity(index.count)
         var slot = head

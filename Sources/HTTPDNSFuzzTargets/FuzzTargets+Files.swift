@@ -1,7 +1,7 @@
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
-import HTTPDNSOperations
+@_spi(HTTPDNSPackage) import HTTPDNSOperations
 import HTTPDNSServer
 
 /// Files an app or a server reads: the server's zone file and the engine's cache file.

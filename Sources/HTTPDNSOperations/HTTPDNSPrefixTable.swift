@@ -20,7 +20,7 @@ import HTTPDNSCore
 /// - With no match the same holds, the value being the caller's default (an empty table: scope 0).
 ///
 /// IPv4-mapped IPv6 addresses (`::ffff:10.1.2.3`) are looked up as IPv4; their scope counts IPv4 bits.
-package struct HTTPDNSPrefixTable<Value: Sendable>: Sendable {
+@_spi(HTTPDNSPackage) public struct HTTPDNSPrefixTable<Value: Sendable>: Sendable {
     /// One trie node: its two children (0 when absent: the root is never a child) and its value's
     /// index in ``values`` (-1 when no network ends here).
     @usableFromInline struct Node: Sendable {
@@ -31,15 +31,15 @@ package struct HTTPDNSPrefixTable<Value: Sendable>: Sendable {
     }
 
     /// What a lookup found.
-    package struct Match {
+    public struct Match {
         /// The value of the longest network holding the address, nil when none does.
-        package var value: Value?
+        public var value: Value?
         /// That network's prefix length (0 when none matched).
-        package var prefixLength: Int
+        public var prefixLength: Int
         /// Leading bits of the address that decide the answer (see the type's documentation).
-        package var scope: Int
+        public var scope: Int
         /// The family looked up (IPv4 for an IPv4-mapped address).
-        package var family: HTTPDNSIPAddress.Family
+        public var family: HTTPDNSIPAddress.Family
 
         @inlinable
         init(value: Value?, prefixLength: Int, scope: Int, family: HTTPDNSIPAddress.Family) {
@@ -51,8 +51,11 @@ package struct HTTPDNSPrefixTable<Value: Sendable>: Sendable {
     }
 
     // Visible to inlined code only (`@usableFromInline`): the views match every query through
-    // ``lookup(_:)`` from another module, where the unspecialised generic walk cost every node
-    // witness-table calls (bench row 10 measured it: CPU per query 1.08× the plain zone's).
+    // ``lookup(_:)`` from another module, where the unspecialised generic walk costs every node
+    // generic metadata and witness-table calls (bench row 10's profile: 1.4 % of the views
+    // server's samples, none in the plain one). The type is public under `@_spi(HTTPDNSPackage)`
+    // rather than `package` because Swift 6.3 serialises no body of an `@inlinable package`
+    // declaration (see ``LRUTable``); SPI keeps it out of the public API.
     @usableFromInline var ipv4: [Node] = [Node()]
     @usableFromInline var ipv6: [Node] = [Node()]
     @usableFromInline var values: [Value] = []
@@ -94,7 +97,7 @@ package struct HTTPDNSPrefixTable<Value: Sendable>: Sendable {
 
     /// The longest match for `address`, its prefix length and the scope (see the type).
     @inlinable
-    package func lookup(_ address: HTTPDNSIPAddress) -> Match {
+    public func lookup(_ address: HTTPDNSIPAddress) -> Match {
         let address = address.ipv4Mapped ?? address
         let family = address.family
         let (high, low) = address.words

@@ -1,5 +1,5 @@
 import HTTPDNSCore
-import HTTPDNSOperations
+@_spi(HTTPDNSPackage) import HTTPDNSOperations
 
 /// The views compiled for matching: one longest-prefix table of every view's networks and of every
 /// MaxMind DB network whose country or ASN a view names. See ``HTTPDNSViews`` for the rules.

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPDNSCore
-import HTTPDNSOperations
+@_spi(HTTPDNSPackage) import HTTPDNSOperations
 @testable import HTTPDNSServer
 import HTTPDNSTestSupport
 import XCTest
