@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 TEST_FLAGS ?= --disable-swift-testing
 
-.PHONY: all deps build build-tests build-release build-tsan build-asan test test-release test-tsan test-asan fuzz fuzz-smoke fuzz-build examples docs api api-check demo bench clean
+.PHONY: all deps build build-tests build-release build-tsan build-asan test test-release test-tsan test-asan fuzz fuzz-smoke fuzz-build examples docs api api-check demo bench man install uninstall deb clean
 
 all: build
 
@@ -106,5 +106,25 @@ bench:
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product httpdns
 	$$($(SWIFT) build -c release --show-bin-path)/httpdns-bench $(BENCH_ARGS)
 
+# The man pages (man/*.md through pandoc) into .build/man, from the debug build's option table;
+# mandoc -T lint must find nothing. `man -l .build/man/httpdns-serve.8` reads one.
+man: deps
+	$(SWIFT) build $(SWIFT_FLAGS) --product httpdns
+	HTTPDNS=$$($(SWIFT) build --show-bin-path)/httpdns scripts/build-man.sh
+
+# The binary (a release build with the Swift runtime linked in, in .build-install), the man pages,
+# the systemd units and the example configuration, under DESTDIR at PREFIX (scripts/install.sh).
+PREFIX ?= /usr/local
+install: deps
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh
+
+uninstall:
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh --uninstall
+
+# A Debian package of the same (scripts/build-deb.sh): .build-install/httpdns_VERSION_ARCH.deb,
+# checked by lintian.
+deb: deps
+	scripts/build-deb.sh
+
 clean:
-	rm -rf .build .build-release .build-tsan .build-asan .build-fuzz .build-docs Examples/.build
+	rm -rf .build .build-release .build-tsan .build-asan .build-fuzz .build-docs .build-install Examples/.build
