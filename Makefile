@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 TEST_FLAGS ?= --disable-swift-testing
 
-.PHONY: all deps build build-tests build-release build-tsan build-asan test test-release test-tsan test-asan fuzz fuzz-smoke fuzz-build examples docs api api-check demo bench man install uninstall deb clean
+.PHONY: all deps build build-tests build-release build-tsan build-asan test test-release test-tsan test-asan fuzz fuzz-smoke fuzz-build examples docs api api-check demo bench man install build-install uninstall deb clean
 
 all: build
 
@@ -24,7 +24,7 @@ TEST_JOBS ?= 3
 TEST_FILTER ?=
 RUN_TESTS = scripts/run-tests.py --jobs $(TEST_JOBS) $(if $(TEST_FILTER),--filter '$(TEST_FILTER)')
 
-test: deps examples docs api-check build-tests
+test: deps examples docs api-check build-tests build-install
 	$(RUN_TESTS) --build-path .build/debug --label test
 
 build-tests: deps
@@ -117,6 +117,11 @@ man: deps
 PREFIX ?= /usr/local
 install: deps
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh
+
+# That binary alone: `make test` builds it before the suite (several minutes the first time), so
+# that PackageInstallTests packages it without compiling beside timing tests.
+build-install: deps
+	scripts/install.sh --build
 
 uninstall:
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh --uninstall

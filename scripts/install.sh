@@ -7,7 +7,8 @@
 #   SYSTEMDUNITDIR/                             contrib/systemd's units, ExecStart naming PREFIX/bin/httpdns
 #   DOCDIR/examples/serve.json.example          the commented configuration
 #
-# `--uninstall` removes exactly those files. Environment: DESTDIR, PREFIX (/usr/local), MANDIR,
+# `--uninstall` removes exactly those files; `--build` only builds the binary (`make test` does,
+# before the suite, so that the package test finds it current and compiles nothing among the tests). Environment: DESTDIR, PREFIX (/usr/local), MANDIR,
 # SYSTEMDUNITDIR (PREFIX/lib/systemd/system: systemd reads /usr/local/lib/systemd/system too),
 # DOCDIR (PREFIX/share/doc/httpdns), INSTALL_SCRATCH, GZIP_MAN=1 to compress the pages (Debian).
 set -euo pipefail
@@ -36,6 +37,7 @@ fi
 # release-test builds warm.
 swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product httpdns -Xswiftc -warnings-as-errors >&2
 binary="$(swift build -c release --scratch-path "$scratch" --show-bin-path)/httpdns"
+[[ ${1:-} == --build ]] && exit 0
 HTTPDNS=$binary BINDIR=$bindir MAN_OUT="$scratch/man" scripts/build-man.sh
 
 install -d "$destdir$bindir" "$destdir$unitdir" "$destdir$docdir/examples"

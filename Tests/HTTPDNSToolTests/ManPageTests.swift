@@ -53,7 +53,7 @@ final class ManPageTests: ToolTestCase {
             XCTAssertEqual(help.status, 0, help.stderrText)
             let roff = try String(contentsOfFile: path, encoding: .utf8)
             let difference = Self.compare(help: help.stdoutText, roff: roff)
-            XCTAssertGreaterThanOrEqual(Self.helpOptions(help.stdoutText).count, 2, page)
+            XCTAssertTrue(Self.helpOptions(help.stdoutText).contains("help"), page)
             XCTAssertEqual(difference.notInPage, [], "\(page) lacks options of `httpdns \(helpArguments.joined(separator: " "))`")
             XCTAssertEqual(difference.notInHelp, [], "\(page) has options its --help lacks")
         }
@@ -61,6 +61,7 @@ final class ManPageTests: ToolTestCase {
         let serve = try String(contentsOfFile: out.appendingPathComponent("httpdns-serve.8").path, encoding: .utf8)
         XCTAssertTrue(serve.contains("\\f[B]trustedProxies\\f[R]"), "serve's CONFIGURATION KEYS")
         let stub = try String(contentsOfFile: out.appendingPathComponent("httpdns-stub.8").path, encoding: .utf8)
+            .replacingOccurrences(of: "\n", with: " ")
         XCTAssertTrue(stub.contains("2 names go to the stub and nothing answers there"), "stub's EXIT STATUS")
     }
 

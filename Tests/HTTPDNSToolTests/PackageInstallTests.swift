@@ -8,7 +8,8 @@ import XCTest
 /// error, and its maintainer scripts enable and start nothing.
 ///
 /// The static release build is the slow part (many minutes the first time); scripts/install.sh
-/// builds in .build-install, which a later run finds current, so only the packaging repeats.
+/// builds in .build-install, which a later run finds current, so only the packaging repeats: the
+/// pages, gzip rather than xz (a third of the time), lintian.
 final class PackageInstallTests: ToolTestCase {
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -21,7 +22,7 @@ final class PackageInstallTests: ToolTestCase {
         let out = try temporaryDirectory()
         let build = try RunningTool(
             executable: URL(fileURLWithPath: "/usr/bin/env"),
-            arguments: ["DEB_OUT=\(out.path)", Self.root.appendingPathComponent("scripts/build-deb.sh").path])
+            arguments: ["DEB_OUT=\(out.path)", "DEB_COMPRESSION=gzip", Self.root.appendingPathComponent("scripts/build-deb.sh").path])
         let status = try build.wait(timeout: .seconds(1800))
         let log = String(decoding: build.stderr, as: UTF8.self)
         XCTAssertEqual(status, 0, String(log.suffix(4000)))
@@ -36,9 +37,9 @@ final class PackageInstallTests: ToolTestCase {
         }
         XCTAssertFalse(info.output.contains("swift"), info.output)
 
-        // lintian: no error (warnings are overridden in the package, each with its reason).
-        let lintian = try execute("/usr/bin/lintian", ["--tag-display-limit", "0", deb])
-        XCTAssertFalse(lintian.output.split(separator: "\n").contains { $0.hasPrefix("E: ") }, lintian.output)
+        // lintian ran in build-deb.sh, which fails on any error (warnings are overridden in the
+        // package, each with its reason) and prints what it reported.
+        XCTAssertFalse(log.split(separator: "\n").contains { $0.hasPrefix("E: ") }, log)
 
         // Installed into a scratch root, the binary runs and needs no Swift library of the toolchain.
         let scratch = out.appendingPathComponent("root")
