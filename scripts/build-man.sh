@@ -60,8 +60,10 @@ for source in man/*.md; do
     # \f[C] in code blocks) are groff 1.23's, which mandoc and older groffs do not know (\f[CR] is
     # the portable name), it starts every section with a .PP that the .SH/.SS already implies, and
     # it leaves text lines longer than 80 bytes where a code span holds spaces (scripts/man-fold.awk).
+    # Pages are set ragged-right without hyphenation (.ad l, .nh): URLs, metric names and options
+    # stay whole, and groff finds no line it cannot justify (pandoc asks for hyphenation: .hy).
     pandoc --standalone --from markdown-smart --to man --metadata date="$date" "$page.md" |
-        sed -e 's/\\f\[[VC]\]/\\f[CR]/g' |
+        sed -e 's/\\f\[[VC]\]/\\f[CR]/g' -e '/^\.TH /a .nh\n.ad l' -e '/^\.hy$/d' |
         awk '/^\.PP$/ && previous ~ /^\.S[HS] / { previous = $0; next } { print; previous = $0 }' |
         awk -f scripts/man-fold.awk >"$page"
     rm "$page.md"

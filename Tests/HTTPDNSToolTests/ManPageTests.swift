@@ -44,9 +44,8 @@ final class ManPageTests: ToolTestCase {
             let rendered = try execute("/usr/bin/man", ["-l", path])
             XCTAssertEqual(rendered.status, 0, rendered.output)
             XCTAssertTrue(rendered.output.contains("NAME") && rendered.output.contains("SEE ALSO"), "\(page): \(rendered.output.prefix(500))")
-            // groff's only complaint may be a word too long for the terminal's line (a URL).
-            let complaints = rendered.output.split(separator: "\n").filter { $0.hasPrefix("troff:") && !$0.contains("cannot adjust line") }
-            XCTAssertEqual(complaints, [], page)
+            // Nothing for groff to complain of either (the pages are set ragged-right, unhyphenated).
+            XCTAssertEqual(rendered.output.split(separator: "\n").filter { $0.contains("troff:") }, [], page)
 
             guard !helpArguments.isEmpty else { continue }
             let help = try run(helpArguments)
