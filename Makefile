@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 TEST_FLAGS ?= --disable-swift-testing
 
-.PHONY: all deps build build-tests build-release build-tsan build-asan test test-release test-tsan test-asan fuzz fuzz-smoke fuzz-build examples docs api api-check demo bench clean
+.PHONY: all deps build build-tests build-release build-tsan build-asan test test-release test-tsan test-asan fuzz fuzz-smoke fuzz-build examples docs api api-check demo bench man install build-install uninstall deb clean
 
 all: build
 
@@ -24,7 +24,7 @@ TEST_JOBS ?= 3
 TEST_FILTER ?=
 RUN_TESTS = scripts/run-tests.py --jobs $(TEST_JOBS) $(if $(TEST_FILTER),--filter '$(TEST_FILTER)')
 
-test: deps examples docs api-check build-tests
+test: deps examples docs api-check build-tests build-install
 	$(RUN_TESTS) --build-path .build/debug --label test
 
 build-tests: deps
@@ -106,5 +106,30 @@ bench:
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product httpdns
 	$$($(SWIFT) build -c release --show-bin-path)/httpdns-bench $(BENCH_ARGS)
 
+# The man pages (man/*.md through pandoc) into .build/man, from the debug build's option table;
+# mandoc -T lint must find nothing. `man -l .build/man/httpdns-serve.8` reads one.
+man: deps
+	$(SWIFT) build $(SWIFT_FLAGS) --product httpdns
+	HTTPDNS=$$($(SWIFT) build --show-bin-path)/httpdns scripts/build-man.sh
+
+# The binary (a release build with the Swift runtime linked in, in .build-install), the man pages,
+# the systemd units and the example configuration, under DESTDIR at PREFIX (scripts/install.sh).
+PREFIX ?= /usr/local
+install: deps
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh
+
+# That binary alone: `make test` builds it before the suite (several minutes the first time), so
+# that PackageInstallTests packages it without compiling beside timing tests.
+build-install: deps
+	scripts/install.sh --build
+
+uninstall:
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh --uninstall
+
+# A Debian package of the same (scripts/build-deb.sh): .build-install/httpdns_VERSION_ARCH.deb,
+# checked by lintian.
+deb: deps
+	scripts/build-deb.sh
+
 clean:
-	rm -rf .build .build-release .build-tsan .build-asan .build-fuzz .build-docs Examples/.build
+	rm -rf .build .build-release .build-tsan .build-asan .build-fuzz .build-docs .build-install Examples/.build

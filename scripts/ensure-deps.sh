@@ -33,6 +33,12 @@ packages=(
   chromium               # proxy tests: a real browser (headless) through `httpdns proxy`
   libnss3-tools          # certutil: the headless browser's trust store holds the test CA
   tinyproxy              # `make bench`: the proxy rows' baseline
+  pandoc                 # `make man`: the man pages' markdown (man/*.md) into roff
+  mandoc                 # `make man` and the man page test: mandoc -T lint finds nothing in them
+  man-db                 # the man page test: man -l renders each page
+  dpkg-dev               # `make deb`: dpkg-shlibdeps computes the package's Depends from the binary
+  binutils               # objdump, which dpkg-shlibdeps reads the binary's libraries with
+  lintian                # `make deb` and the package test: lintian reports no error in the .deb
 )
 if [[ ${1:-} == --bench ]]; then
   packages+=(dnsdist)    # `make bench`: row 8's baseline, dnsdist's DoH frontend

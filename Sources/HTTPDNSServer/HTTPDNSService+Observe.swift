@@ -48,7 +48,7 @@ extension HTTPDNSService {
     }
 
     /// PROXY protocol v1/v2 from `trusted` peers, when it is there (a balancer may send only
-    /// `X-Forwarded-For`). Anyone else's header is dropped and ignored, as the README promises:
+    /// `X-Forwarded-For`). Anyone else's header is dropped and ignored, as httpdns-serve(8) promises:
     /// answered by the peer, not refused as a broken HTTP request.
     static func proxyProtocol(trusting trusted: HTTPDNSTrustedProxies) -> HTTPServer.ProxyProtocol {
         HTTPServer.ProxyProtocol(

@@ -10,7 +10,7 @@ import HTTPDNSCore
 /// one HTTP frontend on 127.0.0.1 and a free port, one backend whose servers `s1`…`sN` are the
 /// fleet's instances, each sent a PROXY v2 header and health-checked with `GET /ready`.
 ///
-/// The configuration is the README's fleet recipe (``recipe``) with the test's addresses; HAProxy
+/// The configuration is httpdns-serve(8)'s fleet recipe (``recipe``) with the test's addresses; HAProxy
 /// runs in the foreground as our child (`-db`), in a temporary directory that holds the
 /// configuration, its stderr (server state changes are logged there) and the admin socket that
 /// ``serverStates()`` asks. Stopped by ``stop()`` or when the value is released.
@@ -34,7 +34,7 @@ package final class HAProxyServer: Sendable {
         package var description: String
     }
 
-    /// The balancing part of the configuration, as the README shows it: the same lines, in the
+    /// The balancing part of the configuration, as httpdns-serve(8) shows it: the same lines, in the
     /// same order, follow `defaults` and `backend httpdns` there (the tool tests compare them).
     ///
     /// - `send-proxy-v2` gives each instance the client's address (`--trusted-proxy` reads it).

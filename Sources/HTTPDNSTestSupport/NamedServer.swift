@@ -220,7 +220,7 @@ package final class NamedServer: TransferPrimary {
     /// 35 ms). `max-ixfr-ratio unlimited`: by default BIND answers an IXFR in AXFR form when the
     /// increments outweigh the zone (always, in a test's small zone). `ixfr-from-differences` is
     /// for edits of the zone file (this zone changes by UPDATE, journaled anyway): there as in the
-    /// README's configuration, which this one is.
+    /// configuration httpdns-serve(8) shows, which this one is.
     private static func writeConfig(zone: String, port: UInt16, keyName: String, _ settings: Settings, directory: URL) throws {
         func alsoNotify(_ keyName: String) -> String {
             settings.notify.isEmpty ? "" : "also-notify { \(settings.notify.map { "127.0.0.1 port \($0) key \"\(keyName)\"; " }.joined())};"

@@ -56,18 +56,12 @@ enum Command {
     /// `httpdns help [SUBCOMMAND]`.
     static func help(for arguments: [String]) -> Int32 {
         guard let name = arguments.first else { return printHelp(ToolHelp.rendered) }
-        switch name {
-        case "resolve": return printHelp(resolveHelp.rendered)
-        case "fetch": return printHelp(fetchHelp.rendered)
-        case "check": return printHelp(checkHelp.rendered)
-        case "serve": return printHelp(serveHelp.rendered)
-        case "proxy": return printHelp(proxyHelp.rendered)
-        case "stub": return printHelp(stubHelp.rendered)
-        case "demo": return printHelp(demoHelp.rendered)
-        default:
+        if name.hasPrefix("--man-") { return manHelp(arguments) }
+        guard name != "httpdns", let help = helpText(for: name) else {
             Output.usage(UsageError("unknown subcommand '\(name)'"))
             return ExitStatus.usage
         }
+        return printHelp(help.rendered)
     }
 
     static func printHelp(_ text: String) -> Int32 {

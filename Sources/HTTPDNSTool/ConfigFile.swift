@@ -30,6 +30,8 @@ import Foundation
 /// }
 /// ```
 /// Unknown keys are errors, so a misspelt `"provider"` cannot silently fall back to the defaults.
+/// `//` line comments outside strings are allowed (``strippingLineComments(_:)``), as the example
+/// above shows.
 struct ConfigFile: Sendable, Equatable {
     var providers: [String]?
     var localDNS: String?
@@ -85,7 +87,7 @@ struct ConfigFile: Sendable, Equatable {
     static func parse(_ data: Data) throws(ConfigError) -> ConfigFile {
         let object: Any
         do {
-            object = try JSONSerialization.jsonObject(with: data, options: [])
+            object = try JSONSerialization.jsonObject(with: strippingLineComments(data), options: [])
         } catch {
             throw ConfigError(message: "not valid JSON")
         }

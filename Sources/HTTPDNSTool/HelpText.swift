@@ -78,18 +78,20 @@ enum ToolHelp {
         ("demo", "Run the demonstration."),
     ]
 
-    static var rendered: String {
-        var out = """
-            OVERVIEW: Resolve names over HTTP(S) DNS services instead of a local resolver that may lie, \
+    /// The tool's own options and exit statuses (its man page takes them from here too).
+    static let help = HelpText(
+        overview: """
+            Resolve names over HTTP(S) DNS services instead of a local resolver that may lie, \
             then use them: like dig and curl, protected from DNS hijacking.
+            """,
+        usage: "httpdns <subcommand> [<options>]",
+        options: [OptionSpec("version", help: "Show the version."), HelpText.helpOption],
+        sections: [("EXIT STATUS", exitStatus)])
 
-            USAGE: httpdns <subcommand> [<options>]
-
-            OPTIONS:
-
-            """
-        out += HelpText.entry("--version", "Show the version.")
-        out += HelpText.entry(HelpText.helpOption.synopsis, HelpText.helpOption.help)
+    static var rendered: String {
+        var out = "OVERVIEW: " + HelpText.wrap(help.overview, indent: 10, first: 10).dropFirst(10) + "\n\n"
+        out += "USAGE: \(help.usage)\n\nOPTIONS:\n"
+        for option in help.options { out += HelpText.entry(option.synopsis, option.help) }
         out += "\nSUBCOMMANDS:\n"
         for command in subcommands { out += HelpText.entry(command.name, command.help) }
         out += "\n  See 'httpdns help <subcommand>' for detailed help.\n"

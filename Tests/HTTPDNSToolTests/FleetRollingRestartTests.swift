@@ -3,9 +3,9 @@ import HTTPDNSCore
 import HTTPDNSTestSupport
 import XCTest
 
-/// The README's fleet recipe, run: three `httpdns serve` instances behind HAProxy, restarted one at
-/// a time under a steady load while the zone changes every second, lose no request, and the
-/// restart's p99 stays within twice that of steady runs (issue 24). The README's **Running a fleet**
+/// httpdns-serve(8)'s fleet recipe, run: three `httpdns serve` instances behind HAProxy, restarted
+/// one at a time under a steady load while the zone changes every second, lose no request, and the
+/// restart's p99 stays within twice that of steady runs (issue 24). The page's **Running a fleet**
 /// shows the same HAProxy configuration (checked below) and the systemd units that run this.
 ///
 /// Each instance has a port of its own, not one port shared with `--reuse-port`: HAProxy checks
@@ -80,17 +80,17 @@ final class FleetRollingRestartTests: ToolTestCase {
         }
     }
 
-    /// The README's HAProxy configuration is the one tested: its `defaults` and `backend httpdns`
-    /// sections carry ``HAProxyServer/recipe``'s lines, in order.
-    func testTheReadmeFleetRecipeIsTheTestedHAProxyConfiguration() throws {
+    /// The man page's HAProxy configuration is the one tested: the `defaults` and `backend httpdns`
+    /// sections of httpdns-serve(8)'s source carry ``HAProxyServer/recipe``'s lines, in order.
+    func testTheManPageFleetRecipeIsTheTestedHAProxyConfiguration() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let page = try String(contentsOf: root.appendingPathComponent("man/httpdns-serve.8.md"), encoding: .utf8)
+        let lines = page.split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         for (section, recipe) in [("defaults", HAProxyServer.recipe.defaults), ("backend httpdns", HAProxyServer.recipe.backend)] {
-            let start = try XCTUnwrap(lines.firstIndex(of: section), "the README has no HAProxy `\(section)` section")
+            let start = try XCTUnwrap(lines.firstIndex(of: section), "httpdns-serve(8) has no HAProxy `\(section)` section")
             let shown = lines[(start + 1)...].prefix { !$0.isEmpty && !$0.hasPrefix("server ") && !$0.hasPrefix("```") }
                 .filter { !$0.hasPrefix("#") }
-            XCTAssertEqual(Array(shown), recipe, "the README's `\(section)`")
+            XCTAssertEqual(Array(shown), recipe, "httpdns-serve(8)'s `\(section)`")
         }
     }
 

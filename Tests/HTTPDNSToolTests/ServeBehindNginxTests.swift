@@ -3,7 +3,7 @@ import HTTPDNSCore
 import HTTPDNSTestSupport
 import XCTest
 
-/// `httpdns serve` deployed behind nginx, as the README's scale-out section tells an operator: nginx
+/// `httpdns serve` deployed behind nginx, as httpdns-serve(8)'s "Behind a balancer" tells an operator: nginx
 /// speaks HTTP/2 over TLS to clients and HTTP/1.1 to the server, and passes the client's address in
 /// `X-Forwarded-For`; the server believes it only from the `--trusted-proxy` it was given.
 ///

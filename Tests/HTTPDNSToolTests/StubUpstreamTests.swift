@@ -200,7 +200,7 @@ final class StubUpstreamTests: ToolTestCase {
         return response.body
     }
 
-    /// One JSON line per query, with the members and values the README lists.
+    /// One JSON line per query, with the members and values httpdns-stub(8) lists.
     func testQueryLogLinesAreJSON() throws {
         let path = try temporaryDirectory().appendingPathComponent("queries.log").path
         let (stub, port, _, corp, _) = try startRoutedStub(["--query-log", path])
