@@ -256,8 +256,15 @@ final class HTTPDNSHealthServiceTests: HTTPDNSServiceTestCase {
         let url = base(service) + "/status"
         let missing = try await fetch(url)
         XCTAssertEqual(missing.statusCode, 401)
-        XCTAssertEqual(missing.headers.first { $0.name.lowercased() == "www-authenticate" }?.value, "Bearer realm=\"httpdns\"")
-        for (value, status) in [("Basic " + Self.token, 401), ("Bearer", 401), ("Bearer " + Self.token + "x", 403), ("Bearer wrong", 403)] {
+        XCTAssertEqual(
+            missing.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value),
+            ["Basic realm=\"httpdns\", charset=\"UTF-8\"", "Bearer realm=\"httpdns\""])
+        func basic(_ credentials: String) -> String { "Basic " + Data(credentials.utf8).base64EncodedString() }
+        for (value, status) in [
+            ("Basic " + Self.token, 401), ("Bearer", 401), ("Bearer " + Self.token + "x", 403), ("Bearer wrong", 403),
+            (basic("admin:wrong"), 403), (basic(Self.token), 401), (basic("admin:"), 401), (basic("admin:" + Self.token), 200),
+            (basic(":" + Self.token), 200),
+        ] {
             let response = try await fetch(url, headers: ["Authorization": value])
             XCTAssertEqual(response.statusCode, status, value)
         }
