@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSFleet
 import HTTPDNSOperations
 
 extension HTTPDNSReports {
