@@ -25,7 +25,7 @@ final class HTTPDNSStatusPageTests: XCTestCase {
         let page = HTTPDNSStatusPage.render(title: "t" + Self.script, document: document)
         XCTAssertFalse(page.contains("<script"), page)
         XCTAssertFalse(page.contains("<img"), page)
-        XCTAssertFalse(page.contains("\"><"), "a value closed an attribute")
+        XCTAssertTrue(page.contains("x&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"), "a value could close an attribute")
         XCTAssertTrue(page.contains("<td data-key=\"check\">http:80/&lt;script&gt;alert(1)&lt;/script&gt;</td>"), page)
         XCTAssertTrue(page.contains("<td data-key=\"view\">&lt;script&gt;alert(1)&lt;/script&gt;</td>"), page)
         XCTAssertTrue(page.contains("<section id=\"&lt;script&gt;alert(1)&lt;/script&gt;\"><h2>&lt;script&gt;"), page)
