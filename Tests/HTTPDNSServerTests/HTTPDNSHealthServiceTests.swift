@@ -2,6 +2,7 @@ import DNSWire
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSOperations
 import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSTransport
@@ -285,6 +286,20 @@ final class HTTPDNSHealthServiceTests: HTTPDNSServiceTestCase {
         XCTAssertEqual(health["maxProbesInFlight"] as? Int, 64)
         let post = try await fetch(url, method: "POST")
         XCTAssertEqual(post.statusCode, 405)
+
+        // A browser gets the console page; reading /status and /metrics counts as no query.
+        let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+        let page = try await fetch(url, headers: ["Authorization": "Bearer " + Self.token, "Accept": browser])
+        XCTAssertEqual(page.statusCode, 200)
+        XCTAssertEqual(page.headers.first { $0.name.lowercased() == "content-type" }?.value, "text/html; charset=utf-8")
+        XCTAssertEqual(
+            page.headers.first { $0.name.lowercased() == "content-security-policy" }?.value,
+            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+        let html = String(decoding: page.body, as: UTF8.self)
+        XCTAssertTrue(html.contains("<td data-key=\"check\">tcp:\(origin.port)</td>"), html)
+        XCTAssertTrue(html.contains("<meta http-equiv=\"refresh\" content=\"5\">"), html)
+        _ = try await fetch(base(service) + "/metrics")
+        XCTAssertEqual(service.metrics.queriesStatus()["total"], .number("0"))
 
         let closed = try startService()
         let absent = try await fetch(base(closed) + "/status", headers: ["Authorization": "Bearer " + Self.token])
