@@ -30,7 +30,7 @@ packages=(
   python3                # proxy tests: Python's urllib through `httpdns proxy`
   python3-dnspython      # the stub's namespace test: dnspython among the clients that ask it
   python3-prometheus-client  # scripts/check-metrics.py: the reference parser reads serve's /metrics in `make test`
-  chromium               # proxy tests: a real browser (headless) through `httpdns proxy`
+  chromium               # proxy tests: a real browser (headless) through `httpdns proxy`; the console test loads /status
   libnss3-tools          # certutil: the headless browser's trust store holds the test CA
   tinyproxy              # `make bench`: the proxy rows' baseline
   pandoc                 # `make man`: the man pages' markdown (man/*.md) into roff

@@ -115,6 +115,11 @@ public final class HTTPDNSEngine: Sendable {
         state.withLock { $0.upstreamLookups }
     }
 
+    /// Entries in the engine's cache now, stale ones included; for the stub's status page.
+    package var cacheEntryCount: Int {
+        state.withLock { $0.cache.count }
+    }
+
     /// Callers waiting on upstream lookups right now, across every name; for tests that must know
     /// a caller has joined a shared lookup before they let it finish.
     package var flightWaiterCount: Int {

@@ -12,7 +12,9 @@ extension HTTPDNSService {
         let latency = ContinuousClock.now - started
         let endpoint = HTTPDNSServerMetrics.Endpoint(
             method: request.method, path: request.path, hasDNSParameter: request.query.count("dns") > 0)
-        guard endpoint != .health else { return }
+        // Probes and the operator's reads (a console refreshing every 5 s, a scraper) are no DNS
+        // queries: counted, they would swell the query rates the dashboard shows.
+        guard endpoint != .health, request.path != "/metrics", request.path != "/status" else { return }
         let format: HTTPDNSServerMetrics.Format
         switch endpoint {
         case .dnspod: format = lookups.encrypted ? .encrypted : .text

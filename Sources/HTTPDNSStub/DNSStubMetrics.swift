@@ -41,6 +41,7 @@ package final class DNSStubMetrics: Sendable {
         var queries = [[UInt64]](repeating: [UInt64](repeating: 0, count: Source.allCases.count), count: 2)
         var upstreams: [String: Upstream] = [:]
         var upstreamOrder: [String] = []
+        var repeated: UInt64 = 0
     }
 
     private let state = HTTPDNSLock(State())
@@ -65,8 +66,12 @@ package final class DNSStubMetrics: Sendable {
         }
     }
 
-    package func query(_ transport: DNSStubTransport, _ source: Source) {
-        state.withLock { $0.queries[transport == .udp ? 0 : 1][Self.slot(source)] &+= 1 }
+    /// One query answered; `repeated` when the UDP thread's packet cache answered it.
+    package func query(_ transport: DNSStubTransport, _ source: Source, repeated: Bool = false) {
+        state.withLock { state in
+            state.queries[transport == .udp ? 0 : 1][Self.slot(source)] &+= 1
+            if repeated { state.repeated &+= 1 }
+        }
     }
 
     package func upstream(_ name: String, _ result: Result, smoothedRTT: Double? = nil) {
@@ -80,6 +85,29 @@ package final class DNSStubMetrics: Sendable {
     package func hedged(_ name: String) {
         register(name)
         state.withLock { $0.upstreams[name]!.hedged &+= 1 }
+    }
+
+    /// The counts as they stand, for the status document (``DNSStubResolver/statusDocument()``).
+    package struct Snapshot: Sendable {
+        /// Queries by transport (`udp`, `tcp`), then by source in ``Source/allCases`` order.
+        package var queries: [(transport: String, counts: [UInt64])]
+        /// Per upstream name: results in ``Result/allCases`` order, and hedges.
+        package var upstreams: [String: (results: [UInt64], hedged: UInt64)]
+        /// Answers repeated from the UDP thread's packet cache.
+        package var repeated: UInt64
+
+        /// The queries of every transport from `source`.
+        package func count(_ source: Source) -> UInt64 {
+            queries.reduce(0) { $0 + $1.counts[DNSStubMetrics.slot(source)] }
+        }
+    }
+
+    /// The counts now.
+    package func snapshot() -> Snapshot {
+        let state = self.state.withLock { $0 }
+        return Snapshot(
+            queries: [("udp", state.queries[0]), ("tcp", state.queries[1])],
+            upstreams: state.upstreams.mapValues { ($0.results, $0.hedged) }, repeated: state.repeated)
     }
 
     private static func slot(_ source: Source) -> Int { Source.allCases.firstIndex(of: source)! }

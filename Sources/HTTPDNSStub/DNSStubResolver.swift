@@ -217,7 +217,7 @@ package final class DNSStubResolver: Sendable {
 
     /// Counts an answer the UDP thread repeated from its packet cache, under the source that made it.
     package func countRepeated(_ source: DNSStubMetrics.Source) {
-        metrics?.query(.udp, source)
+        metrics?.query(.udp, source, repeated: true)
     }
 
     /// When a query began, read only for the query log.

@@ -117,9 +117,11 @@ extension Command {
             """),
         OptionSpec("max-probes", value: "n", help: "Health probes running at once (1-10000); due probes wait for a slot. Default \(serveDefaults.health.maxProbesInFlight)."),
         OptionSpec("admin-token", value: "token", help: """
-            Bearer token of GET /status (JSON: every checked address with its state, last probe and names): \
-            16-512 printable characters; it shows in the process list, so prefer a config file's adminToken \
-            on shared machines. Without it /status answers 404. Default none.
+            Token of GET /status, the operator console (origins and checks, report decisions by view, zones \
+            and serials, Redis, queries by view and format, load shed; JSON, or an HTML page that refreshes \
+            itself for a browser): sent as Authorization: Bearer TOKEN or as the HTTP Basic password (any \
+            user); 16-512 printable characters; it shows in the process list, so prefer a config file's \
+            adminToken on shared machines. Without it /status answers 404. Default none.
             """),
         OptionSpec("config", value: "file", help: """
             A JSON config file; its "serve" object takes every option above by its key (CONFIG KEYS below), \

@@ -174,7 +174,7 @@ extension Command {
         var metricsServer: HTTPServer?
         if let metrics, let (metricsAddress, metricsPort) = metricsListen {
             do {
-                metricsServer = try metrics.serve(address: metricsAddress, port: metricsPort)
+                metricsServer = try metrics.serve(address: metricsAddress, port: metricsPort) { resolver.statusDocument() }
             } catch {
                 server.stop()
                 throw ToolFailure("cannot listen on --metrics \(metricsAddress.uriText):\(metricsPort): \(error)")

@@ -15,7 +15,8 @@ extension Command {
             """),
         OptionSpec("metrics", value: "ip:port", help: """
             Serve GET /metrics (Prometheus text) there: queries by transport and source, per upstream \
-            results, smoothed RTT and hedges, cache entries. Default off.
+            results, smoothed RTT and hedges, cache entries; and GET /status, the console of upstreams and \
+            caches (JSON, or an HTML page for a browser), without a token: keep it on loopback. Default off.
             """),
         OptionSpec("query-log", value: "file|-", help: """
             Append one JSON line per query (time, client, transport, name, type, rcode, source, upstream, ms) \

@@ -2,6 +2,7 @@ import DNSWire
 import Foundation
 import HTTPDNS
 import HTTPDNSCore
+import HTTPDNSOperations
 import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSTransport
@@ -256,8 +257,15 @@ final class HTTPDNSHealthServiceTests: HTTPDNSServiceTestCase {
         let url = base(service) + "/status"
         let missing = try await fetch(url)
         XCTAssertEqual(missing.statusCode, 401)
-        XCTAssertEqual(missing.headers.first { $0.name.lowercased() == "www-authenticate" }?.value, "Bearer realm=\"httpdns\"")
-        for (value, status) in [("Basic " + Self.token, 401), ("Bearer", 401), ("Bearer " + Self.token + "x", 403), ("Bearer wrong", 403)] {
+        XCTAssertEqual(
+            missing.headers.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value),
+            ["Basic realm=\"httpdns\", charset=\"UTF-8\"", "Bearer realm=\"httpdns\""])
+        func basic(_ credentials: String) -> String { "Basic " + Data(credentials.utf8).base64EncodedString() }
+        for (value, status) in [
+            ("Basic " + Self.token, 401), ("Bearer", 401), ("Bearer " + Self.token + "x", 403), ("Bearer wrong", 403),
+            (basic("admin:wrong"), 403), (basic(Self.token), 401), (basic("admin:"), 401), (basic("admin:" + Self.token), 200),
+            (basic(":" + Self.token), 200),
+        ] {
             let response = try await fetch(url, headers: ["Authorization": value])
             XCTAssertEqual(response.statusCode, status, value)
         }
@@ -278,6 +286,20 @@ final class HTTPDNSHealthServiceTests: HTTPDNSServiceTestCase {
         XCTAssertEqual(health["maxProbesInFlight"] as? Int, 64)
         let post = try await fetch(url, method: "POST")
         XCTAssertEqual(post.statusCode, 405)
+
+        // A browser gets the console page; reading /status and /metrics counts as no query.
+        let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+        let page = try await fetch(url, headers: ["Authorization": "Bearer " + Self.token, "Accept": browser])
+        XCTAssertEqual(page.statusCode, 200)
+        XCTAssertEqual(page.headers.first { $0.name.lowercased() == "content-type" }?.value, "text/html; charset=utf-8")
+        XCTAssertEqual(
+            page.headers.first { $0.name.lowercased() == "content-security-policy" }?.value,
+            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+        let html = String(decoding: page.body, as: UTF8.self)
+        XCTAssertTrue(html.contains("<td data-key=\"check\">tcp:\(origin.port)</td>"), html)
+        XCTAssertTrue(html.contains("<meta http-equiv=\"refresh\" content=\"5\">"), html)
+        _ = try await fetch(base(service) + "/metrics")
+        XCTAssertEqual(service.metrics.queriesStatus()["total"], .number("0"))
 
         let closed = try startService()
         let absent = try await fetch(base(closed) + "/status", headers: ["Authorization": "Bearer " + Self.token])

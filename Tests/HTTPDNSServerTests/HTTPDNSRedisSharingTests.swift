@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSOperations
 import HTTPDNSServer
 import HTTPDNSTestSupport
 import HTTPDNSTransport
@@ -156,6 +157,14 @@ final class HTTPDNSRedisSharingTests: HTTPDNSServiceTestCase {
         let refused = await pollUntil { outsider.reportState.sharer?.lastError?.code == .auth }
         XCTAssertTrue(refused, "\(String(describing: outsider.reportState.sharer?.lastError))")
         XCTAssertTrue(metric(outsider, "httpdns_redis_up 0"))
+        // The console's redis section says the same, without the password.
+        let joined = member.reportState.redisStatus()
+        XCTAssertEqual(joined["configured"], .bool(true))
+        XCTAssertEqual(joined["state"], .string("connected"))
+        XCTAssertEqual(joined["endpoint"], .string("redis://fleet:***@127.0.0.1:\(redis.port)/0 (namespace fleet)"))
+        let refusedStatus = outsider.reportState.redisStatus()
+        XCTAssertEqual(refusedStatus["state"], .string("disconnected"))
+        XCTAssertFalse(refusedStatus.json.contains("fleet-guess"), refusedStatus.json)
     }
 
     func testRedisStoppedMidRunFallsBackAloneAndTheFleetCatchesUpWhenItReturns() async throws {

@@ -1,5 +1,6 @@
 import DNSWire
 import Foundation
+import HTTPDNSOperations
 import HTTPDNSServer
 import XCTest
 
@@ -83,6 +84,34 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
         XCTAssertEqual(parsed.value("httpdns_zone_loads_total", ["result": "ok"]), 2)
         XCTAssertEqual(parsed.value("httpdns_zone_loads_total", ["result": "failed"]), 1)
         XCTAssertEqual(metrics.openConnections, 1)
+    }
+
+    func testTheStatusSectionsShowTheCountsMetricsShows() {
+        let metrics = HTTPDNSServerMetrics()
+        metrics.viewsLoaded(["carrier-a", "default"])
+        metrics.record(.init(endpoint: .dnspod, format: .text, status: 200, latency: .milliseconds(1), view: "carrier-a"))
+        metrics.record(.init(endpoint: .dohGet, format: .wire, status: 200, latency: .milliseconds(1)))
+        metrics.shed(.perClient, count: 2)
+        metrics.zoneTransfer("example.test", .axfr)
+        metrics.zoneTransfer("example.test", view: "carrier-a", .failed, reasons: ["timeout"])
+        metrics.zoneSerial("example.test", 2026120601)
+        XCTAssertEqual(metrics.queriesStatus().json, #"""
+            {"total":2,"byView":[{"view":"carrier-a","queries":1},{"view":"default","queries":0}],\#
+            "byFormat":[{"format":"text","queries":1},{"format":"encrypted","queries":0},{"format":"json","queries":0},{"format":"wire","queries":1}],\#
+            "byEndpoint":[{"endpoint":"dnspod","queries":1},{"endpoint":"alibaba","queries":0},{"endpoint":"ips","queries":0},\#
+            {"endpoint":"doh-get","queries":1},{"endpoint":"doh-post","queries":0},{"endpoint":"doh-json","queries":0},\#
+            {"endpoint":"health","queries":0},{"endpoint":"report","queries":0},{"endpoint":"other","queries":0}]}
+            """#)
+        XCTAssertEqual(metrics.shedStatus()["byReason"], .array(HTTPDNSServerMetrics.ShedReason.allCases.map {
+            .object([("reason", .string($0.label)), ("refused", .integer($0 == .perClient ? 2 : 0))])
+        }))
+        XCTAssertEqual(metrics.zonesStatus()["transfers"]?.json, #"""
+            [{"zone":"example.test","view":null,"serial":2026120601,"axfr":1,"ixfr":0,"current":0,"failed":0,"rejected":0,"failureReasons":[]},\#
+            {"zone":"example.test","view":"carrier-a","serial":null,"axfr":0,"ixfr":0,"current":0,"failed":1,"rejected":0,"failureReasons":["timeout 1"]}]
+            """#)
+        let text = metrics.render()
+        XCTAssertTrue(text.contains(#"httpdns_zone_serial{zone="example.test"} 2026120601"#), text)
+        XCTAssertTrue(text.contains(#"httpdns_zone_transfers_total{zone="example.test",view="carrier-a",result="failed"} 1"#), text)
     }
 
     func testLatencyHistogramBucketsAreCumulativeWithExactBoundsAndSum() throws {
