@@ -1,7 +1,8 @@
 // swift-tools-version:6.2
-// The README's Swift examples, each a complete program, built against this checkout of swift-httpdns
-// exactly as an app would depend on the package (by URL in your own Package.swift; here by path).
-// `make test` builds them, checks that the README shows them verbatim, and runs them on loopback.
+// The Swift examples of the README and the DocC articles, each a complete program, built against
+// this checkout of swift-httpdns exactly as an app would depend on the package (by URL in your own
+// Package.swift; here by path). `make test` builds them, checks that the README or an article shows
+// them verbatim, and runs them on loopback.
 import PackageDescription
 
 let package = Package(

@@ -13,7 +13,7 @@ extension DifferentialScenarios {
         DifferentialScenario("cookies-http2") { context in
             try await cookies(context, plain: false)
         },
-        // Only a delegate that answers: corelibs never completes a 401 task otherwise (README).
+        // Only a delegate that answers: corelibs never completes a 401 task otherwise (`ProtectingURLSession.md`).
         DifferentialScenario("challenge-401") { context in
             var result = DifferentialResult()
             var options = RecordingDelegate.Options()

@@ -16,8 +16,8 @@ import FoundationNetworking
 /// Each installation belongs to its configuration (and the sessions made from it): two sessions
 /// with different clients, cookie storages and `httpAdditionalHeaders` never mix.
 ///
-/// Linux notes (swift-corelibs-foundation, observed with Swift 6.3; the README table
-/// "URLProtocol route: corelibs limits" lists what stays different):
+/// Linux notes (swift-corelibs-foundation, observed with Swift 6.3; the table "URLProtocol route:
+/// corelibs limits" of the article on protecting URLSession code lists what stays different):
 /// - `URLProtocol.registerClass` does not reach `URLSession.shared` or sessions made from
 ///   configurations; put the class into the configuration's `protocolClasses` instead (`URLSessionConfiguration.httpdnsInstall(_:)`).
 /// - A custom protocol reporting `wasRedirectedTo` crashes the session, so this protocol follows

@@ -245,7 +245,7 @@ final class FailureReportLoopTests: XCTestCase {
         return Int(try curl(in: client.namespace, arguments + ["\(base)/report"], check: false)) ?? 0
     }
 
-    /// `HTTPDNS-HMAC-SHA256` over the account, the expiry and the body (README, failure reports).
+    /// `HTTPDNS-HMAC-SHA256` over the account, the expiry and the body (`Failover.md`, failure reports).
     private func signature(_ body: String, expires: Int, secret: String = FailureReportLoopTests.secret) -> String {
         let message = Array("\(Self.account)\n\(expires)\n".utf8) + Array(body.utf8)
         let mac = HTTPDNSCrypto.hmacSHA256(key: Array(secret.utf8), message: message)

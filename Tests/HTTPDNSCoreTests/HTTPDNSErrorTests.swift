@@ -2,7 +2,8 @@ import Foundation
 import HTTPDNSCore
 import XCTest
 
-/// The README promises that an error's `localizedDescription` is "a short sentence an app can show".
+/// The direct client's article (`DirectClient.md`) promises that an error's `localizedDescription` is
+/// "a short sentence an app can show".
 final class HTTPDNSErrorTests: XCTestCase {
     /// Every code, with and without a host: a capital first, a full stop last, and neither the code's
     /// name nor the detail (those are for logs). A new code without a sentence fails here.

@@ -5,10 +5,10 @@ import FoundationNetworking
 #endif
 
 /// How each route's result relates to plain `URLSession`'s, value by value: every difference the
-/// README names is written here as the exact change it makes, and everything else must be equal.
+/// DocC articles name is written here as the exact change it makes, and everything else must be equal.
 enum DifferentialExpectations {
-    /// A difference of the URL protocol route, named by its row in the README table "URLProtocol
-    /// route: corelibs limits": `apply` turns plain `URLSession`'s result into the protocol's.
+    /// A difference of the URL protocol route, named by its row in the table "URLProtocol route:
+    /// corelibs limits" (`ProtectingURLSession.md`): `apply` turns plain `URLSession`'s result into the protocol's.
     struct Difference: Sendable {
         var readmeRow: String
         var apply: @Sendable (inout DifferentialResult, DifferentialKnownValues) -> Void
@@ -45,8 +45,8 @@ enum DifferentialExpectations {
     }
 }
 
-/// Through the proxy, the README's one difference ("Proxy route: the one difference") and its one
-/// open defect, each checked as a value.
+/// Through the proxy, the one difference (`ProxyRoute.md`, "The one difference from plain URLSession")
+/// and its one open defect, each checked as a value.
 enum ProxyExpectations {
     /// How a data delegate sees the proxy's `HTTP/1.1 200 Connection established` (``RecordingDelegate``
     /// describes each response): corelibs hands libcurl's CONNECT answer to the delegate as one

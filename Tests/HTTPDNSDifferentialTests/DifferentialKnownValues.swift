@@ -10,7 +10,8 @@ import FoundationNetworking
 /// with it, so that both routes going wrong alike fails the suite.
 ///
 /// Where corelibs itself does something a browser would not, the value here is corelibs' (each
-/// says so); a toolchain that changes it fails here first, and the README's table with it.
+/// says so); a toolchain that changes it fails here first, and the corelibs-limits table of
+/// `ProtectingURLSession.md` with it.
 struct DifferentialKnownValues {
     let bed: DifferentialBed
     /// `nginx/1.22.1`: nginx writes it into its own pages (the redirects' bodies).
@@ -72,7 +73,7 @@ struct DifferentialKnownValues {
             result.exchanges = ["download(from:)", "downloadTask(with:completionHandler:)", "downloadTask+delegate"].map { bytes($0, 1_000_000) }
             result.facts = ["downloadTask+delegate.finishedDownloading": "1", "downloadTask+delegate.wroteData": "1"]
         case "authorization-cross-host-redirect":
-            // Corelibs sends `Authorization` on to the other host (the README's row: curl and
+            // Corelibs sends `Authorization` on to the other host (the corelibs-limits row: curl and
             // browsers drop it).
             result.exchanges = [
                 echo("cross", "GET", host: bed.otherHost, authorization: "Bearer secret"),
@@ -95,7 +96,7 @@ struct DifferentialKnownValues {
             result.exchanges = [exchange("answered", body: Data("who are you?\nwelcome\n".utf8), headers: text)]
             result.facts = ["answered.challenges": "1", "answered.chunksMoreThanOne": "1", "answered.responses": "401, 200"]
         case "urlcache-hit":
-            // Corelibs' `URLCache` serves no hit here (README, row `URLCache`): the origin counts two.
+            // Corelibs' `URLCache` serves no hit here (`ProtectingURLSession.md`, row `URLCache`): the origin counts two.
             let cached = text.merging(["cache-control": "max-age=600"]) { $1 }
             result.exchanges = (0..<2).map { round in
                 exchange("round-\(round)", body: Data("cached body\n".utf8), headers: cached.merging(["x-hits": String(round + 1)]) { $1 })
@@ -103,7 +104,7 @@ struct DifferentialKnownValues {
         case "timeout-request":
             result.exchanges = ["configuration", "request"].map { failed($0, .timedOut) }
         case "timeout-resource":
-            // Corelibs ignores `timeoutIntervalForResource` (README): the 2 s drip arrives whole.
+            // Corelibs ignores `timeoutIntervalForResource` (`ProtectingURLSession.md`): the 2 s drip arrives whole.
             result.exchanges = [exchange("resource", body: Data(repeating: 0x64, count: 20 << 10), headers: text)]
         default:
             guard let redirect = Self.redirect(scenario) else { return nil }
@@ -121,8 +122,8 @@ struct DifferentialKnownValues {
     }
 
     /// A followed redirect of the scenarios' POST (1,000 bytes). Corelibs turns 301, 302 and 303
-    /// into a GET; on 307 and 308 it keeps POST but sends an empty body (README, row "307/308
-    /// resend the body").
+    /// into a GET; on 307 and 308 it keeps POST but sends an empty body (`ProtectingURLSession.md`,
+    /// row "307/308 resend the body").
     func redirected(_ code: Int) -> DifferentialResult.Exchange {
         echo("redirect", [307, 308].contains(code) ? "POST" : "GET")
     }

@@ -20,7 +20,7 @@ protocol DifferentialTestRoute: Sendable {
     /// (`plain`, itself checked against `known`): nothing when it is exactly what the route must
     /// give. By default, equal to plain `URLSession`'s.
     func problems(_ scenario: String, observed: DifferentialResult, plain: DifferentialResult, known: DifferentialKnownValues) -> [String]
-    /// The README rows this route's result of `scenario` differs by on purpose (printed).
+    /// The documented rows (the DocC articles' tables) this route's result of `scenario` differs by on purpose (printed).
     func rows(_ scenario: String) -> [String]
 }
 
@@ -45,7 +45,7 @@ struct PlainTestRoute: DifferentialTestRoute {
 }
 
 /// (c): `URLSession` with ``HTTPDNSURLProtocol`` installed, under a lying LocalDNS: plain
-/// `URLSession`'s result changed by its README rows (``DifferentialExpectations/urlProtocol``).
+/// `URLSession`'s result changed by its documented rows (``DifferentialExpectations/urlProtocol``).
 struct URLProtocolTestRoute: DifferentialTestRoute {
     let name = "(c) URL protocol"
     let runnerRoute = "protocol"
@@ -66,7 +66,7 @@ struct URLProtocolTestRoute: DifferentialTestRoute {
 }
 
 /// Issue 8's proof: every scenario through each route equals plain `URLSession`, except the rows of
-/// the README tables, each checked as the exact value it changes (issue 25); plain `URLSession`
+/// the DocC articles' tables (`ProtectingURLSession.md`, `ProxyRoute.md`), each checked as the exact value it changes (issue 25); plain `URLSession`
 /// itself is checked against ``DifferentialKnownValues``.
 final class DifferentialTests: XCTestCase {
     func testTheURLProtocolRouteBehavesAsPlainURLSession() throws {

@@ -1,14 +1,16 @@
 import Foundation
 import XCTest
 
-/// The README's configuration reference lists every public field of the three configurations a
-/// user fills in, read from the recorded public API (`api/public-api.txt`, which `make api-check`
-/// keeps equal to the code): a field added without a row fails here.
+/// The configuration reference (the DocC article `ConfigurationReference.md`) lists every public
+/// field of the three configurations a user fills in, read from the recorded public API
+/// (`api/public-api.txt`, which `make api-check` keeps equal to the code): a field added without a
+/// row fails here.
 final class ConfigurationReferenceTests: XCTestCase {
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
+    private static let article = "Documentation/HTTPDNSNetworking.docc/ConfigurationReference.md"
 
-    /// The configurations, the README line that opens each table, and how a recorded path becomes
+    /// The configurations, the article's line that opens each table, and how a recorded path becomes
     /// the name in the table (`HTTPDNSConfiguration.Timeouts.perAttempt` → `timeouts.perAttempt`).
     private static let tables: [(type: String, heading: String)] = [
         ("HTTPDNSConfiguration", "`HTTPDNSConfiguration` (the engine"),
@@ -18,9 +20,9 @@ final class ConfigurationReferenceTests: XCTestCase {
 
     /// The rows of the table under `heading`: the first cell of each `| … |` line up to the first
     /// line that is not part of a table.
-    private func rows(under heading: String, in readme: String) throws -> Set<String> {
-        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false)
-        let start = try XCTUnwrap(lines.firstIndex { $0.hasPrefix(heading) }, "no table for \(heading) in the README")
+    private func rows(under heading: String, in article: String) throws -> Set<String> {
+        let lines = article.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try XCTUnwrap(lines.firstIndex { $0.hasPrefix(heading) }, "no table for \(heading) in \(Self.article)")
         var names = Set<String>()
         var inTable = false
         for line in lines[(start + 1)...] {
@@ -55,17 +57,17 @@ final class ConfigurationReferenceTests: XCTestCase {
     }
 
     func testEveryConfigurationFieldHasARowWithItsDefault() throws {
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let article = try String(contentsOf: Self.root.appendingPathComponent(Self.article), encoding: .utf8)
         let record = try String(contentsOf: Self.root.appendingPathComponent("api/public-api.txt"), encoding: .utf8)
         for (type, heading) in Self.tables {
             let fields = fields(of: type, in: record)
             XCTAssertGreaterThan(fields.count, 5, "no fields of \(type) found in the API record")
-            let rows = try rows(under: heading, in: readme)
+            let rows = try rows(under: heading, in: article)
             for field in fields.sorted() where !rows.contains(field) {
-                XCTFail("\(type).\(field) is public but has no row in the README's configuration reference")
+                XCTFail("\(type).\(field) is public but has no row in \(Self.article)")
             }
             for row in rows.sorted() where !fields.contains(row) {
-                XCTFail("the README's \(type) table lists `\(row)`, which is not a public field")
+                XCTFail("\(Self.article)'s \(type) table lists `\(row)`, which is not a public field")
             }
         }
     }

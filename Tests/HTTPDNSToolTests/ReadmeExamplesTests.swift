@@ -5,19 +5,20 @@ import HTTPDNSTestSupport
 import HTTPServing
 import XCTest
 
-/// The README's Swift code is real: every ```swift block is an `Examples/` program verbatim (and every
-/// example is in the README), and the programs, built by `make test` as a separate package depending
-/// on this one, run against loopback servers.
+/// The README's Swift code is real: every ```swift block of the README is an `Examples/` program
+/// verbatim, so is every block of a DocC article that names an `Examples/` file, every example is
+/// shown in the README or an article, and the programs, built by `make test` as a separate package
+/// depending on this one, run against loopback servers.
 final class ReadmeExamplesTests: ToolTestCase {
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// The README's ```swift blocks.
-    private func readmeSwiftBlocks() throws -> [String] {
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+    /// The ```swift blocks of the Markdown file at `path` (relative to the package).
+    private func swiftBlocks(in path: String) throws -> [String] {
+        let text = try String(contentsOf: Self.root.appendingPathComponent(path), encoding: .utf8)
         var blocks: [String] = []
         var current: [Substring]?
-        for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
             if current == nil, line == "```swift" {
                 current = []
             } else if current != nil, line == "```" {
@@ -27,29 +28,61 @@ final class ReadmeExamplesTests: ToolTestCase {
                 current?.append(line)
             }
         }
-        XCTAssertNil(current, "a ```swift block is not closed")
+        XCTAssertNil(current, "a ```swift block of \(path) is not closed")
         return blocks
     }
 
+    /// The DocC articles, as paths relative to the package.
+    private func articles() throws -> [String] {
+        let documentation = Self.root.appendingPathComponent("Documentation")
+        var paths: [String] = []
+        for catalogue in try FileManager.default.contentsOfDirectory(atPath: documentation.path) where catalogue.hasSuffix(".docc") {
+            let folder = documentation.appendingPathComponent(catalogue)
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".md") {
+                paths.append("Documentation/\(catalogue)/\(name)")
+            }
+        }
+        XCTAssertFalse(paths.isEmpty, "no DocC articles found")
+        return paths.sorted()
+    }
+
+    /// The `Examples/` file a block names on its first line (`// Examples/Sources/NAME/main.swift — …`).
+    private func examplePath(of block: String) -> String? {
+        let first = block.prefix { $0 != "\n" }
+        guard first.hasPrefix("// Examples/"), let path = first.dropFirst(3).split(separator: " ").first else { return nil }
+        return String(path)
+    }
+
+    /// Checks `block` against the file it names, and returns that file's path.
+    private func checkVerbatim(_ block: String, in document: String) throws -> String? {
+        guard let path = examplePath(of: block) else { return nil }
+        let text = try String(contentsOf: Self.root.appendingPathComponent(path), encoding: .utf8)
+        XCTAssertEqual(block, text, "\(document)'s block differs from \(path)")
+        return path
+    }
+
     func testEveryReadmeSwiftBlockIsAnExampleVerbatimAndEveryExampleIsShown() throws {
-        let blocks = try readmeSwiftBlocks()
-        XCTAssertFalse(blocks.isEmpty)
         var shown = Set<String>()
-        for block in blocks {
-            // Each block names its file on its first line: `// Examples/Sources/NAME/main.swift — …`.
-            let first = block.prefix { $0 != "\n" }
-            guard first.hasPrefix("// "), let path = first.dropFirst(3).split(separator: " ").first else {
-                XCTFail("a README swift block does not start with its Examples/ path: \(first)")
+        let readmeBlocks = try swiftBlocks(in: "README.md")
+        XCTAssertFalse(readmeBlocks.isEmpty)
+        for block in readmeBlocks {
+            // The README shows only programs that are built and run: each names its Examples/ file.
+            guard let path = try checkVerbatim(block, in: "README.md") else {
+                XCTFail("a README swift block does not start with its Examples/ path: \(block.prefix { $0 != "\n" })")
                 continue
             }
-            let file = Self.root.appendingPathComponent(String(path))
-            let text = try String(contentsOf: file, encoding: .utf8)
-            XCTAssertEqual(block, text, "README block differs from \(path)")
-            shown.insert(String(path))
+            shown.insert(path)
+        }
+        // An article may also show a snippet that is not a program; one that names an example is it.
+        for article in try articles() {
+            for block in try swiftBlocks(in: article) {
+                if let path = try checkVerbatim(block, in: article) { shown.insert(path) }
+            }
         }
         let sources = Self.root.appendingPathComponent("Examples/Sources")
         for name in try FileManager.default.contentsOfDirectory(atPath: sources.path) {
-            XCTAssertTrue(shown.contains("Examples/Sources/\(name)/main.swift"), "Examples/Sources/\(name) is not in the README")
+            XCTAssertTrue(shown.contains("Examples/Sources/\(name)/main.swift"),
+                          "Examples/Sources/\(name) is shown neither in the README nor in a DocC article")
         }
     }
 

@@ -66,7 +66,7 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertEqual(HTTPDNSError(.nameNotFound, "NXDOMAIN", host: "x.test").localizedDescription, "The name “x.test” does not exist.")
     }
 
-    /// Every code's `localizedDescription` is a sentence an app can show (README, "Errors"): a capital
+    /// Every code's `localizedDescription` is a sentence an app can show (`DirectClient.md`, "Errors"): a capital
     /// first and a full stop last, with and without a host, so a new code without one fails here.
     func testEveryTransportErrorCodeHasASentence() {
         XCTAssertFalse(HTTPTransportError.Code.allCases.isEmpty)
