@@ -23,6 +23,10 @@ let package = Package(
             name: "ProtectProcess",
             dependencies: [.product(name: "HTTPDNSLoopbackProxy", package: "swift-httpdns")]
         ),
+        .executableTarget(
+            name: "EmbedServer",
+            dependencies: [.product(name: "HTTPDNSServer", package: "swift-httpdns")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

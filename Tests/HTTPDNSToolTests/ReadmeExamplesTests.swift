@@ -122,6 +122,15 @@ final class ReadmeExamplesTests: ToolTestCase {
         XCTAssertTrue(result.stdoutText.contains("the real www.example.test"), result.stdoutText)
     }
 
+    func testEmbedServerExampleAnswersFromItsZone() throws {
+        let zone = try temporaryDirectory().appendingPathComponent("zone.json")
+        try #"{"www.example.test": {"A": ["127.0.0.7"], "ttl": 60}}"#.write(to: zone, atomically: true, encoding: .utf8)
+        let result = try example("EmbedServer").run([zone.path, "www.example.test"])
+        XCTAssertEqual(result.status, 0, result.stdoutText + result.stderrText)
+        XCTAssertTrue(result.stdoutText.contains("listening on 127.0.0.1:"), result.stdoutText)
+        XCTAssertTrue(result.stdoutText.contains("www.example.test -> 127.0.0.7"), result.stdoutText)
+    }
+
     func testDirectClientExampleResolvesFetchesStreamsAndChecks() throws {
         let (url, provider) = try bed()
         let liar = try dnsmasq { $0.lie("www.example.test", to: HTTPDNSIPAddress("127.0.0.66")!) }
