@@ -31,8 +31,10 @@ extension HTTPDNSService {
                 return Self.text("content type must be \(Self.dnsMessageType)\n", status: 415)
             }
             guard request.body.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
-            return answerWire(
-                [UInt8](request.body), clientSubnet: clientSubnet(of: request), client: clientAddress(of: request), lookups)
+            let query = [UInt8](request.body)
+            let response = answerWire(query, clientSubnet: clientSubnet(of: request), client: clientAddress(of: request), lookups)
+            // DNS over TLS: RFC 8467's padding, asked for by a padded query.
+            return request.isMessage ? Self.padded(response, query: query) : response
         default:
             return Self.methodNotAllowed("GET, POST")
         }

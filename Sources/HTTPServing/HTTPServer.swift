@@ -42,6 +42,9 @@ package final class HTTPServer: Sendable {
         package var tlsCertificatePEM: String? = nil
         /// PEM private key for ``tlsCertificatePEM``. Default nil.
         package var tlsKeyPEM: String? = nil
+        /// Length-prefixed messages instead of HTTP (DNS over TCP, and over TLS with a certificate:
+        /// RFC 7858). Default nil: HTTP.
+        package var messageStream: MessageStream? = nil
 
         package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             self.address = address
@@ -78,6 +81,16 @@ package final class HTTPServer: Sendable {
         /// its way arrives within it and is answered. Default 1 s (h2o's bound on a round trip in its
         /// own graceful shutdown).
         package var drainQuietPeriod: Duration = .seconds(1)
+
+        /// Message streams (``Listener/messageStream``): how long a connection with no message in
+        /// hand stays open, and the deadline for the rest of a message begun (a connection cut with
+        /// one unfinished is a ``ConnectionEvent/requestDeadline``). RFC 7766 §6.2.3 asks for
+        /// seconds, not minutes, on a busy server. Default 10 s.
+        package var messageIdleTimeout: Duration = .seconds(10)
+        /// Message streams: messages of one connection handed to the responder and not yet
+        /// answered; at this many the server stops reading the connection until an answer is
+        /// sent (the client's further queries wait in TCP, nothing is refused). Default 64.
+        package var maxMessagesInFlight: Int = 64
 
         /// h2o 2.2 advertises `SETTINGS_MAX_CONCURRENT_STREAMS` 100 and resets streams past it itself.
         package static let streamCeiling = 100

@@ -16,6 +16,8 @@ final class HTTPServerCore: @unchecked Sendable {
     let bodySink: (@Sendable (HTTPServer.Request) -> (any HTTPServer.BodySink)?)?
     let responder: HTTPServer.Responder
     let ports: [Int]
+    /// Each listener's message stream, nil for HTTP.
+    let messageStreams: [HTTPServer.MessageStream?]
     let proxyProtocol: HTTPServer.ProxyProtocol?
     let events: (@Sendable (HTTPServer.ConnectionEvent) -> Void)?
     let accepted = Atomic<Int>(0)
@@ -54,6 +56,7 @@ final class HTTPServerCore: @unchecked Sendable {
     ) throws(HTTPServer.StartError) {
         maxRequestBodyBytes = configuration.maxRequestBodyBytes
         limits = configuration.limits
+        messageStreams = configuration.listeners.map(\.messageStream)
         proxyProtocol = configuration.proxyProtocol
         events = configuration.connectionEvents
         self.bodySink = bodySink
@@ -99,6 +102,8 @@ final class HTTPServerCore: @unchecked Sendable {
         settings.idle_timeout_ms = Self.milliseconds(limits.idleTimeout)
         settings.drain_quiet_ms = Self.milliseconds(limits.drainQuietPeriod)
         settings.max_streams = min(max(1, limits.maxConcurrentStreams), HTTPServer.Limits.streamCeiling)
+        settings.stream_idle_timeout_ms = Self.milliseconds(limits.messageIdleTimeout)
+        settings.stream_max_in_flight = max(1, limits.maxMessagesInFlight)
         settings.threads = max(1, min(configuration.threads, HTTPServer.Configuration.maxThreads))
         settings.max_body_bytes = max(
             0, bodySink == nil ? configuration.maxRequestBodyBytes : max(configuration.maxRequestBodyBytes, configuration.maxSinkBodyBytes))
@@ -109,6 +114,7 @@ final class HTTPServerCore: @unchecked Sendable {
         callbacks.request = serverRequest
         callbacks.proceed = serverProceed
         callbacks.shed = serverShed
+        callbacks.stream_message = serverStreamMessage
         server = HTTPDNSLock(nil)
         // From here `self` is whole: its deinit releases the store, whatever happens next.
         whole = true
@@ -118,7 +124,11 @@ final class HTTPServerCore: @unchecked Sendable {
             throw HTTPServer.StartError("cannot create the event loop")
         }
         for (index, socket) in sockets.enumerated() {
-            _ = httpdns_h2o_server_add_listener(pointer, socket.fd, contexts[index])
+            if configuration.listeners[index].messageStream != nil {
+                _ = httpdns_h2o_server_add_stream_listener(pointer, socket.fd, contexts[index])
+            } else {
+                _ = httpdns_h2o_server_add_listener(pointer, socket.fd, contexts[index])
+            }
         }
         // The loop holds a reference until the server is stopped (see `stop`).
         _ = Unmanaged.passRetained(self)
@@ -295,6 +305,25 @@ final class HTTPServerCore: @unchecked Sendable {
         responder(head, nil, exchange)
     }
 
+    /// One message of a message-stream connection, as a POST to its listener's path.
+    func message(
+        _ token: OpaquePointer, _ bytes: UnsafeRawBufferPointer, listener: Int, peer: UnsafePointer<sockaddr>?
+    ) {
+        requests.add(1, ordering: .relaxed)
+        inFlight.add(1, ordering: .relaxed)
+        let exchange = HTTPServer.Exchange(core: self, token: UInt(bitPattern: UnsafeRawPointer(token)), isHead: false, isMessage: true)
+        guard messageStreams.indices.contains(listener), let stream = messageStreams[listener] else {
+            return exchange.respond(.text("not a message stream\n", status: 500))
+        }
+        let (address, port) = Self.peer(peer)
+        var head = HTTPServer.Request(
+            method: "POST", path: stream.path, headers: stream.headers, body: Data(bytes), remoteAddress: address,
+            remotePort: port, httpVersion: "")
+        head.listener = listener
+        head.isMessage = true
+        responder(head, nil, exchange)
+    }
+
     /// The loop refused work (see `HTTPDNS_H2O_SHED_*`).
     func shed(reason: Int32) {
         switch reason {
@@ -430,6 +459,13 @@ private let serverRequest: @convention(c) (UnsafeMutableRawPointer?, OpaquePoint
 
 private let serverShed: @convention(c) (UnsafeMutableRawPointer?, Int32) -> Void = { context, reason in
     core(context).shed(reason: reason)
+}
+
+private let serverStreamMessage: @convention(c) (
+    UnsafeMutableRawPointer?, OpaquePointer?, UnsafeRawPointer?, Int, Int32, UnsafePointer<sockaddr>?, socklen_t
+) -> Void = { context, message, bytes, length, listener, peer, _ in
+    guard let message else { return }
+    core(context).message(message, UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length), listener: Int(listener), peer: peer)
 }
 
 private let serverProceed: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, Int32) -> Void = {
