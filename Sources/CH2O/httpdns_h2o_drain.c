@@ -96,9 +96,13 @@ static void on_drain_step(h2o_timeout_entry_t *entry)
     }
     int queued = 0;
     if (c->stream) {
-        /* A message stream closes once quiet with nothing in hand: no message being answered or
-         * written, none begun, none waiting in the kernel's receive queue. */
-        if (httpdns_h2o__stream_busy(c) || (ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0))
+        /* A message stream has no way to say "no more queries" that every client understands, so
+         * it closes once quiet: no message for drain_quiet_ms, none being answered or written,
+         * none begun, none waiting in the kernel's receive queue. A client still sending keeps
+         * it (the drain's end cuts it, counted). */
+        uint64_t quiet = h2o_now(c->loop->evloop) - c->stream_last_message_ms;
+        if (quiet < c->loop->server->settings.drain_quiet_ms || httpdns_h2o__stream_busy(c) ||
+            (ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0))
             schedule_step(c);
         else
             httpdns_h2o__stream_close(c);

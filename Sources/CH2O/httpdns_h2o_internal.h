@@ -128,6 +128,8 @@ struct connection {
     size_t stream_out_length;
     size_t stream_out_capacity;
     char *stream_writing;
+    /* When the last whole message arrived (the loop's clock, ms): the drain's quiet period. */
+    uint64_t stream_last_message_ms;
 };
 
 struct httpdns_h2o_stream_message {

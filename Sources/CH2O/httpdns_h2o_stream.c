@@ -184,6 +184,7 @@ static void take_messages(struct connection *c)
         message->conn = c;
         h2o_linklist_insert(&c->stream_messages, &message->link);
         c->stream_in_flight++;
+        c->stream_last_message_ms = h2o_now(c->loop->evloop);
         arm_idle(c);
         struct sockaddr_storage peer;
         socklen_t peer_length = h2o_socket_getpeername(c->sock, (struct sockaddr *)&peer);

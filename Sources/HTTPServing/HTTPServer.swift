@@ -239,7 +239,9 @@ package final class HTTPServer: Sendable {
     /// after it; an HTTP/1 connection with no request in hand closes once quiet for
     /// ``Limits/drainQuietPeriod``. An HTTP/2 connection gets GOAWAY ahead of its next response
     /// (or once quiet), then a final GOAWAY naming the last stream it took, and closes once those
-    /// are answered (RFC 9113 §6.8). Connections closed at the end with a request unfinished are
+    /// are answered (RFC 9113 §6.8). A ``MessageStream`` connection is read and answered until no
+    /// message has come for ``Limits/drainQuietPeriod`` and none is in hand, then closed (TLS:
+    /// `close_notify`). Connections closed at the end with a request unfinished are
     /// counted (``drainCutCount``, ``ConnectionEvent/drainCut``). It returns once every connection
     /// has closed and every response was handed over, or when `drain` has passed.
     package func stop(drain: Duration = .seconds(5)) {

@@ -20,12 +20,13 @@ enum DoTClient {
             body = socket.inet_aton(client) + socket.inet_aton("127.0.0.1") + struct.pack("!HH", 40000, 853)
             return b"\r\n\r\n\x00\r\nQUIT\n" + bytes([0x21, 0x11]) + struct.pack("!H", len(body)) + body
 
-        def connect(proxy=None):
-            raw = socket.create_connection(("127.0.0.1", port), timeout=15)
+        context = ssl.create_default_context(cafile=ca)
+
+        def connect(proxy=None, to=None, session=None):
+            raw = socket.create_connection(("127.0.0.1", to or port), timeout=15)
             if proxy:
                 raw.sendall(proxy_v2(proxy))
-            context = ssl.create_default_context(cafile=ca)
-            return context.wrap_socket(raw, server_hostname=HOST)
+            return context.wrap_socket(raw, server_hostname=HOST, session=session)
 
         def query(name, ident, ecs=None, pad=False):
             options = []
@@ -78,6 +79,17 @@ enum DoTClient {
             answer, length = receive(s)
             padding = [o for o in (answer.options or []) if o.otype == dns.edns.OptionType.PADDING]
             print(json.dumps({"id": answer.id, "a": addresses(answer), "length": length, "padded": bool(padding)}))
+        elif mode == "resume":
+            # resume OTHER_PORT: a session from PORT offered to OTHER_PORT; whether it resumed
+            s = connect()
+            send(s, query("www.example.test", 1))
+            receive(s)
+            session = s.session
+            s.close()
+            t = connect(to=int(args[0]), session=session)
+            send(t, query("www.example.test", 2))
+            answer, _ = receive(t)
+            print(json.dumps({"a": addresses(answer), "reused": t.session_reused}))
         elif mode == "pipeline":
             # pipeline SLOW FAST: both sent at once, slow first; the answers' IDs in arrival order
             s = connect()
@@ -123,28 +135,32 @@ enum DoTClient {
                               "stalledClosed": sum(closed_within(x, 0.05) is not None for x in stalled)}))
         elif mode == "drain":
             # drain NAME CONNECTIONS QUERIES: every connection sends QUERIES queries, one every 10 ms,
-            # reading answers as they come; prints "half" once half are answered (the test sends
-            # SIGTERM then), then the answers counted and whether the server closed each connection
+            # with up to 4 unanswered at a time (one thread per connection, which alone uses its
+            # socket); prints "half" once half are answered (the test sends SIGTERM then), then the
+            # answers counted and whether the server closed every connection once they were done
             import threading
             connections, count = int(args[1]), int(args[2])
             sockets = [connect() for _ in range(connections)]
             answered = [0] * connections
             half = threading.Event()
-            def reader(index):
+            def run(index):
                 s = sockets[index]
+                def take():
+                    receive(s)
+                    answered[index] += 1
+                    if sum(answered) >= connections * count // 2:
+                        half.set()
                 try:
-                    for _ in range(count):
-                        receive(s)
-                        answered[index] += 1
-                        if sum(answered) >= connections * count // 2:
-                            half.set()
+                    for i in range(count):
+                        send(s, query(args[0], i))
+                        if i >= 4:
+                            take()
+                        time.sleep(0.01)
+                    while answered[index] < count:
+                        take()
                 except Exception as error:
-                    print("connection %d: %s" % (index, error), file=sys.stderr)
-            def writer(index):
-                for i in range(count):
-                    send(sockets[index], query(args[0], i))
-                    time.sleep(0.01)
-            threads = [threading.Thread(target=f, args=(i,)) for i in range(connections) for f in (reader, writer)]
+                    print("connection %d: %r after %d answers" % (index, error, answered[index]), file=sys.stderr)
+            threads = [threading.Thread(target=run, args=(i,)) for i in range(connections)]
             for t in threads:
                 t.start()
             half.wait(30)

@@ -14,6 +14,13 @@ final class ServeDoTInteropTests: ToolTestCase {
     private static let loopbackView = "198.51.100.7"
     private static let secondView = "198.51.100.8"
 
+    /// Runs a client to its end: its exit status, stdout and stderr apart (kdig warns on stderr).
+    private func client(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        let tool = try RunningTool(executable: URL(fileURLWithPath: executable), arguments: arguments)
+        let status = try tool.wait(timeout: .seconds(30))
+        return (status, String(decoding: tool.stdout, as: UTF8.self), String(decoding: tool.stderr, as: UTF8.self))
+    }
+
     func testKdigDnspythonStubbyUnboundAndDnsdistGetTheViewCorrectAnswer() throws {
         for tool in ["/usr/bin/kdig", "/usr/bin/dig", "/usr/bin/stubby", "/usr/sbin/unbound", "/usr/bin/dnsdist"] {
             guard FileManager.default.isExecutableFile(atPath: tool) else {
@@ -43,10 +50,11 @@ final class ServeDoTInteropTests: ToolTestCase {
 
         // kdig: opportunistic TLS, strict TLS with the CA and name, and a strict check that fails
         // for a name the certificate does not hold (what Android's Private DNS refuses).
-        func kdig(_ arguments: [String]) throws -> (status: Int32, output: String) {
-            try RunningTool.runToEnd("/usr/bin/kdig", ["@127.0.0.1", "-p", String(dot), "+timeout=5", "+retry=0", "+short"] + arguments)
+        func kdig(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+            try client("/usr/bin/kdig", ["@127.0.0.1", "-p", String(dot), "+timeout=5", "+retry=0", "+short"] + arguments)
         }
-        XCTAssertEqual(try kdig(["+tls", "www.example.test", "A"]).output, Self.loopbackView + "\n", "kdig +tls")
+        let opportunistic = try kdig(["+tls", "www.example.test", "A"])
+        XCTAssertEqual(opportunistic.output, Self.loopbackView + "\n", "kdig +tls: \(opportunistic.errors)")
         let strict = ["+tls-ca=\(ca)", "+tls-hostname=\(Self.hostname)"]
         XCTAssertEqual(try kdig(strict + ["www.example.test", "A"]).output, Self.loopbackView + "\n", "kdig +tls-ca +tls-hostname")
         XCTAssertEqual(
@@ -56,7 +64,7 @@ final class ServeDoTInteropTests: ToolTestCase {
         XCTAssertFalse(wrongName.output.contains(Self.loopbackView), "a certificate for another name was accepted: \(wrongName.output)")
 
         // dnspython's own DoT client.
-        let python = try RunningTool.runToEnd("/usr/bin/python3", [
+        let python = try client("/usr/bin/python3", [
             "-c",
             """
             import ssl, sys, dns.message, dns.query
@@ -67,14 +75,14 @@ final class ServeDoTInteropTests: ToolTestCase {
             """,
             String(dot), ca,
         ])
-        XCTAssertEqual(python.status, 0, python.output)
+        XCTAssertEqual(python.status, 0, python.errors)
         XCTAssertEqual(python.output, Self.loopbackView + "\n", "dnspython dns.query.tls")
 
         // The forwarders, each on a free loopback port, asked with dig over plain DNS.
         let loopback = HTTPDNSIPAddress("127.0.0.1")!
         func dig(_ port: UInt16, source: String? = nil) throws -> String {
             let bind = source.map { ["-b", $0] } ?? []
-            return try RunningTool.runToEnd(
+            return try client(
                 "/usr/bin/dig", bind + ["@127.0.0.1", "-p", String(port), "+time=2", "+tries=1", "+short", "www.example.test", "A"]
             ).output
         }

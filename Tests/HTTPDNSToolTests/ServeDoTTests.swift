@@ -108,6 +108,35 @@ final class ServeDoTTests: ToolTestCase {
         XCTAssertTrue(lines[2].contains(#""client":"10.1.2.3""#), String(lines[2]))
     }
 
+    func testSharedTicketKeysResumeAcrossInstancesAndSIGHUPReloadsTheCertificate() throws {
+        let keys = directory.appendingPathComponent("tickets.keys").path
+        let key = (0..<80).map { UInt8(truncatingIfNeeded: $0 * 13 + 5) }
+        try Data((Data(key).base64EncodedString() + "\n").utf8).write(to: URL(fileURLWithPath: keys))
+        let a = try serve(["--tls-ticket-keys", keys])
+        defer { assertStopsCleanly(a.server) }
+        let b = try serve(["--tls-ticket-keys", keys])
+        defer { assertStopsCleanly(b.server) }
+        let resumed = try XCTUnwrap(
+            try DoTClient.run(["resume", String(a.dot), certificates.caCertificatePath, String(b.dot)]) as? [String: Any])
+        XCTAssertEqual(resumed["reused"] as? Bool, true, "a session of one instance did not resume at the other: \(resumed)")
+        XCTAssertEqual(resumed["a"] as? [String], ["192.0.2.1"])
+
+        // A certificate from another CA in the same files: after SIGHUP new connections get it.
+        let other = try TestCertificates(commonName: "second test CA")
+        defer { other.remove() }
+        let renewed = try other.issue(dnsNames: ["dns.example.test"])
+        try Data(renewed.certificatePEM.utf8).write(to: URL(fileURLWithPath: leaf.certificatePath))
+        try Data(renewed.keyPEM.utf8).write(to: URL(fileURLWithPath: leaf.keyPath))
+        a.server.send(SIGHUP)
+        XCTAssertTrue(pollUntilBlocking(within: .seconds(10)) {
+            String(decoding: a.server.stderr, as: UTF8.self).contains("reloaded certificate")
+        }, String(decoding: a.server.stderr, as: UTF8.self))
+        let afterReload = try DoTClient.run(["query", String(a.dot), other.caCertificatePath, "www.example.test"]) as? [String: Any]
+        XCTAssertEqual(afterReload?["a"] as? [String], ["192.0.2.1"])
+        XCTAssertThrowsError(try DoTClient.run(["query", String(a.dot), certificates.caCertificatePath, "www.example.test"]),
+                             "the old certificate is still served")
+    }
+
     func testIdleAndHalfSentConnectionsAreClosedAtTheIdleTimeout() throws {
         let (server, dot, http) = try serve(["--dot-idle-timeout", "1"])
         defer { assertStopsCleanly(server) }
