@@ -212,8 +212,16 @@ static void on_read(h2o_socket_t *sock, const char *error)
 {
     struct connection *c = sock->data;
     if (error != NULL) {
-        /* The client closed (or the drain's end shut the socket): what it sent whole is in hand
-         * already; answers still due have nobody to read them. */
+        /* The client closed its side (or the drain's end shut the socket). A client may send its
+         * queries and then close its side while it waits for the answers (a half close): those in
+         * hand are still answered, and the connection closes once they are written (or fail to be). */
+        if (c->stream_in_flight > 0 || c->stream_writing != NULL || c->stream_out_length > 0) {
+            c->stream_closing = 1;
+            c->stream_reading = 0;
+            h2o_socket_read_stop(sock);
+            (void)flush(c);
+            return;
+        }
         httpdns_h2o__stream_close(c);
         return;
     }
