@@ -29,6 +29,11 @@ import HTTPDNSCore
 /// server sheds load visibly: a refused plain connection reads a `503`, a refused TLS connection is
 /// closed at once, an HTTP/2 request past the stream limit reads a `503`.
 ///
+/// A listener with a ``MessageStream`` speaks no HTTP: its connections carry length-prefixed
+/// messages (DNS over TCP, and over TLS), each handed to the responder as a POST of one path, so
+/// that one endpoint answers both; TLS, PROXY headers, connection limits and the drain are the
+/// HTTP listeners' own.
+///
 /// The HTTPDNS endpoints are built on this; tests use it directly as a loopback origin.
 package final class HTTPServer: Sendable {
     /// One listening address.
@@ -269,10 +274,11 @@ package final class HTTPServer: Sendable {
     /// `http(s)://address:port` of the first listener, for building request URLs in tests.
     package var baseURL: URL { url(listener: 0) }
 
-    /// `http(s)://address:port` of listener `index`.
+    /// `http(s)://address:port` of listener `index` (`tls://` or `tcp://` for a message stream).
     package func url(listener index: Int) -> URL {
         let listener = configuration.listeners[index]
-        return URL(string: "\(listener.isTLS ? "https" : "http")://\(listener.address.uriText):\(ports[index])")!
+        let scheme = listener.messageStream == nil ? (listener.isTLS ? "https" : "http") : (listener.isTLS ? "tls" : "tcp")
+        return URL(string: "\(scheme)://\(listener.address.uriText):\(ports[index])")!
     }
 
     /// TCP connections accepted and kept so far (keep-alive reuse shows as fewer connections than requests).

@@ -80,7 +80,8 @@ final class HTTPServerCore: @unchecked Sendable {
                 throw HTTPServer.StartError("TLS needs both a certificate and a key")
             }
             if let certificate = listener.tlsCertificatePEM, let key = listener.tlsKeyPEM {
-                contexts.append(try Self.makeTLS(certificate: certificate, key: key, tickets: store))
+                contexts.append(
+                    try Self.makeTLS(certificate: certificate, key: key, tickets: store, messageStream: listener.messageStream != nil))
             } else {
                 contexts.append(nil)
             }
@@ -150,8 +151,11 @@ final class HTTPServerCore: @unchecked Sendable {
         if let ticketStore { httpdns_h2o_ticket_store_release(ticketStore) }
     }
 
-    /// A TLS context for `certificate` and `key`, using the ticket key store `tickets` when given.
-    static func makeTLS(certificate: String, key: String, tickets: OpaquePointer?) throws(HTTPServer.StartError) -> OpaquePointer {
+    /// A TLS context for `certificate` and `key`, using the ticket key store `tickets` when given;
+    /// a message stream's offers ALPN `dot` instead of HTTP's protocols.
+    static func makeTLS(
+        certificate: String, key: String, tickets: OpaquePointer?, messageStream: Bool
+    ) throws(HTTPServer.StartError) -> OpaquePointer {
         var error = [CChar](repeating: 0, count: 256)
         guard let context = httpdns_h2o_tls_create(certificate, key, &error, error.count) else {
             let text = error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
@@ -161,6 +165,7 @@ final class HTTPServerCore: @unchecked Sendable {
             httpdns_h2o_tls_release(context)
             throw HTTPServer.StartError("cannot use the TLS ticket keys")
         }
+        if messageStream { httpdns_h2o_tls_use_dot_alpn(context) }
         return context
     }
 
@@ -175,7 +180,9 @@ final class HTTPServerCore: @unchecked Sendable {
     }
 
     func reloadTLS(listener index: Int, certificatePEM: String, keyPEM: String) throws(HTTPServer.StartError) {
-        let context = try Self.makeTLS(certificate: certificatePEM, key: keyPEM, tickets: ticketStore)
+        let context = try Self.makeTLS(
+            certificate: certificatePEM, key: keyPEM, tickets: ticketStore,
+            messageStream: messageStreams.indices.contains(index) && messageStreams[index] != nil)
         defer { httpdns_h2o_tls_release(context) }
         server.withLock { handle in
             if let handle { httpdns_h2o_server_set_tls(handle.pointer, Int32(index), context) }

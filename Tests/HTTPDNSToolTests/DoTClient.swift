@@ -72,13 +72,16 @@ enum DoTClient {
             return time.monotonic() - started
 
         if mode == "query":
-            # query NAME [ecs=CIDR] [proxy=IP] [pad]
+            # query NAME [ecs=CIDR] [proxy=IP] [pad] [alpn]: alpn offers h2 and dot
             name, options = args[0], dict(a.split("=", 1) if "=" in a else (a, "1") for a in args[1:])
+            if "alpn" in options:
+                context.set_alpn_protocols(["h2", "dot"])
             s = connect(options.get("proxy"))
             send(s, query(name, 4242, options.get("ecs"), "pad" in options))
             answer, length = receive(s)
             padding = [o for o in (answer.options or []) if o.otype == dns.edns.OptionType.PADDING]
-            print(json.dumps({"id": answer.id, "a": addresses(answer), "length": length, "padded": bool(padding)}))
+            print(json.dumps({"id": answer.id, "a": addresses(answer), "length": length, "padded": bool(padding),
+                              "alpn": s.selected_alpn_protocol()}))
         elif mode == "resume":
             # resume OTHER_PORT: a session from PORT offered to OTHER_PORT; whether it resumed
             s = connect()

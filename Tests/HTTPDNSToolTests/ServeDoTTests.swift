@@ -77,6 +77,9 @@ final class ServeDoTTests: ToolTestCase {
         XCTAssertEqual(plain["padded"] as? Bool, false)
         XCTAssertEqual(plain["a"] as? [String], ["192.0.2.1"])
         XCTAssertEqual(plain["id"] as? Int, 4242)
+        XCTAssertTrue(plain["alpn"] is NSNull, "ALPN chosen although the client offered none: \(plain)")
+        // A client offering h2 and dot gets dot: this listener speaks no HTTP.
+        XCTAssertEqual(try ask(dot, ["www.example.test", "alpn"])["alpn"] as? String, "dot")
 
         // 300 queries pipelined at once through a limit of 4 in hand: all answered, none refused.
         let many = try XCTUnwrap(

@@ -130,6 +130,10 @@ int httpdns_h2o_server_open_connections(httpdns_h2o_server *server);
 /* A TLS context from PEM text with ALPN h2 and http/1.1; NULL with a reason in `error`. */
 httpdns_h2o_tls *httpdns_h2o_tls_create(const char *certificate_pem, const char *key_pem, char *error, size_t error_size);
 void httpdns_h2o_tls_release(httpdns_h2o_tls *tls);
+/* Makes `tls` a message stream's context: ALPN "dot" (RFC 7858's entry in the IANA ALPN registry)
+ * instead of h2 and http/1.1; a client that offers none of it gets no ALPN, as RFC 7858 clients
+ * expect. */
+void httpdns_h2o_tls_use_dot_alpn(httpdns_h2o_tls *tls);
 
 /* TLS session ticket keys shared across instances (see httpdns_h2o_tickets.c). A key is 80 bytes in
  * nginx's layout: 16 of name, 32 of HMAC-SHA256 key, 32 of AES-256-CBC key. */
