@@ -82,6 +82,20 @@ enum DoTClient {
             padding = [o for o in (answer.options or []) if o.otype == dns.edns.OptionType.PADDING]
             print(json.dumps({"id": answer.id, "a": addresses(answer), "length": length, "padded": bool(padding),
                               "alpn": s.selected_alpn_protocol()}))
+        elif mode == "limit":
+            # limit COUNT NAME: COUNT connections held open, then one more: whether it was refused
+            # (closed before its answer), and whether a held one still answers
+            held = [connect() for _ in range(int(args[0]))]
+            try:
+                s = connect()
+                send(s, query(args[1], 3))
+                receive(s)
+                refused = False
+            except (ssl.SSLError, EOFError, OSError):
+                refused = True
+            send(held[0], query(args[1], 4))
+            answer, _ = receive(held[0])
+            print(json.dumps({"refused": refused, "a": addresses(answer)}))
         elif mode == "resume":
             # resume OTHER_PORT: a session from PORT offered to OTHER_PORT; whether it resumed
             s = connect()

@@ -155,6 +155,16 @@ final class ServeDoTTests: ToolTestCase {
         XCTAssertTrue(text.contains(#"httpdns_shed_total{reason="deadline"} 1"#), "the half-sent query was not counted: \(text)")
     }
 
+    func testTheConnectionLimitsCountDoTConnections() throws {
+        let (server, dot, http) = try serve(["--max-connections-per-client", "3"])
+        defer { assertStopsCleanly(server) }
+        let result = try XCTUnwrap(
+            try DoTClient.run(["limit", String(dot), certificates.caCertificatePath, "3", "www.example.test"]) as? [String: Any])
+        XCTAssertEqual(result["refused"] as? Bool, true, "a fourth connection from one client was taken: \(result)")
+        XCTAssertEqual(result["a"] as? [String], ["192.0.2.1"], "a connection within the limit stopped answering")
+        XCTAssertTrue(try metrics(http).contains(#"httpdns_shed_total{reason="per-client"} 1"#))
+    }
+
     func testIdleAndStalledCrowdsDoNotStopAnswersAndAreClosed() throws {
         let (server, dot, http) = try serve(["--dot-idle-timeout", "1", "--handshake-timeout", "1"])
         defer { assertStopsCleanly(server) }
