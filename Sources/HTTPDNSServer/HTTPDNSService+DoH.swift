@@ -33,8 +33,9 @@ extension HTTPDNSService {
             guard request.body.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
             let query = [UInt8](request.body)
             let response = answerWire(query, clientSubnet: clientSubnet(of: request), client: clientAddress(of: request), lookups)
-            // DNS over TLS: RFC 8467's padding, asked for by a padded query.
-            return request.isMessage ? Self.padded(response, query: query) : response
+            // DNS over TLS: the padding and keepalive its query asks for.
+            guard request.isMessage else { return response }
+            return Self.dotAnswer(response, query: query, idleTimeout: configuration.connections.dotIdleTimeout, draining: isDraining)
         default:
             return Self.methodNotAllowed("GET, POST")
         }

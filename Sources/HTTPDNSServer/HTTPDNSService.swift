@@ -441,6 +441,9 @@ public final class HTTPDNSService: Sendable {
         running?.stop(drain: configuration.connections.drainTimeout)
     }
 
+    /// Whether ``stop()`` has begun (`/ready` says `503 draining`).
+    var isDraining: Bool { draining.withLock { $0 } }
+
     /// The bound port of the first listener while running, else nil.
     public var port: Int? { server.withLock { $0?.port } }
 

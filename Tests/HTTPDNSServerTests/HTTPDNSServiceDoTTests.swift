@@ -66,6 +66,26 @@ final class HTTPDNSServiceDoTTests: XCTestCase {
         XCTAssertNil(try DNSMessage(decoding: bare).edns)
     }
 
+    func testKeepaliveIsAnsweredWithTheIdleTimeoutAndZeroWhileDraining() throws {
+        // RFC 7828 §3.3.2: asked with an empty edns-tcp-keepalive option, the answer carries the
+        // idle timeout in units of 100 ms (the default 10 s: 100), next to the padding asked for.
+        var edns = DNSEDNS()
+        edns.options = [0, 11, 0, 0, 0, 12, 0, 0]
+        let query = DNSMessage.query(name: try DNSName("www.example.test"), type: .A, id: 3, edns: edns)
+        let bytes = try answer(query)
+        let decoded = try DNSMessage(decoding: bytes)
+        XCTAssertEqual(options(decoded).map { $0.0 }, [11, 12])
+        XCTAssertEqual(Array(try XCTUnwrap(decoded.edns?.options).prefix(6)), [0, 11, 0, 2, 0, 100])
+        XCTAssertEqual(bytes.count % HTTPDNSService.responsePaddingBlock, 0)
+        // Draining: 0, which asks the client to close the connection. (The service's own answer,
+        // without the options, as answerWire makes it.)
+        let plain = try answer(DNSMessage.query(name: try DNSName("www.example.test"), type: .A, id: 3, edns: DNSEDNS()))
+        let drained = HTTPDNSService.dotAnswer(
+            HTTPServer.Response(status: 200, body: Data(plain)), query: query, idleTimeout: .seconds(10), draining: true)
+        guard case .data(let body) = drained.body else { return XCTFail("no body") }
+        XCTAssertEqual(Array(try XCTUnwrap(try DNSMessage(decoding: [UInt8](body)).edns?.options).prefix(6)), [0, 11, 0, 2, 0, 0])
+    }
+
     func testAMessageThatIsNoQueryIsRefusedWithoutAnAnswer() {
         var request = HTTPServer.Request(
             method: "POST", path: "/dns-query", headers: [.init(name: "Content-Type", value: HTTPDNSService.dnsMessageType)],
