@@ -6,7 +6,8 @@ import XCTest
 /// DNS over TLS from `httpdns serve`, asked by the clients people run: `kdig +tls` (opportunistic,
 /// and strict with `+tls-ca`/`+tls-hostname` as Android's Private DNS checks), dnspython's
 /// `dns.query.tls`, and Debian's stubby, Unbound (`forward-tls-upstream: yes`) and dnsdist 1.7 (a
-/// DoT backend, passing its client's subnet as EDNS Client Subnet) forwarding to it. One serve
+/// DoT backend, passing its client's subnet as EDNS Client Subnet) forwarding to it, and HAProxy
+/// passing DoT through in TCP mode with a PROXY v2 header (`--trusted-proxy`). One serve
 /// answers them all; the zone gives loopback clients a view of their own (127.0.0.0/8), and
 /// 127.0.0.2 alone another, so an answer shows whose address the view was chosen by.
 final class ServeDoTInteropTests: ToolTestCase {
@@ -21,10 +22,10 @@ final class ServeDoTInteropTests: ToolTestCase {
         return (status, String(decoding: tool.stdout, as: UTF8.self), String(decoding: tool.stderr, as: UTF8.self))
     }
 
-    func testKdigDnspythonStubbyUnboundAndDnsdistGetTheViewCorrectAnswer() throws {
-        for tool in ["/usr/bin/kdig", "/usr/bin/dig", "/usr/bin/stubby", "/usr/sbin/unbound", "/usr/bin/dnsdist"] {
+    func testKdigDnspythonStubbyUnboundDnsdistAndHAProxyGetTheViewCorrectAnswer() throws {
+        for tool in ["/usr/bin/kdig", "/usr/bin/dig", "/usr/bin/stubby", "/usr/sbin/unbound", "/usr/bin/dnsdist", "/usr/sbin/haproxy"] {
             guard FileManager.default.isExecutableFile(atPath: tool) else {
-                return XCTFail("\(tool) not found: run scripts/ensure-deps.sh (knot-dnsutils, dnsutils, stubby, unbound, dnsdist)")
+                return XCTFail("\(tool) not found: run scripts/ensure-deps.sh (knot-dnsutils, dnsutils, stubby, unbound, dnsdist, haproxy)")
             }
         }
         let directory = try temporaryDirectory()
@@ -44,6 +45,7 @@ final class ServeDoTInteropTests: ToolTestCase {
             """)
         let (server, urls) = try startServe([
             "--listen", "tls://127.0.0.1:0", "--tls-cert", leaf.certificatePath, "--tls-key", leaf.keyPath, "--zone", zone, "--views", views,
+            "--trusted-proxy", "127.0.0.1/32",
         ])
         defer { assertStopsCleanly(server) }
         let dot = try port(of: urls[0])
@@ -163,5 +165,35 @@ final class ServeDoTInteropTests: ToolTestCase {
         defer { dnsdist.send(SIGTERM) }
         XCTAssertEqual(try answered(dnsdistPort, dnsdist, "dnsdist"), Self.loopbackView + "\n", "dnsdist DoT backend")
         XCTAssertEqual(try answered(dnsdistPort, dnsdist, source: "127.0.0.2", "dnsdist"), Self.secondView + "\n", "dnsdist's Client Subnet")
+
+        // HAProxy in TCP mode passes the TLS bytes through with a PROXY v2 header first: a kdig on
+        // 127.0.0.2 gets that address's view although serve's peer is HAProxy on 127.0.0.1. (HAProxy
+        // refuses a configuration whose last line has no newline.)
+        let haproxyPort = try Dnsmasq.freePort(on: loopback)
+        let haproxyConfig = try write("haproxy.cfg", """
+            defaults
+              mode tcp
+              timeout connect 1s
+              timeout client 10s
+              timeout server 10s
+            frontend dot
+              bind 127.0.0.1:\(haproxyPort)
+              default_backend serve
+            backend serve
+              server s1 127.0.0.1:\(dot) send-proxy-v2
+
+            """)
+        let haproxy = try RunningTool(executable: URL(fileURLWithPath: "/usr/sbin/haproxy"), arguments: ["-db", "-f", haproxyConfig])
+        defer { haproxy.send(SIGTERM) }
+        var throughHAProxy = ""
+        _ = try pollUntilBlocking(within: .seconds(10), every: .milliseconds(100)) {
+            guard haproxy.isRunning else { return true }
+            throughHAProxy = try client(
+                "/usr/bin/kdig", ["-b", "127.0.0.2", "@127.0.0.1", "-p", String(haproxyPort), "+timeout=2", "+retry=0", "+short"]
+                    + strict + ["www.example.test", "A"]
+            ).output
+            return !throughHAProxy.isEmpty
+        }
+        XCTAssertEqual(throughHAProxy, Self.secondView + "\n", "HAProxy's PROXY v2 header: \(String(decoding: haproxy.stderr, as: UTF8.self))")
     }
 }
