@@ -153,6 +153,17 @@ def main():
     # Found by fuzzing: a compression pointer into the header, so that the ID is part of the name.
     write("server-doh", "pointer-into-id", bytes.fromhex("e4340110000100000000000004280721" "64c000010000 01".replace(" ", "")))
 
+    # server-dot: the size of the reads (first byte, 1 + value % 32), then a DoT stream of
+    # length-prefixed queries (RFC 7858 §3.3); "padded" carries an EDNS Padding option (RFC 7830).
+    def framed(*messages):
+        return b"".join(struct.pack(">H", len(m)) + m for m in messages)
+
+    padded = dns_query("www.example.test", 1, qid=0x2222, edns=True)[:-2] + struct.pack(">HHH", 8, 12, 4) + b"\0" * 4
+    write("server-dot", "two-queries", b"\x1f" + framed(dns_query("www.example.test", 1), dns_query("alias.example.test", 28, qid=7)))
+    write("server-dot", "padded-bytewise", b"\x00" + framed(padded))
+    write("server-dot", "pipelined-then-half", b"\x04" + framed(dns_query("www.example.test", 1), padded) + b"\x00\x40" + padded[:10])
+    write("server-dot", "empty-message", b"\x02" + b"\x00\x00" + framed(dns_query("nowhere.example.test", 1)))
+
     write("proxy-request-head", "connect", "CONNECT www.example.com:443 HTTP/1.1\r\nHost: www.example.com:443\r\n"
           "Proxy-Authorization: Basic dTpw\r\nUser-Agent: curl/7.88.1\r\n\r\n\x16\x03\x01")
     write("proxy-request-head", "forward", "GET http://WWW.Example.com:8080/a/b?c=d#frag HTTP/1.1\r\nHost: www.example.com:8080\r\n"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the Debian packages the build, the tests and the demo need are installed.
 # As root it installs what is missing; otherwise it prints the exact apt-get line and fails.
-# `--bench` adds what only `make bench` needs (dnsdist, row 8's baseline).
+# `make bench` calls it with `--bench`; what the benchmarks need (dnsdist, dnsperf) is in the list too.
 set -euo pipefail
 
 packages=(
@@ -18,7 +18,7 @@ packages=(
   systemd                # systemd-socket-activate and systemd-analyze: the stub's socket activation and unit file tests
   curl                   # interoperability tests: curl --doh-url against httpdns serve
   dnsutils               # dig, for captured fixtures and interoperability (dig +https against serve); nsupdate, the changes to bind9's zone in tests
-  knot-dnsutils          # kdig +https against httpdns serve (interoperability)
+  knot-dnsutils          # kdig +https and +tls against httpdns serve (interoperability)
   knot                   # knotd, a real primary: zone transfers (AXFR, IXFR, TSIG) in tests
   bind9                  # named, the other real primary: transfers, NOTIFY and a fleet of secondaries in tests
   haproxy                # the balancer in front of a fleet of serve instances (the rolling-restart test)
@@ -26,9 +26,11 @@ packages=(
   nghttp2-client         # h2load, the HTTP/1.1 and HTTP/2 load of `make bench` and of the drain and fleet tests
   iproute2               # ip netns / veth: tests build their own networks (network changes, NAT64, blackholed addresses)
   nftables               # nft: the drop rule that blackholes a test namespace's addresses
-  unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module)
+  unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module); forwards over TLS to serve's DoT listener
+  stubby                 # a DNS-over-TLS stub forwarding to serve's DoT listener (interoperability)
+  dnsdist                # a DoT client of serve (a TLS backend; interoperability) and `make bench`: row 8's baseline
   python3                # proxy tests: Python's urllib through `httpdns proxy`
-  python3-dnspython      # the stub's namespace test: dnspython among the clients that ask it
+  python3-dnspython      # the stub's namespace test and serve's DoT tests: dnspython among the clients
   python3-prometheus-client  # scripts/check-metrics.py: the reference parser reads serve's /metrics in `make test`
   chromium               # proxy tests: a real browser (headless) through `httpdns proxy`; the console test loads /status
   libnss3-tools          # certutil: the headless browser's trust store holds the test CA
@@ -40,9 +42,6 @@ packages=(
   binutils               # objdump, which dpkg-shlibdeps reads the binary's libraries with
   lintian                # `make deb` and the package test: lintian reports no error in the .deb
 )
-if [[ ${1:-} == --bench ]]; then
-  packages+=(dnsdist)    # `make bench`: row 8's baseline, dnsdist's DoH frontend
-fi
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "error: the Swift toolchain (6.2 or newer) is not on PATH; see https://www.swift.org/install/linux/" >&2
@@ -76,6 +75,7 @@ if [[ $(id -u) -eq 0 ]]; then
     systemctl stop knot >/dev/null 2>&1 || true
     systemctl stop named >/dev/null 2>&1 || true
     systemctl stop dnsdist >/dev/null 2>&1 || true
+    systemctl stop stubby >/dev/null 2>&1 || true
     systemctl stop haproxy >/dev/null 2>&1 || true
   fi
 else

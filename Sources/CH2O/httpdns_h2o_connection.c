@@ -33,11 +33,13 @@ void httpdns_h2o__on_connection_close(void *data)
         h2o_timeout_unlink(&c->request_deadline);
     if (h2o_timeout_is_linked(&c->drain_step))
         h2o_timeout_unlink(&c->drain_step);
+    if (c->stream)
+        httpdns_h2o__stream_on_close(c);
     h2o_linklist_unlink(&c->link);
     forget_connection(c->loop->server, c);
 }
 
-/* Over a limit: plain HTTP hears a 503 (the client sees why), TLS is closed at once. */
+/* Over a limit: plain HTTP hears a 503 (the client sees why), TLS and message streams are closed at once. */
 static void refuse(int fd, int tls)
 {
     static const char reply[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\n"
@@ -124,6 +126,10 @@ static void on_handshake(h2o_socket_t *sock, const char *error)
         h2o_socket_close(sock);
         return;
     }
+    if (c->stream) {
+        httpdns_h2o__stream_start(c);
+        return;
+    }
     h2o_accept_ctx_t *accept_ctx = &c->loop->accept_ctx[c->listener];
     h2o_iovec_t chosen = h2o_socket_ssl_get_selected_protocol(sock);
     for (const h2o_iovec_t *known = h2o_http2_alpn_protocols; known->len != 0; known++) {
@@ -141,7 +147,10 @@ static void start_connection(struct connection *c)
     struct loop *loop = c->loop;
     h2o_accept_ctx_t *accept_ctx = &loop->accept_ctx[c->listener];
     if (accept_ctx->ssl_ctx == NULL) {
-        accept_http1(c, accept_ctx);
+        if (c->stream)
+            httpdns_h2o__stream_start(c);
+        else
+            accept_http1(c, accept_ctx);
         return;
     }
     c->sock->data = c;
@@ -195,6 +204,8 @@ void httpdns_h2o__adopt(struct loop *loop, struct connection *c, int verdict)
     }
     c->connected_at = *h2o_get_timestamp(&loop->context, NULL, NULL);
     c->request_deadline.cb = on_request_deadline;
+    c->stream = loop->server->listeners[c->listener].stream;
+    h2o_linklist_init_anchor(&c->stream_messages);
     h2o_linklist_insert(&loop->connections, &c->link);
     h2o_socket_t *sock = h2o_evloop_socket_create(loop->evloop, c->fd, 0);
     c->sock = sock;
@@ -257,7 +268,7 @@ void httpdns_h2o__on_accept(h2o_socket_t *listener_socket, const char *error)
         }
         int verdict = s->callbacks.accepted(s->callbacks.context, l->index, (struct sockaddr *)&peer, length);
         if (verdict == 0) {
-            refuse(fd, l->tls);
+            refuse(fd, l->tls || l->stream);
             continue;
         }
         int on = 1;

@@ -94,6 +94,20 @@ static void on_drain_step(h2o_timeout_entry_t *entry)
         schedule_step(c);
         return;
     }
+    int queued = 0;
+    if (c->stream) {
+        /* A message stream has no way to say "no more queries" that every client understands, so
+         * it closes once quiet: no message for drain_quiet_ms, none being answered or written,
+         * none begun, none waiting in the kernel's receive queue. A client still sending keeps
+         * it (the drain's end cuts it, counted). */
+        uint64_t quiet = h2o_now(c->loop->evloop) - c->stream_last_message_ms;
+        if (quiet < c->loop->server->settings.drain_quiet_ms || httpdns_h2o__stream_busy(c) ||
+            (ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0))
+            schedule_step(c);
+        else
+            httpdns_h2o__stream_close(c);
+        return;
+    }
     h2o_http2_conn_t *h2 = http2_of(c);
     if (h2 != NULL) {
         if (c->goaway == GOAWAY_NONE) {
@@ -115,7 +129,6 @@ static void on_drain_step(h2o_timeout_entry_t *entry)
     /* Part of a request arrived: the rest may still come (the request deadline bounds it). So
      * does a request still in the kernel's receive queue, which a busy loop has not read yet:
      * closing then would lose it. */
-    int queued = 0;
     if (c->sock->input->size > 0 || (ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0)) {
         schedule_step(c);
         return;
@@ -163,6 +176,8 @@ int httpdns_h2o__drain_unfinished(struct connection *c)
 {
     if (c->active > 0)
         return 1;
+    if (c->stream && !h2o_timeout_is_linked(&c->setup_deadline))
+        return httpdns_h2o__stream_busy(c);
     if (h2o_timeout_is_linked(&c->setup_deadline) || http2_of(c) != NULL)
         return 0;
     return c->sock->input->size > 0;

@@ -39,6 +39,7 @@ enum message_kind {
     MSG_HEAD,
     MSG_CHUNK,
     MSG_RELEASE,
+    MSG_STREAM_ANSWER,
     MSG_ADOPT,
     MSG_SET_TLS,
     MSG_STOP_ACCEPTING,
@@ -69,6 +70,8 @@ struct message {
     int index;
     /* MSG_ADOPT: a connection accepted by loop 0; `index` 2 when a PROXY header comes first. */
     struct connection *connection;
+    /* MSG_STREAM_ANSWER: the message answered (`body` NULL: none, close the connection). */
+    httpdns_h2o_stream_message *stream_message;
 };
 
 struct listener {
@@ -76,6 +79,8 @@ struct listener {
     int fd;
     int index;
     int tls;
+    /* Its connections carry length-prefixed messages, not HTTP (httpdns_h2o_stream.c). */
+    int stream;
     /* The TLS context each loop starts with (a reference, dropped once every loop has its own). */
     SSL_CTX *initial_tls;
     /* Loop 0's socket on the listener; NULL once closed. */
@@ -106,6 +111,32 @@ struct connection {
     socklen_t peer_length;
     /* The accept verdict: 2 reads a PROXY header and believes it, 3 reads one and ignores it. */
     int proxy;
+    /* A message-stream connection (httpdns_h2o_stream.c); the fields below are its state, and its
+     * idle deadline is `request_deadline` on the loop's `stream_idle` timeout. */
+    int stream;
+    /* Messages handed to Swift and not answered yet (httpdns_h2o_stream_message.link). */
+    h2o_linklist_t stream_messages;
+    int stream_in_flight;
+    /* Reading is on (off at stream_max_in_flight, while closing, and before the stream starts). */
+    int stream_reading;
+    /* No more messages are read; closed once those in hand are answered and written. */
+    int stream_closing;
+    /* h2o_socket_close was called: nothing more is done with the socket. */
+    int stream_closed;
+    /* Framed answers waiting for the write under way, and the buffer being written (NULL: none). */
+    char *stream_out;
+    size_t stream_out_length;
+    size_t stream_out_capacity;
+    char *stream_writing;
+    /* When the last whole message arrived (the loop's clock, ms): the drain's quiet period. */
+    uint64_t stream_last_message_ms;
+};
+
+struct httpdns_h2o_stream_message {
+    h2o_linklist_t link;
+    struct loop *loop;
+    /* NULL once the connection closed: the answer is dropped. */
+    struct connection *conn;
 };
 
 struct handler {
@@ -132,6 +163,8 @@ struct loop {
     h2o_timeout_t request_deadline;
     /* The drain's quiet period (drain_quiet_ms). */
     h2o_timeout_t drain_quiet;
+    /* Message streams' idle deadline (stream_idle_timeout_ms). */
+    h2o_timeout_t stream_idle;
     /* Loop 0: between refusing new connections and closing the listeners (stop_accepting). */
     h2o_timeout_t handshake_grace;
     h2o_timeout_entry_t handshake_grace_entry;
@@ -213,6 +246,16 @@ __attribute__((visibility("hidden"))) void httpdns_h2o__drain_connection(struct 
 __attribute__((visibility("hidden"))) void httpdns_h2o__drain_on_request(struct connection *c, int http1);
 __attribute__((visibility("hidden"))) void httpdns_h2o__drain_on_request_done(struct connection *c);
 __attribute__((visibility("hidden"))) int httpdns_h2o__drain_unfinished(struct connection *c);
+
+/* httpdns_h2o_stream.c */
+__attribute__((visibility("hidden"))) void httpdns_h2o__stream_start(struct connection *c);
+__attribute__((visibility("hidden"))) void httpdns_h2o__stream_on_close(struct connection *c);
+__attribute__((visibility("hidden"))) void httpdns_h2o__stream_close(struct connection *c);
+__attribute__((visibility("hidden"))) void httpdns_h2o__stream_handle_answer(struct message *m);
+/* Whether the connection holds work: a message in hand, an answer unwritten, part of a message read. */
+__attribute__((visibility("hidden"))) int httpdns_h2o__stream_busy(struct connection *c);
+/* The drain's end: reading goes on, so that the loop sees the shut-down socket and closes it. */
+__attribute__((visibility("hidden"))) void httpdns_h2o__stream_cut(struct connection *c);
 
 /* httpdns_h2o_request.c */
 __attribute__((visibility("hidden"))) int httpdns_h2o__on_req(h2o_handler_t *self, h2o_req_t *req);

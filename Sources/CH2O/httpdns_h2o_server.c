@@ -105,6 +105,9 @@ static void dispatch(struct loop *loop, struct message *m)
     case MSG_RELEASE:
         httpdns_h2o__handle_release(m);
         break;
+    case MSG_STREAM_ANSWER:
+        httpdns_h2o__stream_handle_answer(m);
+        break;
     case MSG_ADOPT:
         httpdns_h2o__adopt(loop, m->connection, m->index);
         free(m);
@@ -134,6 +137,8 @@ static void dispatch(struct loop *loop, struct message *m)
             if (httpdns_h2o__drain_unfinished(c))
                 loop->server->callbacks.shed(loop->server->callbacks.context, HTTPDNS_H2O_SHED_DRAIN);
             shutdown(c->fd, SHUT_RDWR);
+            if (c->stream)
+                httpdns_h2o__stream_cut(c);
         }
         free(m);
         break;
@@ -294,6 +299,7 @@ static void setup(struct loop *loop)
     h2o_context_init(&loop->context, loop->evloop, &loop->config);
     h2o_timeout_init(loop->evloop, &loop->request_deadline, settings->request_timeout_ms);
     h2o_timeout_init(loop->evloop, &loop->drain_quiet, settings->drain_quiet_ms);
+    h2o_timeout_init(loop->evloop, &loop->stream_idle, settings->stream_idle_timeout_ms);
     h2o_timeout_init(loop->evloop, &loop->handshake_grace, settings->drain_quiet_ms < HANDSHAKE_GRACE_MS ? settings->drain_quiet_ms : HANDSHAKE_GRACE_MS);
     h2o_linklist_init_anchor(&loop->deferred);
     h2o_timeout_init(loop->evloop, &loop->flush_timeout, 0);
@@ -331,6 +337,14 @@ int httpdns_h2o_server_add_listener(httpdns_h2o_server *s, int fd, httpdns_h2o_t
         l->tls = 1;
     }
     return s->listener_count++;
+}
+
+int httpdns_h2o_server_add_stream_listener(httpdns_h2o_server *s, int fd, httpdns_h2o_tls *tls)
+{
+    int index = httpdns_h2o_server_add_listener(s, fd, tls);
+    if (index >= 0)
+        s->listeners[index].stream = 1;
+    return index;
 }
 
 int httpdns_h2o_server_start(httpdns_h2o_server *s)

@@ -67,3 +67,10 @@ void httpdns_h2o_tls_release(httpdns_h2o_tls *tls)
 {
     SSL_CTX_free((SSL_CTX *)tls);
 }
+
+static const h2o_iovec_t dot_alpn[] = {{H2O_STRLIT("dot")}, {NULL, 0}};
+
+void httpdns_h2o_tls_use_dot_alpn(httpdns_h2o_tls *tls)
+{
+    h2o_ssl_register_alpn_protocols((SSL_CTX *)tls, dot_alpn);
+}

@@ -14,9 +14,9 @@ import HTTPDNSOperations
 /// scalar becomes `\uXXXX`, so that a hostile name can neither break the line nor send terminal
 /// escapes to whoever reads the log. A name longer than ``maxNameScalars`` is cut there.
 package struct HTTPDNSAccessLogLine: Sendable, Hashable {
-    /// The HTTP version the request came over.
+    /// The protocol the request came over: an HTTP version, or `dot` for DNS over TLS.
     package enum HTTPProtocol: String, Sendable, Hashable {
-        case h1, h2
+        case h1, h2, dot
     }
 
     /// Longest name written, in Unicode scalars (``HTTPDNSLogText/maxNameScalars``).

@@ -34,6 +34,8 @@ public final class HTTPDNSServerMetrics: Sendable {
     /// The URL the request came in on.
     package enum Endpoint: Int, CaseIterable, Sendable {
         case dnspod, alibaba, ips, dohGet, dohPost, dohJSON, health, report, other
+        /// DNS over TLS (RFC 7858): the DoH wire endpoint's answers on a `tls://` listener.
+        case dot
 
         /// The label value.
         package var label: String {
@@ -47,6 +49,7 @@ public final class HTTPDNSServerMetrics: Sendable {
             case .health: "health"
             case .report: "report"
             case .other: "other"
+            case .dot: "dot"
             }
         }
 

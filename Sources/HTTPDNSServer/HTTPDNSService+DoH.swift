@@ -31,8 +31,11 @@ extension HTTPDNSService {
                 return Self.text("content type must be \(Self.dnsMessageType)\n", status: 415)
             }
             guard request.body.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
-            return answerWire(
-                [UInt8](request.body), clientSubnet: clientSubnet(of: request), client: clientAddress(of: request), lookups)
+            let query = [UInt8](request.body)
+            let response = answerWire(query, clientSubnet: clientSubnet(of: request), client: clientAddress(of: request), lookups)
+            // DNS over TLS: the padding and keepalive its query asks for.
+            guard request.isMessage else { return response }
+            return Self.dotAnswer(response, query: query, idleTimeout: configuration.connections.dotIdleTimeout, draining: isDraining)
         default:
             return Self.methodNotAllowed("GET, POST")
         }

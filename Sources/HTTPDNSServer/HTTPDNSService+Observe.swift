@@ -10,15 +10,16 @@ extension HTTPDNSService {
     /// Records one answered request in the metrics and, when configured, the access log.
     func observe(_ request: HTTPServer.Request, _ response: HTTPServer.Response, _ lookups: HTTPDNSServiceLookups, since started: ContinuousClock.Instant) {
         let latency = ContinuousClock.now - started
-        let endpoint = HTTPDNSServerMetrics.Endpoint(
-            method: request.method, path: request.path, hasDNSParameter: request.query.count("dns") > 0)
+        let endpoint = request.isMessage
+            ? HTTPDNSServerMetrics.Endpoint.dot
+            : HTTPDNSServerMetrics.Endpoint(method: request.method, path: request.path, hasDNSParameter: request.query.count("dns") > 0)
         // Probes and the operator's reads (a console refreshing every 5 s, a scraper) are no DNS
         // queries: counted, they would swell the query rates the dashboard shows.
         guard endpoint != .health, request.path != "/metrics", request.path != "/status" else { return }
         let format: HTTPDNSServerMetrics.Format
         switch endpoint {
         case .dnspod: format = lookups.encrypted ? .encrypted : .text
-        case .dohGet, .dohPost: format = .wire
+        case .dohGet, .dohPost, .dot: format = .wire
         case .alibaba, .ips, .dohJSON, .report: format = .json
         case .health, .other: format = .text
         }
@@ -29,7 +30,7 @@ extension HTTPDNSService {
         let micro = latency.components.seconds * 1_000_000 + latency.components.attoseconds / 1_000_000_000_000
         accessLog.log(HTTPDNSAccessLogLine(
             timeMicroseconds: HTTPDNSLogText.now(), client: clientAddress(of: request),
-            httpProtocol: request.httpVersion == "HTTP/2" ? .h2 : .h1, endpoint: endpoint, name: lookups.name,
+            httpProtocol: request.isMessage ? .dot : request.httpVersion == "HTTP/2" ? .h2 : .h1, endpoint: endpoint, name: lookups.name,
             type: lookups.type, status: response.status, rcode: lookups.rcode, answers: lookups.answers,
             cache: lookups.firstCacheOutcome, latencyMicroseconds: Int(micro), view: lookups.viewSelected ? lookups.viewName : nil))
     }

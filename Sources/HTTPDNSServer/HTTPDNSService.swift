@@ -104,10 +104,23 @@ public final class HTTPDNSService: Sendable {
         public var tlsCertificatePEM: String? = nil
         /// PEM private key for ``tlsCertificatePEM``. Default nil.
         public var tlsKeyPEM: String? = nil
+        /// What the listener speaks. Default ``Kind/http``.
+        public var kind: Kind = .http
 
-        public init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
+        /// What a listener speaks.
+        public enum Kind: Sendable, Hashable {
+            /// HTTP: HTTP/1.1 and h2c, or with a certificate HTTP/2 and HTTP/1.1 (ALPN).
+            case http
+            /// DNS over TLS (RFC 7858, port 853 by convention): needs a certificate. Each query is
+            /// answered as the DoH wire endpoint answers it (``Connections/dotIdleTimeout``,
+            /// ``Connections/maxDoTQueriesInFlight``).
+            case dnsOverTLS
+        }
+
+        public init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0, kind: Kind = .http) {
             self.address = address
             self.port = port
+            self.kind = kind
         }
     }
 
@@ -126,6 +139,14 @@ public final class HTTPDNSService: Sendable {
         public var handshakeTimeout: Duration = .seconds(10)
         /// HTTP/2: idle time of a connection. Default 30 s.
         public var idleTimeout: Duration = .seconds(30)
+        /// DNS over TLS: how long a connection with no query in hand stays open (RFC 7766 §6.2.3
+        /// and RFC 7858 §3.4 ask servers to close idle connections after seconds), and the deadline
+        /// for the rest of a query begun (cut, counted as shed: `deadline`). Default 10 s.
+        public var dotIdleTimeout: Duration = .seconds(10)
+        /// DNS over TLS: queries of one connection being answered at once; at this many the
+        /// connection is not read until one is answered (pipelined queries wait in TCP, none is
+        /// refused). Default 64.
+        public var maxDoTQueriesInFlight: Int = 64
         /// HTTP/2: requests of one connection handled at once (at most 100, what h2o advertises);
         /// more are answered `503` with `Retry-After` at once and count as shed (`streams`). Default 100.
         public var maxConcurrentStreams: Int = 100
@@ -353,12 +374,16 @@ public final class HTTPDNSService: Sendable {
         for listener in configuration.listeners where (listener.tlsCertificatePEM == nil) != (listener.tlsKeyPEM == nil) {
             throw HTTPDNSServiceError(.invalidConfiguration, "TLS needs both a certificate and a key")
         }
+        for listener in configuration.listeners where listener.kind == .dnsOverTLS && listener.tlsCertificatePEM == nil {
+            throw HTTPDNSServiceError(.invalidConfiguration, "DNS over TLS needs a certificate and a key")
+        }
         try configuration.reports.validate()
         var serverConfiguration = HTTPServer.Configuration()
         serverConfiguration.listeners = configuration.listeners.map { listener in
             var converted = HTTPServer.Listener(address: listener.address, port: listener.port)
             converted.tlsCertificatePEM = listener.tlsCertificatePEM
             converted.tlsKeyPEM = listener.tlsKeyPEM
+            if listener.kind == .dnsOverTLS { converted.messageStream = Self.dotMessageStream }
             return converted
         }
         // RFC 8484 §6: DNS messages are at most 65,535 bytes, report batches 64 KiB; larger bodies
@@ -371,6 +396,8 @@ public final class HTTPDNSService: Sendable {
         serverConfiguration.limits.handshakeTimeout = connections.handshakeTimeout
         serverConfiguration.limits.idleTimeout = connections.idleTimeout
         serverConfiguration.limits.maxConcurrentStreams = connections.maxConcurrentStreams
+        serverConfiguration.limits.messageIdleTimeout = connections.dotIdleTimeout
+        serverConfiguration.limits.maxMessagesInFlight = connections.maxDoTQueriesInFlight
         serverConfiguration.reusePort = connections.reusePort
         serverConfiguration.tlsTicketKeys = configuration.tlsTicketKeys?.keys
         serverConfiguration.threads = connections.threads
@@ -413,6 +440,9 @@ public final class HTTPDNSService: Sendable {
         }
         running?.stop(drain: configuration.connections.drainTimeout)
     }
+
+    /// Whether ``stop()`` has begun (`/ready` says `503 draining`).
+    var isDraining: Bool { draining.withLock { $0 } }
 
     /// The bound port of the first listener while running, else nil.
     public var port: Int? { server.withLock { $0?.port } }

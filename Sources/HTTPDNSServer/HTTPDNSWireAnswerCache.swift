@@ -91,6 +91,14 @@ final class HTTPDNSWireAnswerCache: Sendable {
         return subnet
     }
 
+    /// The first OPT record's options of a self-contained query, read without decoding it; nil
+    /// when it has no OPT record or is not self-contained.
+    static func ednsOptions(in query: [UInt8]) -> [UInt8]? {
+        let walked = walk(query)
+        guard walked.selfContained, let options = walked.firstOptions else { return nil }
+        return Array(query[options])
+    }
+
     /// Walks `query`'s layout: whether it is self-contained, and where the first OPT record's
     /// options lie.
     private static func walk(_ query: [UInt8]) -> (selfContained: Bool, firstOptions: Range<Int>?) {

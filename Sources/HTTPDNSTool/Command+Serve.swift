@@ -10,10 +10,12 @@ import HTTPServing
 
 extension Command {
     static let serveSpecs: [OptionSpec] = [
-        OptionSpec("listen", value: "[http://|https://]ip:port", help: """
-            Where to listen (repeatable: HTTP and HTTPS in one process). IP:PORT or [IPv6]:PORT; port 0 picks \
-            one. https:// needs --tls-cert/--tls-key. When no --listen names a scheme, all are HTTPS if \
+        OptionSpec("listen", value: "[http://|https://|tls://]ip:port", help: """
+            Where to listen (repeatable: HTTP, HTTPS and DNS over TLS in one process). IP:PORT or [IPv6]:PORT; port 0 picks \
+            one. https:// and tls:// need --tls-cert/--tls-key. When no --listen names a scheme, all are HTTPS if \
             --tls-cert is given and plain HTTP otherwise; when one does, those without a scheme are plain. Plain listeners speak HTTP/1.1 and h2c, HTTPS ones HTTP/2 and HTTP/1.1 (ALPN). \
+            tls:// speaks DNS over TLS (RFC 7858; Android's Private DNS, Unbound's and systemd-resolved's forwarding use port 853), \
+            answering each query as /dns-query does. \
             Default 127.0.0.1:8053.
             """),
         OptionSpec("zone", value: "file", reloads: true, help: """
@@ -33,7 +35,7 @@ extension Command {
             A resolver for names the zone lacks, tried in order (repeatable; the kinds of --provider). \
             Without one, such names get NXDOMAIN. The server never asks the machine's own resolver. Default none.
             """),
-        OptionSpec("tls-cert", value: "file", reloads: true, help: "PEM certificate chain for HTTPS listeners. Default none."),
+        OptionSpec("tls-cert", value: "file", reloads: true, help: "PEM certificate chain for HTTPS and DNS-over-TLS listeners. Default none."),
         OptionSpec("tls-key", value: "file", reloads: true, help: "PEM private key for --tls-cert. Default none."),
         OptionSpec("secondary", value: "zone=primary[,primary]", help: """
             Follow ZONE on its primaries (IP, IP:PORT or [IPv6]:PORT; port 53 by default) as a DNS secondary: AXFR, \
@@ -75,6 +77,14 @@ extension Command {
             """),
         OptionSpec("handshake-timeout", value: "seconds", help: "Deadline for a TLS handshake. Default \(helpSeconds(serveDefaults.connections.handshakeTimeout))."),
         OptionSpec("idle-timeout", value: "seconds", help: "HTTP/2: idle time of a connection. Default \(helpSeconds(serveDefaults.connections.idleTimeout))."),
+        OptionSpec("dot-idle-timeout", value: "seconds", help: """
+            DNS over TLS: how long a connection with no query in hand stays open (RFC 7766 asks for seconds), and \
+            the deadline for the rest of a query begun (cut, counted as shed). Default \(helpSeconds(serveDefaults.connections.dotIdleTimeout)).
+            """),
+        OptionSpec("dot-max-queries", value: "n", help: """
+            DNS over TLS: pipelined queries of one connection answered at once (1-65535); at this many the \
+            connection is not read until one is answered (none is refused). Default \(serveDefaults.connections.maxDoTQueriesInFlight).
+            """),
         OptionSpec("max-streams", value: "n", help: """
             HTTP/2: requests of one connection handled at once (1-100); more get 503 with Retry-After, \
             counted as shed. Default \(serveDefaults.connections.maxConcurrentStreams).
@@ -148,6 +158,7 @@ extension Command {
         overview: """
             Run an HTTPDNS server: answers DNSPod (/d?dn=), Alibaba (/ACCOUNT/d?host=), IP-list (/ips?host=) \
             and DNS-over-HTTPS (/dns-query, wire and JSON) requests from a zone file and upstream resolvers, \
+            and DNS over TLS (--listen tls://) as /dns-query answers, \
             and takes apps' failure reports (POST /report), \
             over HTTP/1.1 and HTTP/2 on --threads event loops. /health answers 200 "alive" while the process answers \
             (liveness), /ready 200 "ready" (503 "draining" while stopping: readiness), /metrics Prometheus text, /status (with --admin-token) the health of checked origins. \
@@ -159,7 +170,7 @@ extension Command {
         usage: "httpdns serve [<options>]",
         options: serveSpecs,
         sections: [
-            ("OUTPUT", "One line per listener when ready: listening on http(s)://IP:PORT"),
+            ("OUTPUT", "One line per listener when ready: listening on http(s)://IP:PORT, or tls://IP:PORT for DNS over TLS"),
             ("EXIT STATUS", "0 after a clean stop, 1 when it cannot listen or load the zone, 64 bad usage."),
             ("CONFIG KEYS", "The \"serve\" object of --config FILE takes: \(serveConfig.reference)."),
             ("EXAMPLES", """
@@ -192,7 +203,7 @@ extension Command {
         configuration.listeners = []
         let parsedListens = try listens.map { text in
             guard let parsedListen = parseListen(text) else {
-                throw bad("bad --listen '\(text)': expected [http://|https://]IP:PORT ([IPv6]:PORT for IPv6)")
+                throw bad("bad --listen '\(text)': expected [http://|https://|tls://]IP:PORT ([IPv6]:PORT for IPv6)")
             }
             return (text, parsedListen)
         }
@@ -200,10 +211,13 @@ extension Command {
         // --tls-cert, as before); once one listener names its scheme, the others are plain.
         let anyScheme = parsedListens.contains { $0.1.2 != nil }
         for (text, (address, port, scheme)) in parsedListens {
-            let tls = scheme == "https" || (scheme == nil && !anyScheme && certificate != nil)
-            if tls, certificate == nil { throw bad("--listen '\(text)' is HTTPS: it needs --tls-cert and --tls-key") }
+            let dot = scheme == "tls"
+            let tls = dot || scheme == "https" || (scheme == nil && !anyScheme && certificate != nil)
+            if tls, certificate == nil {
+                throw bad("--listen '\(text)' is \(dot ? "DNS over TLS" : "HTTPS"): it needs --tls-cert and --tls-key")
+            }
             if tls { tlsListeners.append(configuration.listeners.count) }
-            configuration.listeners.append(HTTPDNSService.Listener(address: address, port: port))
+            configuration.listeners.append(HTTPDNSService.Listener(address: address, port: port, kind: dot ? .dnsOverTLS : .http))
         }
         try readConnectionOptions(parsed, into: &configuration.connections, bad: bad)
 
@@ -396,7 +410,7 @@ extension Command {
         try await runUntilStopped(service, files: files, tlsListeners: tlsListeners) {
             if let notifyBound { try Output.line("notify on udp://\(notifyBound)") }
             for (index, listener) in configuration.listeners.enumerated() {
-                let scheme = listener.tlsCertificatePEM == nil ? "http" : "https"
+                let scheme = listener.kind == .dnsOverTLS ? "tls" : listener.tlsCertificatePEM == nil ? "http" : "https"
                 try Output.line("listening on \(scheme)://\(listener.address.uriText):\(service.ports[index])")
             }
         }
@@ -424,6 +438,8 @@ extension Command {
         if let value = try seconds("request-timeout") { connections.requestTimeout = value }
         if let value = try seconds("handshake-timeout") { connections.handshakeTimeout = value }
         if let value = try seconds("idle-timeout") { connections.idleTimeout = value }
+        if let value = try seconds("dot-idle-timeout") { connections.dotIdleTimeout = value }
+        if let value = try count("dot-max-queries", 1...65_535) { connections.maxDoTQueriesInFlight = value }
         if let value = try seconds("drain-timeout") { connections.drainTimeout = value }
         if let text = parsed.last("drain-delay") {
             guard let value = Double(text), value >= 0, value <= 3_600 else { throw bad("bad --drain-delay '\(text)'") }
@@ -557,12 +573,12 @@ extension Command {
         return (String(text[..<equals]), String(text[text.index(after: equals)...]))
     }
 
-    /// `[http://|https://]IP:PORT` or `…[IPv6]:PORT`, port 0-65535 (0 picks a free one); the scheme
-    /// is nil when not written.
+    /// `[http://|https://|tls://]IP:PORT` or `…[IPv6]:PORT`, port 0-65535 (0 picks a free one); the
+    /// scheme is nil when not written.
     static func parseListen(_ text: String) -> (HTTPDNSIPAddress, Int, String?)? {
         var rest = Substring(text)
         var scheme: String?
-        for candidate in ["http", "https"] where rest.hasPrefix(candidate + "://") {
+        for candidate in ["http", "https", "tls"] where rest.hasPrefix(candidate + "://") {
             scheme = candidate
             rest = rest.dropFirst(candidate.count + 3)
         }

@@ -12,18 +12,22 @@ extension HTTPServer {
         let token: UInt
         /// HEAD: the head of the response goes out, its body does not (HTTP/2 would reset the stream).
         let isHead: Bool
+        /// A message of a ``MessageStream``: the token is its `httpdns_h2o_stream_message`.
+        let isMessage: Bool
         private let answered = Atomic<Bool>(false)
 
-        init(core: HTTPServerCore, token: UInt, isHead: Bool) {
+        init(core: HTTPServerCore, token: UInt, isHead: Bool, isMessage: Bool = false) {
             self.core = core
             self.token = token
             self.isHead = isHead
+            self.isMessage = isMessage
         }
 
         /// Sends `response`. A streaming body is pulled on a thread of its own, one chunk per
         /// `proceed` of the loop, so a slow client holds at most one chunk in memory.
         package func respond(_ response: Response) {
             guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            if isMessage { return respondToMessage(response) }
             switch response.body {
             case .data(let data) where isHead:
                 postHead(response, body: Data(), contentLength: Int64(data.count), final: true)
@@ -40,6 +44,22 @@ extension HTTPServer {
                 pump.start()
                 postHead(response, body: Data(), contentLength: length.map { Int64(max(0, $0)) } ?? -1, final: false)
             }
+        }
+
+        /// A message stream carries a `200`'s body and nothing else: any other answer (or a
+        /// streaming body) closes the connection once the messages before it are answered.
+        private func respondToMessage(_ response: Response) {
+            let message = OpaquePointer(bitPattern: token)
+            if response.status == 200, case .data(let data) = response.body {
+                data.withUnsafeBytes { bytes in
+                    // An empty body is still an answer: the C side takes a non-NULL pointer as one.
+                    let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)
+                    core.post { server in httpdns_h2o_post_stream_answer(server, message, base, bytes.count) }
+                }
+            } else {
+                core.post { server in httpdns_h2o_post_stream_answer(server, message, nil, 0) }
+            }
+            core.finished(token)
         }
 
         private func postHead(_ response: Response, body: Data, contentLength: Int64, final: Bool) {

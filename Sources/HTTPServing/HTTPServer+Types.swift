@@ -1,3 +1,4 @@
+import CH2O
 import Foundation
 import HTTPDNSCore
 
@@ -45,6 +46,9 @@ extension HTTPServer {
         package var httpVersion: String
         /// Which of ``Configuration/listeners`` accepted the connection.
         package var listener: Int = 0
+        /// One message of a ``MessageStream`` connection, presented as a POST (its
+        /// ``httpVersion`` is empty).
+        package var isMessage: Bool = false
 
         package init(
             method: String, path: String, query: HTTPServerQuery = .init(), headers: [Header] = [], body: Data = Data(),
@@ -124,6 +128,43 @@ extension HTTPServer {
     package protocol BodySink: AnyObject, Sendable {
         /// The next bytes of the body, in order.
         func append(_ bytes: UnsafeRawBufferPointer)
+    }
+
+    /// A listener's connections carry messages, each a two-byte big-endian length and that many
+    /// bytes (DNS over TCP, RFC 1035 §4.2.2, RFC 7766; over TLS, RFC 7858), instead of HTTP.
+    ///
+    /// Each message reaches the responder as a POST of ``path`` with ``headers`` and the message as
+    /// its body (``Request/isMessage``), so that one endpoint serves both. A `200` answer's body
+    /// goes back framed the same way, as soon as it is made: pipelined messages may be answered out
+    /// of order (RFC 7766 §6.2.1.1; DNS clients match answers by message ID). Any other status has
+    /// no framing to travel in: the connection then closes once the messages taken before are
+    /// answered. Bounded by ``Limits/maxMessagesInFlight`` and ``Limits/messageIdleTimeout``.
+    package struct MessageStream: Sendable {
+        /// The path each message is posted to.
+        package var path: String
+        /// The header fields each message carries, for example its `Content-Type`.
+        package var headers: [Header]
+
+        package init(path: String, headers: [Header] = []) {
+            self.path = path
+            self.headers = headers
+        }
+
+        /// The whole messages at the start of `bytes` and what is left of a message still arriving,
+        /// split exactly as a connection splits what it has read (for tests and the fuzz target).
+        package static func split(_ bytes: [UInt8]) -> (messages: [ArraySlice<UInt8>], rest: ArraySlice<UInt8>) {
+            var messages: [ArraySlice<UInt8>] = []
+            var offset = 0
+            bytes.withUnsafeBytes { buffer in
+                while true {
+                    let length = httpdns_h2o_stream_frame(buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+                    guard length >= 0 else { break }
+                    messages.append(bytes[(offset + 2)..<(offset + 2 + length)])
+                    offset += 2 + length
+                }
+            }
+            return (messages, bytes[offset...])
+        }
     }
 
     /// Why the server could not start.

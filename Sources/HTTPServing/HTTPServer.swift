@@ -29,6 +29,11 @@ import HTTPDNSCore
 /// server sheds load visibly: a refused plain connection reads a `503`, a refused TLS connection is
 /// closed at once, an HTTP/2 request past the stream limit reads a `503`.
 ///
+/// A listener with a ``MessageStream`` speaks no HTTP: its connections carry length-prefixed
+/// messages (DNS over TCP, and over TLS), each handed to the responder as a POST of one path, so
+/// that one endpoint answers both; TLS, PROXY headers, connection limits and the drain are the
+/// HTTP listeners' own.
+///
 /// The HTTPDNS endpoints are built on this; tests use it directly as a loopback origin.
 package final class HTTPServer: Sendable {
     /// One listening address.
@@ -42,6 +47,9 @@ package final class HTTPServer: Sendable {
         package var tlsCertificatePEM: String? = nil
         /// PEM private key for ``tlsCertificatePEM``. Default nil.
         package var tlsKeyPEM: String? = nil
+        /// Length-prefixed messages instead of HTTP (DNS over TCP, and over TLS with a certificate:
+        /// RFC 7858). Default nil: HTTP.
+        package var messageStream: MessageStream? = nil
 
         package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             self.address = address
@@ -78,6 +86,16 @@ package final class HTTPServer: Sendable {
         /// its way arrives within it and is answered. Default 1 s (h2o's bound on a round trip in its
         /// own graceful shutdown).
         package var drainQuietPeriod: Duration = .seconds(1)
+
+        /// Message streams (``Listener/messageStream``): how long a connection with no message in
+        /// hand stays open, and the deadline for the rest of a message begun (a connection cut with
+        /// one unfinished is a ``ConnectionEvent/requestDeadline``). RFC 7766 §6.2.3 asks for
+        /// seconds, not minutes, on a busy server. Default 10 s.
+        package var messageIdleTimeout: Duration = .seconds(10)
+        /// Message streams: messages of one connection handed to the responder and not yet
+        /// answered; at this many the server stops reading the connection until an answer is
+        /// sent (the client's further queries wait in TCP, nothing is refused). Default 64.
+        package var maxMessagesInFlight: Int = 64
 
         /// h2o 2.2 advertises `SETTINGS_MAX_CONCURRENT_STREAMS` 100 and resets streams past it itself.
         package static let streamCeiling = 100
@@ -226,7 +244,9 @@ package final class HTTPServer: Sendable {
     /// after it; an HTTP/1 connection with no request in hand closes once quiet for
     /// ``Limits/drainQuietPeriod``. An HTTP/2 connection gets GOAWAY ahead of its next response
     /// (or once quiet), then a final GOAWAY naming the last stream it took, and closes once those
-    /// are answered (RFC 9113 §6.8). Connections closed at the end with a request unfinished are
+    /// are answered (RFC 9113 §6.8). A ``MessageStream`` connection is read and answered until no
+    /// message has come for ``Limits/drainQuietPeriod`` and none is in hand, then closed (TLS:
+    /// `close_notify`). Connections closed at the end with a request unfinished are
     /// counted (``drainCutCount``, ``ConnectionEvent/drainCut``). It returns once every connection
     /// has closed and every response was handed over, or when `drain` has passed.
     package func stop(drain: Duration = .seconds(5)) {
@@ -254,10 +274,11 @@ package final class HTTPServer: Sendable {
     /// `http(s)://address:port` of the first listener, for building request URLs in tests.
     package var baseURL: URL { url(listener: 0) }
 
-    /// `http(s)://address:port` of listener `index`.
+    /// `http(s)://address:port` of listener `index` (`tls://` or `tcp://` for a message stream).
     package func url(listener index: Int) -> URL {
         let listener = configuration.listeners[index]
-        return URL(string: "\(listener.isTLS ? "https" : "http")://\(listener.address.uriText):\(ports[index])")!
+        let scheme = listener.messageStream == nil ? (listener.isTLS ? "https" : "http") : (listener.isTLS ? "tls" : "tcp")
+        return URL(string: "\(scheme)://\(listener.address.uriText):\(ports[index])")!
     }
 
     /// TCP connections accepted and kept so far (keep-alive reuse shows as fewer connections than requests).

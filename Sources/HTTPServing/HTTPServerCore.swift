@@ -16,6 +16,8 @@ final class HTTPServerCore: @unchecked Sendable {
     let bodySink: (@Sendable (HTTPServer.Request) -> (any HTTPServer.BodySink)?)?
     let responder: HTTPServer.Responder
     let ports: [Int]
+    /// Each listener's message stream, nil for HTTP.
+    let messageStreams: [HTTPServer.MessageStream?]
     let proxyProtocol: HTTPServer.ProxyProtocol?
     let events: (@Sendable (HTTPServer.ConnectionEvent) -> Void)?
     let accepted = Atomic<Int>(0)
@@ -54,6 +56,7 @@ final class HTTPServerCore: @unchecked Sendable {
     ) throws(HTTPServer.StartError) {
         maxRequestBodyBytes = configuration.maxRequestBodyBytes
         limits = configuration.limits
+        messageStreams = configuration.listeners.map(\.messageStream)
         proxyProtocol = configuration.proxyProtocol
         events = configuration.connectionEvents
         self.bodySink = bodySink
@@ -77,7 +80,8 @@ final class HTTPServerCore: @unchecked Sendable {
                 throw HTTPServer.StartError("TLS needs both a certificate and a key")
             }
             if let certificate = listener.tlsCertificatePEM, let key = listener.tlsKeyPEM {
-                contexts.append(try Self.makeTLS(certificate: certificate, key: key, tickets: store))
+                contexts.append(
+                    try Self.makeTLS(certificate: certificate, key: key, tickets: store, messageStream: listener.messageStream != nil))
             } else {
                 contexts.append(nil)
             }
@@ -99,6 +103,8 @@ final class HTTPServerCore: @unchecked Sendable {
         settings.idle_timeout_ms = Self.milliseconds(limits.idleTimeout)
         settings.drain_quiet_ms = Self.milliseconds(limits.drainQuietPeriod)
         settings.max_streams = min(max(1, limits.maxConcurrentStreams), HTTPServer.Limits.streamCeiling)
+        settings.stream_idle_timeout_ms = Self.milliseconds(limits.messageIdleTimeout)
+        settings.stream_max_in_flight = max(1, limits.maxMessagesInFlight)
         settings.threads = max(1, min(configuration.threads, HTTPServer.Configuration.maxThreads))
         settings.max_body_bytes = max(
             0, bodySink == nil ? configuration.maxRequestBodyBytes : max(configuration.maxRequestBodyBytes, configuration.maxSinkBodyBytes))
@@ -109,6 +115,7 @@ final class HTTPServerCore: @unchecked Sendable {
         callbacks.request = serverRequest
         callbacks.proceed = serverProceed
         callbacks.shed = serverShed
+        callbacks.stream_message = serverStreamMessage
         server = HTTPDNSLock(nil)
         // From here `self` is whole: its deinit releases the store, whatever happens next.
         whole = true
@@ -118,7 +125,11 @@ final class HTTPServerCore: @unchecked Sendable {
             throw HTTPServer.StartError("cannot create the event loop")
         }
         for (index, socket) in sockets.enumerated() {
-            _ = httpdns_h2o_server_add_listener(pointer, socket.fd, contexts[index])
+            if configuration.listeners[index].messageStream != nil {
+                _ = httpdns_h2o_server_add_stream_listener(pointer, socket.fd, contexts[index])
+            } else {
+                _ = httpdns_h2o_server_add_listener(pointer, socket.fd, contexts[index])
+            }
         }
         // The loop holds a reference until the server is stopped (see `stop`).
         _ = Unmanaged.passRetained(self)
@@ -140,8 +151,11 @@ final class HTTPServerCore: @unchecked Sendable {
         if let ticketStore { httpdns_h2o_ticket_store_release(ticketStore) }
     }
 
-    /// A TLS context for `certificate` and `key`, using the ticket key store `tickets` when given.
-    static func makeTLS(certificate: String, key: String, tickets: OpaquePointer?) throws(HTTPServer.StartError) -> OpaquePointer {
+    /// A TLS context for `certificate` and `key`, using the ticket key store `tickets` when given;
+    /// a message stream's offers ALPN `dot` instead of HTTP's protocols.
+    static func makeTLS(
+        certificate: String, key: String, tickets: OpaquePointer?, messageStream: Bool
+    ) throws(HTTPServer.StartError) -> OpaquePointer {
         var error = [CChar](repeating: 0, count: 256)
         guard let context = httpdns_h2o_tls_create(certificate, key, &error, error.count) else {
             let text = error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
@@ -151,6 +165,7 @@ final class HTTPServerCore: @unchecked Sendable {
             httpdns_h2o_tls_release(context)
             throw HTTPServer.StartError("cannot use the TLS ticket keys")
         }
+        if messageStream { httpdns_h2o_tls_use_dot_alpn(context) }
         return context
     }
 
@@ -165,7 +180,9 @@ final class HTTPServerCore: @unchecked Sendable {
     }
 
     func reloadTLS(listener index: Int, certificatePEM: String, keyPEM: String) throws(HTTPServer.StartError) {
-        let context = try Self.makeTLS(certificate: certificatePEM, key: keyPEM, tickets: ticketStore)
+        let context = try Self.makeTLS(
+            certificate: certificatePEM, key: keyPEM, tickets: ticketStore,
+            messageStream: messageStreams.indices.contains(index) && messageStreams[index] != nil)
         defer { httpdns_h2o_tls_release(context) }
         server.withLock { handle in
             if let handle { httpdns_h2o_server_set_tls(handle.pointer, Int32(index), context) }
@@ -292,6 +309,25 @@ final class HTTPServerCore: @unchecked Sendable {
             return
         }
         if !bytes.isEmpty { head.body = Data(bytes) }
+        responder(head, nil, exchange)
+    }
+
+    /// One message of a message-stream connection, as a POST to its listener's path.
+    func message(
+        _ token: OpaquePointer, _ bytes: UnsafeRawBufferPointer, listener: Int, peer: UnsafePointer<sockaddr>?
+    ) {
+        requests.add(1, ordering: .relaxed)
+        inFlight.add(1, ordering: .relaxed)
+        let exchange = HTTPServer.Exchange(core: self, token: UInt(bitPattern: UnsafeRawPointer(token)), isHead: false, isMessage: true)
+        guard messageStreams.indices.contains(listener), let stream = messageStreams[listener] else {
+            return exchange.respond(.text("not a message stream\n", status: 500))
+        }
+        let (address, port) = Self.peer(peer)
+        var head = HTTPServer.Request(
+            method: "POST", path: stream.path, headers: stream.headers, body: Data(bytes), remoteAddress: address,
+            remotePort: port, httpVersion: "")
+        head.listener = listener
+        head.isMessage = true
         responder(head, nil, exchange)
     }
 
@@ -430,6 +466,13 @@ private let serverRequest: @convention(c) (UnsafeMutableRawPointer?, OpaquePoint
 
 private let serverShed: @convention(c) (UnsafeMutableRawPointer?, Int32) -> Void = { context, reason in
     core(context).shed(reason: reason)
+}
+
+private let serverStreamMessage: @convention(c) (
+    UnsafeMutableRawPointer?, OpaquePointer?, UnsafeRawPointer?, Int, Int32, UnsafePointer<sockaddr>?, socklen_t
+) -> Void = { context, message, bytes, length, listener, peer, _ in
+    guard let message else { return }
+    core(context).message(message, UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length), listener: Int(listener), peer: peer)
 }
 
 private let serverProceed: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, Int32) -> Void = {

@@ -100,7 +100,8 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
             "byFormat":[{"format":"text","queries":1},{"format":"encrypted","queries":0},{"format":"json","queries":0},{"format":"wire","queries":1}],\#
             "byEndpoint":[{"endpoint":"dnspod","queries":1},{"endpoint":"alibaba","queries":0},{"endpoint":"ips","queries":0},\#
             {"endpoint":"doh-get","queries":1},{"endpoint":"doh-post","queries":0},{"endpoint":"doh-json","queries":0},\#
-            {"endpoint":"health","queries":0},{"endpoint":"report","queries":0},{"endpoint":"other","queries":0}]}
+            {"endpoint":"health","queries":0},{"endpoint":"report","queries":0},{"endpoint":"other","queries":0},\#
+            {"endpoint":"dot","queries":0}]}
             """#)
         XCTAssertEqual(metrics.shedStatus()["byReason"], .array(HTTPDNSServerMetrics.ShedReason.allCases.map {
             .object([("reason", .string($0.label)), ("refused", .integer($0 == .perClient ? 2 : 0))])

@@ -19,6 +19,9 @@ typedef struct httpdns_h2o_server httpdns_h2o_server;
 typedef struct httpdns_h2o_request httpdns_h2o_request;
 /* An OpenSSL SSL_CTX, opaque to Swift. */
 typedef struct httpdns_h2o_tls httpdns_h2o_tls;
+/* One message of a message-stream connection (see httpdns_h2o_server_add_stream_listener), alive
+ * on the C side until Swift posts its answer (httpdns_h2o_post_stream_answer), exactly once. */
+typedef struct httpdns_h2o_stream_message httpdns_h2o_stream_message;
 
 /* Why the loop refused work, for the `shed` callback. */
 enum {
@@ -53,6 +56,11 @@ typedef struct {
     void (*proceed)(void *context, void *token, int cancelled);
     /* Work refused by a limit, one of HTTPDNS_H2O_SHED_*. */
     void (*shed)(void *context, int reason);
+    /* One whole message of a message-stream connection on `listener`, from `peer` (the PROXY
+     * header's client when one was believed). `bytes` are valid during this call only; answer
+     * through httpdns_h2o_post_stream_answer, once, from any thread. */
+    void (*stream_message)(void *context, httpdns_h2o_stream_message *message, const void *bytes, size_t length, int listener,
+                           const struct sockaddr *peer, socklen_t peer_length);
 } httpdns_h2o_callbacks;
 
 typedef struct {
@@ -74,6 +82,12 @@ typedef struct {
     size_t max_body_bytes;
     /* Loop threads, each with its own h2o context (1 to 256). */
     size_t threads;
+    /* Message streams: how long a connection with no message in hand and none being written stays
+     * (RFC 7766 §6.2.3, RFC 7858 §3.4); also the deadline for the rest of a message begun. */
+    uint64_t stream_idle_timeout_ms;
+    /* Message streams: messages of one connection handed to Swift and not yet answered; at this
+     * many the connection is not read until an answer comes back (at least 1). */
+    size_t stream_max_in_flight;
 } httpdns_h2o_settings;
 
 /* Creates the server (its loop does not run yet); NULL on failure. */
@@ -81,6 +95,16 @@ httpdns_h2o_server *httpdns_h2o_server_create(const httpdns_h2o_settings *settin
 /* Adds a bound, listening socket (takes ownership of `fd`; `tls` may be NULL, a reference is taken);
  * before httpdns_h2o_server_start only. Returns the listener's index. */
 int httpdns_h2o_server_add_listener(httpdns_h2o_server *server, int fd, httpdns_h2o_tls *tls);
+/* Adds a listener whose connections carry length-prefixed messages instead of HTTP: each message
+ * is a two-byte big-endian length and that many bytes (DNS over TCP, RFC 1035 §4.2.2; over TLS,
+ * RFC 7858 when `tls` is given). Each goes to `stream_message`; answers go back framed the same
+ * way, in the order they are posted (pipelined messages may be answered out of order, RFC 7766
+ * §6.2.1.1). As httpdns_h2o_server_add_listener otherwise. */
+int httpdns_h2o_server_add_stream_listener(httpdns_h2o_server *server, int fd, httpdns_h2o_tls *tls);
+/* The framing a message-stream connection applies to what it has read: the length of the message
+ * whose two-byte prefix starts `bytes` when all of it is there, else -1 (more bytes are needed).
+ * Pure, for tests and the fuzz target. */
+long httpdns_h2o_stream_frame(const void *bytes, size_t size);
 /* Starts the loop threads; 0 on success, else an errno (the loops that did start run until
  * httpdns_h2o_server_destroy). */
 int httpdns_h2o_server_start(httpdns_h2o_server *server);
@@ -106,6 +130,10 @@ int httpdns_h2o_server_open_connections(httpdns_h2o_server *server);
 /* A TLS context from PEM text with ALPN h2 and http/1.1; NULL with a reason in `error`. */
 httpdns_h2o_tls *httpdns_h2o_tls_create(const char *certificate_pem, const char *key_pem, char *error, size_t error_size);
 void httpdns_h2o_tls_release(httpdns_h2o_tls *tls);
+/* Makes `tls` a message stream's context: ALPN "dot" (RFC 7858's entry in the IANA ALPN registry)
+ * instead of h2 and http/1.1; a client that offers none of it gets no ALPN, as RFC 7858 clients
+ * expect. */
+void httpdns_h2o_tls_use_dot_alpn(httpdns_h2o_tls *tls);
 
 /* TLS session ticket keys shared across instances (see httpdns_h2o_tickets.c). A key is 80 bytes in
  * nginx's layout: 16 of name, 32 of HMAC-SHA256 key, 32 of AES-256-CBC key. */
@@ -147,6 +175,10 @@ void httpdns_h2o_post_head(httpdns_h2o_server *server, void *token, int status, 
                            size_t body_length, int final);
 /* The next chunk of a streaming response; `final` ends it. */
 void httpdns_h2o_post_chunk(httpdns_h2o_server *server, void *token, const void *bytes, size_t length, int final);
+/* The answer to a message-stream message, copied; `bytes` NULL: no answer, and the connection
+ * closes once the messages it took before are answered (a message that could not be read). */
+void httpdns_h2o_post_stream_answer(httpdns_h2o_server *server, httpdns_h2o_stream_message *message, const void *bytes,
+                                    size_t length);
 /* Swift is done with a request without answering (for example after `proceed` said cancelled). */
 void httpdns_h2o_post_release(httpdns_h2o_server *server, void *token);
 
