@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Makes sure the Debian packages the build, the tests and the demo need are installed.
 # As root it installs what is missing; otherwise it prints the exact apt-get line and fails.
-# `--bench` adds what only `make bench` needs (dnsdist, row 8's baseline).
+# `make bench` passes `--bench`; what it needs beyond the tests (dnsdist, row 8's baseline) is now
+# a test dependency too, so the flag adds nothing.
 set -euo pipefail
 
 packages=(
   libcurl4-openssl-dev   # the transport (libcurl, multi interface)
-  libssl-dev             # libcrypto: MD5, HMAC-SHA256, AES, DES for provider signatures
+  libssl-dev             # libcrypto: MD5, HMAC-SHA256, AES, DES for provider signatures; libssl: the stub's DoT upstreams
   libh2o-evloop-dev      # the HTTP/1.1 + HTTP/2 event loop of `httpdns serve` and of test servers
   libmaxminddb-dev       # MaxMind DB files: `httpdns serve --views` matching clients by country and ASN
   libhiredis-dev         # hiredis: `httpdns serve --redis` shares report state across a fleet
@@ -18,6 +19,7 @@ packages=(
   systemd                # systemd-socket-activate and systemd-analyze: the stub's socket activation and unit file tests
   curl                   # interoperability tests: curl --doh-url against httpdns serve
   dnsutils               # dig, for captured fixtures and interoperability (dig +https against serve); nsupdate, the changes to bind9's zone in tests
+  dnsdist                # the DoT server behind the stub's dot= upstream in tests; row 8's baseline in `make bench`
   knot-dnsutils          # kdig +https against httpdns serve (interoperability)
   knot                   # knotd, a real primary: zone transfers (AXFR, IXFR, TSIG) in tests
   bind9                  # named, the other real primary: transfers, NOTIFY and a fleet of secondaries in tests
@@ -40,9 +42,6 @@ packages=(
   binutils               # objdump, which dpkg-shlibdeps reads the binary's libraries with
   lintian                # `make deb` and the package test: lintian reports no error in the .deb
 )
-if [[ ${1:-} == --bench ]]; then
-  packages+=(dnsdist)    # `make bench`: row 8's baseline, dnsdist's DoH frontend
-fi
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "error: the Swift toolchain (6.2 or newer) is not on PATH; see https://www.swift.org/install/linux/" >&2
