@@ -128,6 +128,7 @@ final class DNSStubTLSConnection {
             phase = .handshaking
         }
         if phase == .handshaking {
+            wantsWrite = false
             let size = error.count
             let result = httpdns_tls_handshake(ssl, &error, size)
             guard result == 1 else {

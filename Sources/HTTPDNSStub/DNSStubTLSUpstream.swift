@@ -68,7 +68,8 @@ final class DNSStubTLSUpstream: DNSStubUpstream {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         }
-        (wakeRead, wakeWrite) = (ends[0], ends[1])
+        wakeRead = ends[0]
+        wakeWrite = ends[1]
     }
 
     deinit {

@@ -36,7 +36,7 @@ package final class Dnsdist: Sendable {
     package let tlsPort: UInt16
     /// The web API's port (`X-API-Key: ` ``apiKey``).
     package let webPort: UInt16
-    package let apiKey = "httpdns-test"
+    package static let apiKey = "httpdns-test"
     /// The temporary directory with the config file and dnsdist's output.
     package let directory: URL
     private let process: HTTPDNSLock<ChildProcess?>
@@ -88,16 +88,17 @@ package final class Dnsdist: Sendable {
     /// full handshake, `tcpMaxConcurrentConnections`, …).
     package func tlsFrontend() throws -> [String: Any] {
         let client = try RawHTTPClient(port: Int(webPort))
-        guard client.send("GET /api/v1/servers/localhost HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: \(apiKey)\r\nConnection: close\r\n\r\n") else {
+        // HTTP/1.0: dnsdist answers 1.1 requests chunked; a 1.0 answer is the body up to the close.
+        guard client.send("GET /api/v1/servers/localhost HTTP/1.0\r\nHost: 127.0.0.1\r\nX-API-Key: \(Self.apiKey)\r\n\r\n") else {
             throw Dnsmasq.Failure(description: "dnsdist's API did not take the request")
         }
-        let response = client.readResponse(timeout: 5)
-        guard response.status == 200,
-              let object = try JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any],
+        let text = String(decoding: client.readAll(timeout: 5).data, as: UTF8.self)
+        guard text.hasPrefix("HTTP/1.0 200 "), let split = text.range(of: "\r\n\r\n"),
+              let object = try JSONSerialization.jsonObject(with: Data(text[split.upperBound...].utf8)) as? [String: Any],
               let frontends = object["frontends"] as? [[String: Any]],
               let frontend = frontends.first(where: { ($0["address"] as? String) == "127.0.0.1:\(tlsPort)" && ($0["tcp"] as? Bool) == true })
         else {
-            throw Dnsmasq.Failure(description: "dnsdist's API: HTTP \(response.status) \(response.body.prefix(300))")
+            throw Dnsmasq.Failure(description: "dnsdist's API answered: \(text.prefix(300))")
         }
         return frontend
     }
@@ -110,7 +111,7 @@ package final class Dnsdist: Sendable {
             addTLSLocal("127.0.0.1:\(ports.tls)", "\(configuration.certificatePath)", "\(configuration.keyPath)", {provider="openssl"})
             newServer({address="\(configuration.backendAddress.uriText):\(configuration.backendPort)", checkName="\(configuration.checkName)."})
             webserver("127.0.0.1:\(ports.web)")
-            setWebserverConfig({apiKey="httpdns-test", acl="127.0.0.0/8"})
+            setWebserverConfig({apiKey="\(apiKey)", acl="127.0.0.0/8"})
             """.write(to: configPath, atomically: true, encoding: .utf8)
         let logPath = directory.appendingPathComponent("dnsdist.log")
         let process = try ChildProcess(

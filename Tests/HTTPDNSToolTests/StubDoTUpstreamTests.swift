@@ -29,7 +29,9 @@ final class StubDoTUpstreamTests: ToolTestCase {
     func startBed() throws -> Bed {
         let authority = try dnsmasq { configuration in
             configuration.hostRecords = [("a.dot.test", [HTTPDNSIPAddress("10.1.0.100")!])]
-                + Self.names.indices.map { (Self.names[$0], [HTTPDNSIPAddress(Self.address($0))!]) }
+            for (index, name) in Self.names.enumerated() {
+                configuration.hostRecords.append((name, [HTTPDNSIPAddress(Self.address(index))!]))
+            }
         }
         let certificates = try TestCertificates()
         addCleanup { certificates.remove() }
@@ -60,16 +62,16 @@ final class StubDoTUpstreamTests: ToolTestCase {
         return (stub, port, metricsPort)
     }
 
-    func scrape(_ port: Int) throws -> String {
+    func scrape(_ port: Int, _ path: String = "/metrics") throws -> String {
         let client = try RawHTTPClient(port: port)
-        XCTAssertTrue(client.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"))
+        XCTAssertTrue(client.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"))
         let response = client.readResponse(timeout: 5)
         XCTAssertEqual(response.status, 200, response.body)
         return response.body
     }
 
     /// The A addresses of `name` through the stub over UDP.
-    func addresses(_ name: String, port: Int) throws -> [String] {
+    static func addresses(_ name: String, port: Int) throws -> [String] {
         let message = try XCTUnwrap(StubWire.udp(name, .A, port: port).message, "no answer for \(name)")
         return message.answers.compactMap { record in
             guard case .a(let bytes) = record.data else { return nil }
@@ -87,7 +89,7 @@ final class StubDoTUpstreamTests: ToolTestCase {
         let failures = HTTPDNSLock<[String]>([])
         DispatchQueue.concurrentPerform(iterations: Self.names.count) { index in
             do {
-                let found = try addresses(Self.names[index], port: port)
+                let found = try Self.addresses(Self.names[index], port: port)
                 answers.withLock { $0[index] = found }
             } catch {
                 failures.withLock { $0.append("\(Self.names[index]): \(error)") }
@@ -97,13 +99,17 @@ final class StubDoTUpstreamTests: ToolTestCase {
         for index in Self.names.indices {
             XCTAssertEqual(answers.withLock { $0[index] }, [Self.address(index)], Self.names[index])
         }
-        XCTAssertEqual(try addresses("a.dot.test", port: port), ["10.1.0.100"], "one more, on the same connection")
+        XCTAssertEqual(try Self.addresses("a.dot.test", port: port), ["10.1.0.100"], "one more, on the same connection")
         let frontend = try bed.dnsdist.tlsFrontend()
         XCTAssertEqual(frontend["queries"] as? Int, Self.names.count + 1, "\(frontend)")
         XCTAssertEqual(frontend["tlsNewSessions"] as? Int, 1, "one TLS connection for every query: \(frontend)")
         let metrics = try scrape(metricsPort)
         let answered = "httpdns_stub_upstream_queries_total{upstream=\"\(upstream)\",result=\"answered\"} \(Self.names.count + 1)\n"
         XCTAssertTrue(metrics.contains(answered), "\(answered) in\n\(metrics)")
+        let status = try jsonObject(try scrape(metricsPort, "/status"))
+        let row = try XCTUnwrap((status["upstreams"] as? [[String: Any]])?.first, "\(status)")
+        XCTAssertEqual(row["kind"] as? String, "dot", "\(row)")
+        XCTAssertEqual(row["upstream"] as? String, upstream, "\(row)")
     }
 
     /// dig's full output for `name` through the stub (it shows the EDE).
@@ -144,9 +150,9 @@ final class StubDoTUpstreamTests: ToolTestCase {
         let (_, port, metricsPort) = try startStub([
             "--upstream", upstream, "--upstream", "udp=127.0.0.1:\(other.port)", "--cacert", bed.caPath,
         ])
-        XCTAssertEqual(try addresses(Self.names[0], port: port), [Self.address(0)], "through DoT, the first upstream")
+        XCTAssertEqual(try Self.addresses(Self.names[0], port: port), [Self.address(0)], "through DoT, the first upstream")
         bed.dnsdist.stop()
-        XCTAssertEqual(try addresses(Self.names[1], port: port), ["10.9.9.9"], "dnsdist gone: the next upstream")
+        XCTAssertEqual(try Self.addresses(Self.names[1], port: port), ["10.9.9.9"], "dnsdist gone: the next upstream")
         let metrics = try scrape(metricsPort)
         let failed = "httpdns_stub_upstream_queries_total{upstream=\"\(upstream)\",result=\"error\"} 1\n"
         XCTAssertTrue(metrics.contains(failed), "\(failed) in\n\(metrics)")
