@@ -4,7 +4,8 @@ import HTTPDNSCore
 /// A real dnsdist (Debian `dnsdist`, 1.7 or newer) on 127.0.0.1 in front of one backend, with a
 /// DNS-over-TLS frontend (`addTLSLocal`, RFC 7858) and its web API on loopback, for tests: what
 /// Unbound and systemd-resolved users point a DoT client at. No security polling (it would query the
-/// network). The process is stopped by ``stop()`` or when the value is released.
+/// network). Idle client connections are closed after 1 s. The process is stopped by ``stop()`` or
+/// when the value is released.
 package final class Dnsdist: Sendable {
     /// The backend and the TLS frontend's certificate.
     package struct Configuration: Sendable {
@@ -108,6 +109,9 @@ package final class Dnsdist: Sendable {
         try """
             setSecurityPollSuffix("")
             setLocal("127.0.0.1:\(ports.plain)")
+            -- A client's idle connection is closed after 1 s (2 s by default): tests see a client
+            -- reconnect without waiting long.
+            setTCPRecvTimeout(1)
             addTLSLocal("127.0.0.1:\(ports.tls)", "\(configuration.certificatePath)", "\(configuration.keyPath)", {provider="openssl"})
             newServer({address="\(configuration.backendAddress.uriText):\(configuration.backendPort)", checkName="\(configuration.checkName)."})
             webserver("127.0.0.1:\(ports.web)")

@@ -11,12 +11,13 @@ import XCTest
 /// `httpdns stub`, the built binary, with a DNS-over-TLS upstream (issue 34): dnsdist 1.7's DoT
 /// frontend (`addTLSLocal`, a certificate from a test CA given with --cacert) in front of a
 /// dnsmasq. Answers through `dot=`, concurrent queries on one connection (dnsdist's own count of
-/// TLS sessions), a certificate not valid for NAME refused with an EDE text and counted, and
-/// dnsdist stopped: the next upstream of the group answers.
+/// TLS sessions), a new connection once dnsdist closed the idle one, a certificate not valid for
+/// NAME refused with an EDE text and counted, and dnsdist stopped: the next upstream of the group
+/// answers.
 final class StubDoTUpstreamTests: ToolTestCase {
     static let names = (0..<20).map { "q\($0).dot.test" }
 
-    /// The address dnsmasq gives `names[index]` (and `a.dot.test` is 10.1.0.100).
+    /// The address dnsmasq gives `names[index]` (`a.dot.test` is 10.1.0.100, `b.dot.test` 10.1.0.101).
     static func address(_ index: Int) -> String { "10.1.0.\(index + 1)" }
 
     struct Bed {
@@ -28,7 +29,9 @@ final class StubDoTUpstreamTests: ToolTestCase {
     /// `dot.test` from a fresh test CA.
     func startBed() throws -> Bed {
         let authority = try dnsmasq { configuration in
-            configuration.hostRecords = [("a.dot.test", [HTTPDNSIPAddress("10.1.0.100")!])]
+            configuration.hostRecords = [
+                ("a.dot.test", [HTTPDNSIPAddress("10.1.0.100")!]), ("b.dot.test", [HTTPDNSIPAddress("10.1.0.101")!]),
+            ]
             for (index, name) in Self.names.enumerated() {
                 configuration.hostRecords.append((name, [HTTPDNSIPAddress(Self.address(index))!]))
             }
@@ -106,6 +109,12 @@ final class StubDoTUpstreamTests: ToolTestCase {
         let metrics = try scrape(metricsPort)
         let answered = "httpdns_stub_upstream_queries_total{upstream=\"\(upstream)\",result=\"answered\"} \(Self.names.count + 1)\n"
         XCTAssertTrue(metrics.contains(answered), "\(answered) in\n\(metrics)")
+        // dnsdist closes the idle connection after 1 s: the next query opens a new one.
+        usleep(1_500_000)
+        XCTAssertEqual(try Self.addresses("b.dot.test", port: port), ["10.1.0.101"], "asked after the server's close")
+        let reconnected = try bed.dnsdist.tlsFrontend()
+        XCTAssertEqual(reconnected["queries"] as? Int, Self.names.count + 2, "\(reconnected)")
+        XCTAssertEqual(reconnected["tlsNewSessions"] as? Int, 2, "a new connection after the server closed the first: \(reconnected)")
         let status = try jsonObject(try scrape(metricsPort, "/status"))
         let row = try XCTUnwrap((status["upstreams"] as? [[String: Any]])?.first, "\(status)")
         XCTAssertEqual(row["kind"] as? String, "dot", "\(row)")
