@@ -26,9 +26,22 @@ package struct DNSStubPipeline<Waiter: Sendable>: Sendable {
         var deadline: Double
         var waiter: Waiter
         var serial: UInt64
-        var sent = false
+        /// When it was written on the current connection; nil while it waits to be.
+        var sentAt: Double?
         /// Sent on a connection that was lost; the next loss fails it.
         var resent = false
+
+        var sent: Bool { sentAt != nil }
+    }
+
+    /// What ``expire(now:)`` found.
+    package struct Expired: Sendable {
+        /// The waiters of the queries whose deadline passed.
+        package var waiters: [Waiter]
+        /// When the earliest of them that had been written was written: when nothing arrived on
+        /// the connection since, the connection looks dead (a NAT that forgot it, a server that
+        /// stopped reading) and is better replaced than waited on.
+        package var earliestSent: Double?
     }
 
     /// A query held: its ID on the wire, and a serial number no other query gets (an ID is given
@@ -81,14 +94,14 @@ package struct DNSStubPipeline<Waiter: Sendable>: Sendable {
     }
 
     /// The frames to write now, oldest first, as many as ``Configuration/maxInFlight`` allows;
-    /// they count as sent on the current connection.
-    package mutating func takeUnsent() -> [UInt8] {
+    /// they count as sent on the current connection at `now`.
+    package mutating func takeUnsent(now: Double) -> [UInt8] {
         var bytes: [UInt8] = []
         var taken = 0
         while taken < unsent.count, inFlight < configuration.maxInFlight {
             let id = unsent[taken]
             taken += 1
-            entries[id]?.sent = true
+            entries[id]?.sentAt = now
             inFlight += 1
             bytes += entries[id]?.frame ?? []
         }
@@ -114,15 +127,15 @@ package struct DNSStubPipeline<Waiter: Sendable>: Sendable {
         return entry.waiter
     }
 
-    /// The waiters of the queries whose deadline is past.
-    package mutating func expire(now: Double) -> [Waiter] {
+    /// Gives up the queries whose deadline is past.
+    package mutating func expire(now: Double) -> Expired {
         let expired = entries.filter { $0.value.deadline <= now }
         for (id, entry) in expired {
             entries[id] = nil
             if entry.sent { inFlight -= 1 }
         }
         if !expired.isEmpty { unsent.removeAll { entries[$0] == nil } }
-        return expired.values.map(\.waiter)
+        return Expired(waiters: expired.values.map(\.waiter), earliestSent: expired.values.compactMap(\.sentAt).min())
     }
 
     /// The connection closed or failed: each query it carried is sent again on the next one
@@ -136,7 +149,7 @@ package struct DNSStubPipeline<Waiter: Sendable>: Sendable {
                 failed.append(entry.waiter)
                 entries[id] = nil
             } else {
-                entries[id]?.sent = false
+                entries[id]?.sentAt = nil
                 entries[id]?.resent = true
                 again.append(id)
             }

@@ -31,12 +31,15 @@ extension DNSStubTLSUpstream {
         sigaddset(&pipeSignal, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
         var connection: DNSStubTLSConnection?
+        /// When the connection was made or last carried an answer.
+        var lastReceived = 0.0
         var idleSince: Double?
         var readable = false
         var writable = false
         while true {
             let now = clock.now()
-            fail(state.withLock { $0.pipeline.expire(now: now) }, HTTPDNSError(.timedOut, "no answer in time", source: name))
+            let expired = state.withLock { $0.pipeline.expire(now: now) }
+            fail(expired.waiters, HTTPDNSError(.timedOut, "no answer in time", source: name))
             let connected = connection != nil
             let next = state.withLock { state -> Next in
                 if state.pipeline.isEmpty, !connected {
@@ -51,6 +54,7 @@ extension DNSStubTLSUpstream {
             case .connect:
                 do throws(HTTPDNSError) {
                     connection = try DNSStubTLSConnection(context: context, server: server, serverName: serverName)
+                    lastReceived = now
                     readable = false
                     writable = false
                 } catch {
@@ -64,13 +68,20 @@ extension DNSStubTLSUpstream {
                 do throws(HTTPDNSError) {
                     var messages = try open.advance(readable: readable, writable: writable)
                     if open.phase == .open {
-                        let frames = state.withLock { $0.pipeline.takeUnsent() }
+                        let frames = state.withLock { $0.pipeline.takeUnsent(now: now) }
                         if !frames.isEmpty {
                             open.send(frames)
                             messages += try open.advance(readable: false, writable: false)
                         }
                     }
+                    if !messages.isEmpty { lastReceived = now }
                     deliver(messages)
+                    if let sent = expired.earliestSent, lastReceived < sent {
+                        // A query written on it got no answer in its time and nothing else came
+                        // since: a connection a NAT forgot or a server that stopped reading never
+                        // fails by itself (TCP retries for minutes), so it is replaced.
+                        throw HTTPDNSError(.timedOut, "nothing received on the connection since a query timed out on it")
+                    }
                 } catch {
                     // Lost after the handshake: what it carried goes on the next connection (once).
                     // Never open: the server or its certificate is refused, every query fails.

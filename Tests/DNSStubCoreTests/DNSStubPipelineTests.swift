@@ -45,7 +45,7 @@ final class DNSStubPipelineTests: XCTestCase {
         var generator = TestRandom()
         var pipeline = Pipeline()
         for name in ["a.test", "b.test", "c.test"] { try enqueue(&pipeline, name, generator: &generator) }
-        let sent = try frames(pipeline.takeUnsent())
+        let sent = try frames(pipeline.takeUnsent(now: 0))
         XCTAssertEqual(sent.map { $0.questions[0].name.description }, ["a.test.", "b.test.", "c.test."], "oldest first")
         XCTAssertEqual(Set(sent.map(\.id)).count, 3, "distinct IDs")
         XCTAssertEqual(pipeline.inFlight, 3)
@@ -67,12 +67,12 @@ final class DNSStubPipelineTests: XCTestCase {
         configuration.maxInFlight = 2
         var pipeline = Pipeline(configuration: configuration)
         for index in 0..<5 { try enqueue(&pipeline, "q\(index).test", generator: &generator) }
-        let first = try frames(pipeline.takeUnsent())
+        let first = try frames(pipeline.takeUnsent(now: 0))
         XCTAssertEqual(first.count, 2)
         XCTAssertTrue(pipeline.hasUnsent)
-        XCTAssertTrue(pipeline.takeUnsent().isEmpty, "full until one is answered")
+        XCTAssertTrue(pipeline.takeUnsent(now: 0).isEmpty, "full until one is answered")
         XCTAssertNotNil(pipeline.answer(response(to: first[0])))
-        XCTAssertEqual(try frames(pipeline.takeUnsent()).map { $0.questions[0].name.description }, ["q2.test."])
+        XCTAssertEqual(try frames(pipeline.takeUnsent(now: 0)).map { $0.questions[0].name.description }, ["q2.test."])
     }
 
     func testQueueIsBounded() throws {
@@ -93,14 +93,26 @@ final class DNSStubPipelineTests: XCTestCase {
         try enqueue(&pipeline, "early.test", deadline: 1, generator: &generator)
         try enqueue(&pipeline, "late.test", deadline: 3, generator: &generator)
         XCTAssertEqual(pipeline.nextDeadline, 1)
-        XCTAssertEqual(pipeline.expire(now: 0.5), [])
-        _ = pipeline.takeUnsent()
-        XCTAssertEqual(pipeline.expire(now: 1), ["early.test"])
+        XCTAssertEqual(pipeline.expire(now: 0.5).waiters, [])
+        _ = pipeline.takeUnsent(now: 0.25)
+        let early = pipeline.expire(now: 1)
+        XCTAssertEqual(early.waiters, ["early.test"])
+        XCTAssertEqual(early.earliestSent, 0.25, "written at 0.25: the connection must have carried something since")
         XCTAssertEqual(pipeline.inFlight, 1)
         XCTAssertEqual(pipeline.nextDeadline, 3)
-        XCTAssertEqual(pipeline.expire(now: 5), ["late.test"])
+        XCTAssertEqual(pipeline.expire(now: 5).waiters, ["late.test"])
         XCTAssertTrue(pipeline.isEmpty)
         XCTAssertEqual(pipeline.inFlight, 0)
+    }
+
+    func testQueriesNeverWrittenExpireWithoutBlamingTheConnection() throws {
+        var generator = TestRandom()
+        var pipeline = Pipeline()
+        try enqueue(&pipeline, "waiting.test", deadline: 1, generator: &generator)
+        let expired = pipeline.expire(now: 2)
+        XCTAssertEqual(expired.waiters, ["waiting.test"])
+        XCTAssertNil(expired.earliestSent)
+        XCTAssertFalse(pipeline.hasUnsent)
     }
 
     func testCancellationTakesOnlyItsOwnQuery() throws {
@@ -114,18 +126,18 @@ final class DNSStubPipelineTests: XCTestCase {
         var stale = try enqueue(&pipeline, "b.test", generator: &generator)
         stale.serial = ticket.serial
         XCTAssertNil(pipeline.cancel(stale))
-        XCTAssertEqual(try frames(pipeline.takeUnsent()).count, 1)
+        XCTAssertEqual(try frames(pipeline.takeUnsent(now: 0)).count, 1)
     }
 
     func testLostConnectionResendsOnceThenFails() throws {
         var generator = TestRandom()
         var pipeline = Pipeline()
         try enqueue(&pipeline, "sent.test", generator: &generator)
-        let first = try frames(pipeline.takeUnsent())
+        let first = try frames(pipeline.takeUnsent(now: 0))
         try enqueue(&pipeline, "waiting.test", generator: &generator)
         XCTAssertEqual(pipeline.connectionLost(), [], "resent, not failed")
         XCTAssertEqual(pipeline.inFlight, 0)
-        let second = try frames(pipeline.takeUnsent())
+        let second = try frames(pipeline.takeUnsent(now: 0))
         XCTAssertEqual(second.map { $0.questions[0].name.description }, ["sent.test.", "waiting.test."], "the resent one first")
         XCTAssertEqual(second[0].id, first[0].id, "under the same ID")
         XCTAssertEqual(pipeline.answer(response(to: second[1])), "waiting.test")
@@ -137,7 +149,7 @@ final class DNSStubPipelineTests: XCTestCase {
         var generator = TestRandom()
         var pipeline = Pipeline()
         try enqueue(&pipeline, "a.test", generator: &generator)
-        _ = pipeline.takeUnsent()
+        _ = pipeline.takeUnsent(now: 0)
         try enqueue(&pipeline, "b.test", generator: &generator)
         XCTAssertEqual(Set(pipeline.failAll()), ["a.test", "b.test"])
         XCTAssertTrue(pipeline.isEmpty)
