@@ -36,6 +36,13 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // libssl's TLS client (Debian libssl-dev), for the stub's DNS-over-TLS upstreams: each
+        // non-blocking step behind one inline function (Swift does not import OpenSSL's macros).
+        .systemLibrary(
+            name: "CTLSClient",
+            pkgConfig: "libssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // h2o's evloop library (HTTP/1.1, HTTP/2, TLS with ALPN) behind a narrow C face of our own:
         // Swift never imports h2o's headers (see Sources/CH2O/include/httpdns_h2o.h).
         .target(
@@ -117,7 +124,8 @@ let package = Package(
         .target(
             name: "HTTPDNSStub",
             dependencies: [
-                "CSockets", "DNSSockets", "DNSStubCore", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "HTTPDNSOperations", "HTTPServing",
+                "CSockets", "CTLSClient", "DNSSockets", "DNSStubCore", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "HTTPDNSOperations",
+                "HTTPServing",
             ]
         ),
 

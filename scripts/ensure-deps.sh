@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   libcurl4-openssl-dev   # the transport (libcurl, multi interface)
-  libssl-dev             # libcrypto: MD5, HMAC-SHA256, AES, DES for provider signatures
+  libssl-dev             # libcrypto: MD5, HMAC-SHA256, AES, DES for provider signatures; libssl: the stub's DoT upstreams
   libh2o-evloop-dev      # the HTTP/1.1 + HTTP/2 event loop of `httpdns serve` and of test servers
   libmaxminddb-dev       # MaxMind DB files: `httpdns serve --views` matching clients by country and ASN
   libhiredis-dev         # hiredis: `httpdns serve --redis` shares report state across a fleet
@@ -28,7 +28,7 @@ packages=(
   nftables               # nft: the drop rule that blackholes a test namespace's addresses
   unbound                # the DNS64 resolver of the NAT64 tests (its dns64 module); forwards over TLS to serve's DoT listener
   stubby                 # a DNS-over-TLS stub forwarding to serve's DoT listener (interoperability)
-  dnsdist                # a DoT client of serve (a TLS backend; interoperability) and `make bench`: row 8's baseline
+  dnsdist                # a DoT client of serve (a TLS backend) and the DoT server behind the stub's dot= upstream in tests; rows 8 and 12's baseline in `make bench`
   python3                # proxy tests: Python's urllib through `httpdns proxy`
   python3-dnspython      # the stub's namespace test and serve's DoT tests: dnspython among the clients
   python3-prometheus-client  # scripts/check-metrics.py: the reference parser reads serve's /metrics in `make test`

@@ -3,12 +3,14 @@
 /// Each message is preceded by a 2-byte big-endian length. Reads may end anywhere — inside the
 /// prefix, inside a message, or after several messages — so bytes are buffered until a whole frame
 /// is present. The buffer never holds more than one frame plus one read.
-struct DNSTCPFrameReader {
+package struct DNSTCPFrameReader {
     private var buffer: [UInt8] = []
     private var start = 0
 
+    package init() {}
+
     /// Appends bytes as they arrive from the socket.
-    mutating func append(_ bytes: some Sequence<UInt8>) {
+    package mutating func append(_ bytes: some Sequence<UInt8>) {
         if start > 0, start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
@@ -17,7 +19,7 @@ struct DNSTCPFrameReader {
     }
 
     /// The next complete message, or `nil` until more bytes arrive.
-    mutating func nextMessage() -> [UInt8]? {
+    package mutating func nextMessage() -> [UInt8]? {
         guard buffer.count - start >= 2 else { return nil }
         let length = Int(buffer[start]) << 8 | Int(buffer[start + 1])
         guard buffer.count - start - 2 >= length else { return nil }
@@ -31,10 +33,10 @@ struct DNSTCPFrameReader {
     }
 
     /// Bytes received but not yet returned as a message.
-    var bufferedCount: Int { buffer.count - start }
+    package var bufferedCount: Int { buffer.count - start }
 
     /// The wire form of `message` for TCP: length prefix, then the message.
-    static func frame(_ message: [UInt8]) -> [UInt8] {
+    package static func frame(_ message: [UInt8]) -> [UInt8] {
         [UInt8(message.count >> 8 & 0xFF), UInt8(message.count & 0xFF)] + message
     }
 }

@@ -50,30 +50,40 @@ extension DNSStubUpstream {
     }
 }
 
-/// `--upstream KIND=LOCATION`: `udp=IP:PORT` (UDP, TCP when truncated) or `doh=https://…` (RFC 8484
-/// wire format, POST), with `?bootstrap=IP[,IP…]` to reach the service without the local resolver.
+/// `--upstream KIND=LOCATION`: `udp=IP:PORT` (UDP, TCP when truncated), `doh=https://…` (RFC 8484
+/// wire format, POST), with `?bootstrap=IP[,IP…]` to reach the service without the local resolver,
+/// or `dot=IP[:PORT]#NAME` (RFC 7858, port 853 by default, the certificate verified for NAME).
 package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible {
     package enum Kind: String, Sendable, Hashable {
         case udp
         case doh
+        case dot
     }
+
+    /// The port of DNS over TLS (RFC 7858 §3.1).
+    package static let dotPort: UInt16 = 853
 
     package var kind: Kind
     package var location: String
 
-    /// Parses `udp=IP:PORT` or `doh=URL`.
+    /// Parses `udp=IP:PORT`, `doh=URL` or `dot=IP[:PORT]#NAME`.
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` naming what is wrong.
     package init(parsing text: String) throws(HTTPDNSError) {
         guard let equals = text.firstIndex(of: "=") else {
-            throw HTTPDNSError(.invalidConfiguration, "expected KIND=LOCATION (udp=IP:PORT or doh=https://…)")
+            throw HTTPDNSError(.invalidConfiguration, "expected KIND=LOCATION (udp=IP:PORT, doh=https://… or dot=IP[:PORT]#NAME)")
         }
         let kindText = text[..<equals].lowercased()
         guard let kind = Kind(rawValue: kindText) else {
-            throw HTTPDNSError(.invalidConfiguration, "unknown upstream kind '\(kindText)' (udp, doh)")
+            throw HTTPDNSError(.invalidConfiguration, "unknown upstream kind '\(kindText)' (udp, doh, dot)")
         }
         self.kind = kind
         location = String(text[text.index(after: equals)...])
-        _ = try makeUpstream(transport: nil)
+        if kind == .dot {
+            // Checked without loading the trust, which makeUpstream does once per upstream.
+            _ = try Self.dotLocation(location)
+        } else {
+            _ = try makeUpstream(transport: nil)
+        }
     }
 
     package var description: String { "\(kind.rawValue)=\(location)" }
@@ -109,7 +119,34 @@ package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible 
             components.queryItems = kept.isEmpty ? nil : kept
             guard let url = components.url else { throw HTTPDNSError(.invalidConfiguration, "bad doh URL \(location)") }
             return DNSStubDoHUpstream(url: url, bootstrap: bootstrap, transport: transport ?? .shared, trust: trust)
+        case .dot:
+            let (server, name) = try Self.dotLocation(location)
+            return try DNSStubTLSUpstream(server: server, serverName: name, trust: trust)
         }
+    }
+
+    /// `IP[:PORT]#NAME` (`[IPv6]:PORT#NAME` with a port): the server and the name its certificate
+    /// must carry. An IP address, not a name to resolve (the stub may be the system's resolver);
+    /// NAME a host name, not an address (it is sent as SNI, RFC 6066 §3).
+    /// - Throws: `HTTPDNSError` `.invalidConfiguration` naming what is wrong.
+    package static func dotLocation(_ text: String) throws(HTTPDNSError) -> (SocketAddress, String) {
+        guard let hash = text.lastIndex(of: "#") else {
+            throw HTTPDNSError(.invalidConfiguration, "dot upstream needs IP[:PORT]#NAME (the name its certificate carries), got \(text)")
+        }
+        let host = String(text[..<hash])
+        var name = String(text[text.index(after: hash)...]).lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        guard HTTPDNSHostPolicy.isValidHostName(name), HTTPDNSIPAddress(name) == nil else {
+            throw HTTPDNSError(.invalidConfiguration, "dot upstream's NAME must be a host name, got '\(name)'")
+        }
+        if let address = HTTPDNSIPAddress(host) { return (SocketAddress(address: address, port: dotPort), name) }
+        if host.hasPrefix("["), host.hasSuffix("]"), let address = HTTPDNSIPAddress(String(host.dropFirst().dropLast())) {
+            return (SocketAddress(address: address, port: dotPort), name)
+        }
+        guard let (address, port) = hostPort(host), port != 0 else {
+            throw HTTPDNSError(.invalidConfiguration, "dot upstream needs an IP address ([IPv6]:PORT with a port), got \(host)")
+        }
+        return (SocketAddress(address: address, port: port), name)
     }
 
     /// `IP:PORT` or `[IPv6]:PORT`.

@@ -213,11 +213,16 @@ final class DNSStubGroupExchange: Sendable {
                 return
             }
         case .failure(let error):
-            let code = (error as? HTTPDNSError)?.code
+            let coded = error as? HTTPDNSError
+            let code = coded?.code
             group.recordFailure(index, elapsed: elapsed, code == .timedOut ? .timeout : .error)
+            // The code, and for a failure other than a timeout what happened (a refused
+            // connection, a certificate not valid for the name): the EDE text and the warning
+            // tell the operator which.
+            let text = coded.map { $0.code == .timedOut || $0.detail.isEmpty ? "\($0.code)" : "\($0.code) (\($0.detail.prefix(100)))" } ?? "\(error)"
             state.withLock { state in
                 if code != .timedOut { state.allTimedOut = false }
-                state.failures.append("\(name): \(code.map { "\($0)" } ?? "\(error)")")
+                state.failures.append("\(name): \(text)")
             }
         }
         launchNext()

@@ -1,0 +1,62 @@
+import HTTPDNSCore
+import HTTPDNSStub
+import XCTest
+
+/// `--upstream` texts as values: `dot=IP[:PORT]#NAME` with its default port, IPv6 forms, and the
+/// refusals (no NAME, a name instead of an IP, an IP or junk as NAME), beside the older kinds.
+final class DNSStubUpstreamSpecTests: XCTestCase {
+    func testDoTLocations() throws {
+        let cases: [(String, String, String)] = [
+            ("dot=127.0.0.1#dns.example.test", "127.0.0.1:853", "dns.example.test"),
+            ("dot=127.0.0.1:8853#dns.example.test", "127.0.0.1:8853", "dns.example.test"),
+            ("DOT=10.0.0.1#DNS.Example.Test.", "10.0.0.1:853", "dns.example.test"),
+            ("dot=::1#one.one.one.one", "[::1]:853", "one.one.one.one"),
+            ("dot=[::1]#dns.test", "[::1]:853", "dns.test"),
+            ("dot=[2001:db8::53]:8853#dns.test", "[2001:db8::53]:8853", "dns.test"),
+        ]
+        for (text, server, name) in cases {
+            let spec = try DNSStubUpstreamSpec(parsing: text)
+            XCTAssertEqual(spec.kind, .dot, text)
+            let (address, serverName) = try DNSStubUpstreamSpec.dotLocation(spec.location)
+            XCTAssertEqual("\(address)", server, text)
+            XCTAssertEqual(serverName, name, text)
+        }
+        XCTAssertEqual(DNSStubUpstreamSpec.dotPort, 853, "RFC 7858 §3.1")
+    }
+
+    func testBadDoTLocationsAreRefused() {
+        let cases: [(String, String)] = [
+            ("dot=127.0.0.1", "IP[:PORT]#NAME"),
+            ("dot=127.0.0.1:853", "IP[:PORT]#NAME"),
+            ("dot=dns.example.test#dns.example.test", "IP address"),
+            ("dot=127.0.0.1:0#dns.test", "IP address"),
+            ("dot=127.0.0.1:99999#dns.test", "IP address"),
+            ("dot=127.0.0.1#127.0.0.1", "host name"),
+            ("dot=127.0.0.1#", "host name"),
+            ("dot=127.0.0.1#bad name.test", "host name"),
+            ("dot=127.0.0.1#-bad.test", "host name"),
+        ]
+        for (text, expected) in cases {
+            XCTAssertThrowsError(try DNSStubUpstreamSpec(parsing: text), text) { error in
+                let error = error as? HTTPDNSError
+                XCTAssertEqual(error?.code, .invalidConfiguration, text)
+                XCTAssertTrue(error?.detail.contains(expected) == true, "\(text): \(String(describing: error))")
+            }
+        }
+    }
+
+    func testUnknownKindNamesTheThree() {
+        XCTAssertThrowsError(try DNSStubUpstreamSpec(parsing: "tls=127.0.0.1#dns.test")) { error in
+            XCTAssertTrue((error as? HTTPDNSError)?.detail.contains("udp, doh, dot") == true, "\(error)")
+        }
+        XCTAssertThrowsError(try DNSStubUpstreamSpec(parsing: "127.0.0.1")) { error in
+            XCTAssertTrue((error as? HTTPDNSError)?.detail.contains("dot=IP[:PORT]#NAME") == true, "\(error)")
+        }
+    }
+
+    func testOlderKindsStillParse() throws {
+        XCTAssertEqual(try DNSStubUpstreamSpec(parsing: "udp=127.0.0.1:53").kind, .udp)
+        XCTAssertEqual(try DNSStubUpstreamSpec(parsing: "doh=https://dns.example.test/dns-query").kind, .doh)
+        XCTAssertEqual(try DNSStubUpstreamSpec(parsing: "dot=127.0.0.1#dns.test").description, "dot=127.0.0.1#dns.test")
+    }
+}
