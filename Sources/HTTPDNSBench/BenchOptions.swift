@@ -10,7 +10,7 @@ struct BenchOptions: Sendable {
     var childRow: Int? = nil
     var childOutput: String? = nil
 
-    static let allRows = 1...11
+    static let allRows = 1...12
 
     static let usage = """
         OVERVIEW: what HTTPDNS protection costs, against baselines measured in the same run
@@ -19,7 +19,7 @@ struct BenchOptions: Sendable {
 
         OPTIONS:
           --quick          fewer rounds and smaller loops (smoke runs; figures are noisier)
-          --only N[,N…]    run only these rows of the table (1-11)
+          --only N[,N…]    run only these rows of the table (1-12)
           --json FILE      also write every figure as JSON to FILE
           -h, --help       show this help
 
@@ -29,7 +29,8 @@ struct BenchOptions: Sendable {
         dnsdist and nghttp2-client), 9 loopback proxy (httpdns proxy vs plain URLSession, a direct
         download and tinyproxy; needs the Debian package tinyproxy), 10 httpdns serve with views and health
         checks vs the plain zone (h2load), 11 httpdns stub vs dnsdist's packet cache and Unbound (dnsperf;
-        needs dnsdist, unbound and dnsperf). Exit status 1 names every missed target; 64 for bad usage.
+        needs dnsdist, unbound and dnsperf), 12 httpdns serve's DNS over TLS vs dnsdist's (dnsperf -m dot;
+        needs dnsdist and dnsperf). Exit status 1 names every missed target; 64 for bad usage.
         """
 
     struct UsageError: Error, CustomStringConvertible {
@@ -57,7 +58,7 @@ struct BenchOptions: Sendable {
                 options.jsonPath = try value(argument)
             case "--row-child":
                 guard let row = Int(try value(argument)), allRows.contains(row) else {
-                    throw UsageError(description: "--row-child takes a row number 1-10")
+                    throw UsageError(description: "--row-child takes a row number 1-\(allRows.upperBound)")
                 }
                 options.childRow = row
             case "--child-output":
@@ -65,7 +66,7 @@ struct BenchOptions: Sendable {
             case "--only":
                 for part in try value(argument).split(separator: ",") {
                     guard let row = Int(part), allRows.contains(row) else {
-                        throw UsageError(description: "--only takes row numbers 1-11, got \(part)")
+                        throw UsageError(description: "--only takes row numbers 1-\(allRows.upperBound), got \(part)")
                     }
                     options.only.insert(row)
                 }

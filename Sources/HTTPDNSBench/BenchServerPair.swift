@@ -7,7 +7,8 @@ import Glibc
 
 /// Row 8's servers, each a child process on 127.0.0.1: dnsdist with a plain and a TLS DoH frontend
 /// in one process, and two `httpdns serve` processes (plain, TLS) with one `--listen` each, so the
-/// command line works with every version of `serve`. Stopped with SIGTERM (SIGKILL after 5 s).
+/// command line works with every version of `serve`. With `dot`, row 12's instead: dnsdist's DoT
+/// frontend and a `serve` with one `tls://` listener. Stopped with SIGTERM (SIGKILL after 5 s).
 final class BenchServerPair: @unchecked Sendable {
     /// Where one server listens, and the process whose CPU time is read.
     struct Target {
@@ -19,9 +20,10 @@ final class BenchServerPair: @unchecked Sendable {
     private var processes: [(name: String, process: Process, log: URL)] = []
     private var ports: [String: UInt16] = [:]
 
-    init(httpdns: String, directory: URL, certificatePath: String, keyPath: String) throws {
+    init(httpdns: String, directory: URL, certificatePath: String, keyPath: String, dot: Bool = false) throws {
         let loopback = HTTPDNSIPAddress("127.0.0.1")!
-        for key in ["dnsdist-dns", "dnsdist-plain", "dnsdist-tls", "httpdns-plain", "httpdns-tls"] {
+        let listeners = dot ? ["dnsdist-dot", "httpdns-dot"] : ["dnsdist-plain", "dnsdist-tls", "httpdns-plain", "httpdns-tls"]
+        for key in ["dnsdist-dns"] + listeners {
             ports[key] = try Dnsmasq.freePort(on: loopback)
         }
         do {
@@ -30,20 +32,29 @@ final class BenchServerPair: @unchecked Sendable {
             // dnsdist answers the same name from a rule; no backend (nothing else is ever asked), no
             // security polling (it would query the network), its plain DNS listener on a free port.
             let config = directory.appendingPathComponent("dnsdist.conf")
+            let frontends = dot
+                ? """
+                    addTLSLocal("127.0.0.1:\(ports["dnsdist-dot"]!)", "\(certificatePath)", "\(keyPath)", {provider="openssl"})
+                    """
+                : """
+                    addDOHLocal("127.0.0.1:\(ports["dnsdist-tls"]!)", "\(certificatePath)", "\(keyPath)", "/dns-query")
+                    addDOHLocal("127.0.0.1:\(ports["dnsdist-plain"]!)", nil, nil, "/dns-query")
+                    """
             try """
                 setSecurityPollSuffix("")
                 setLocal("127.0.0.1:\(ports["dnsdist-dns"]!)")
-                addDOHLocal("127.0.0.1:\(ports["dnsdist-tls"]!)", "\(certificatePath)", "\(keyPath)", "/dns-query")
-                addDOHLocal("127.0.0.1:\(ports["dnsdist-plain"]!)", nil, nil, "/dns-query")
+                \(frontends)
                 addAction(QNameRule("\(ServerBench.name)."), SpoofAction({"192.0.2.1"}, {ttl=300}))
                 """.write(to: config, atomically: true, encoding: .utf8)
             try start("dnsdist", ServerBench.dnsdist, ["--supervised", "--disable-syslog", "-C", config.path], directory)
-            try start("httpdns-plain", httpdns, ["serve", "--listen", "127.0.0.1:\(ports["httpdns-plain"]!)", "--zone", zone.path], directory)
-            try start(
-                "httpdns-tls", httpdns,
-                ["serve", "--listen", "127.0.0.1:\(ports["httpdns-tls"]!)", "--zone", zone.path, "--tls-cert", certificatePath,
-                 "--tls-key", keyPath], directory)
-            for key in ["dnsdist-plain", "dnsdist-tls", "httpdns-plain", "httpdns-tls"] {
+            let tls = ["--tls-cert", certificatePath, "--tls-key", keyPath]
+            if dot {
+                try start("httpdns-dot", httpdns, ["serve", "--listen", "tls://127.0.0.1:\(ports["httpdns-dot"]!)", "--zone", zone.path] + tls, directory)
+            } else {
+                try start("httpdns-plain", httpdns, ["serve", "--listen", "127.0.0.1:\(ports["httpdns-plain"]!)", "--zone", zone.path], directory)
+                try start("httpdns-tls", httpdns, ["serve", "--listen", "127.0.0.1:\(ports["httpdns-tls"]!)", "--zone", zone.path] + tls, directory)
+            }
+            for key in listeners {
                 try waitForListener(ports[key]!, name: key)
             }
         } catch {
@@ -59,6 +70,12 @@ final class BenchServerPair: @unchecked Sendable {
     func httpdnsTarget(tls: Bool) -> Target {
         let key = tls ? "httpdns-tls" : "httpdns-plain"
         return Target(name: "httpdns serve", url: url(tls: tls, port: ports[key]!), pid: pid(key))
+    }
+
+    /// Row 12's DoT listeners (`dot`): dnsdist's and `serve`'s, with their ports.
+    func dotTargets() -> (dnsdist: StubBenchServers.Target, httpdns: StubBenchServers.Target) {
+        (StubBenchServers.Target(name: "dnsdist", port: ports["dnsdist-dot"]!, pid: pid("dnsdist")),
+         StubBenchServers.Target(name: "httpdns serve", port: ports["httpdns-dot"]!, pid: pid("httpdns-dot")))
     }
 
     func stop() {
