@@ -10,6 +10,8 @@ packages=(
   libh2o-evloop-dev      # the HTTP/1.1 + HTTP/2 event loop of `httpdns serve` and of test servers
   libmaxminddb-dev       # MaxMind DB files: `httpdns serve --views` matching clients by country and ASN
   libhiredis-dev         # hiredis: `httpdns serve --redis` shares report state across a fleet
+  libngtcp2-dev          # QUIC (ngtcp2) for DNS over QUIC: `httpdns serve --listen quic://`, the stub's doq= upstreams
+  libngtcp2-crypto-gnutls-dev  # ngtcp2's GnuTLS crypto back end (the one Debian builds) and GnuTLS itself
   redis-server           # the real Redis of the report-sharing tests
   pkg-config             # SwiftPM finds the C libraries through it
   openssl                # tests and the demo make a private CA and certificates on the fly

@@ -109,8 +109,13 @@ final class StubDoTUpstreamTests: ToolTestCase {
         let metrics = try scrape(metricsPort)
         let answered = "httpdns_stub_upstream_queries_total{upstream=\"\(upstream)\",result=\"answered\"} \(Self.names.count + 1)\n"
         XCTAssertTrue(metrics.contains(answered), "\(answered) in\n\(metrics)")
-        // dnsdist closes the idle connection after 1 s: the next query opens a new one.
-        usleep(1_500_000)
+        // dnsdist closes the idle connection after its idle timeout (3 s): once its own count says
+        // the connection is gone, the next query opens a new one.
+        let closed = ContinuousClock.now + .seconds(15)
+        while try (bed.dnsdist.tlsFrontend()["tcpCurrentConnections"] as? Int) != 0 {
+            guard ContinuousClock.now < closed else { return XCTFail("dnsdist kept the idle connection open: \(try bed.dnsdist.tlsFrontend())") }
+            usleep(200_000)
+        }
         XCTAssertEqual(try Self.addresses("b.dot.test", port: port), ["10.1.0.101"], "asked after the server's close")
         let reconnected = try bed.dnsdist.tlsFrontend()
         XCTAssertEqual(reconnected["queries"] as? Int, Self.names.count + 2, "\(reconnected)")
