@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSStub
 import HTTPDNSTestSupport
 
 /// Row 12 (issue 34): `httpdns serve`'s DNS-over-TLS listener against dnsdist's DoT frontend
@@ -12,6 +13,11 @@ import HTTPDNSTestSupport
 /// server process's CPU-time clock around the run). Targets: qps ≥ 1.3× dnsdist's, CPU per query
 /// ≤ 0.7× (what row 8 measures for DoH). dnsperf verifies no certificate; the servers' TLS is what
 /// is measured.
+///
+/// 12c: the stub's `dot=` upstream (issue 34): a cold miss through `httpdns stub` whose names go to
+/// `serve`'s DoT listener, against the same DoT exchange made directly with the stub's own upstream
+/// code on a warm connection (as 11e does for DoH): ≤ 1.1×; 12c2 the same with the DoT server 1 ms
+/// away.
 enum DoTBench {
     static func run(_ runner: BenchRunner) async throws -> [BenchRow] {
         for (path, package) in [(ServerBench.dnsdist, "dnsdist"), (StubBench.dnsperf, "dnsperf")]
@@ -55,7 +61,72 @@ enum DoTBench {
                 "12b", "DoT, c=16: CPU per 1,000 queries, httpdns serve", unit: "ms", subject.map(\.cpuMillisecondsPer1k),
                 "dnsdist 1.7 DoT", base.map(\.cpuMillisecondsPer1k), target: "≤ 0.7×") { $0 <= 0.7 },
         ]
+        rows += try await coldMissRows(runner, certificates: certificates, leaf: leaf)
         ServerBench.noteLoad(&rows, before: loadBefore, row: 12)
+        return rows
+    }
+
+    /// 12c: each cold name once through a stub with only a `dot=` upstream (a UDP exchange from
+    /// here), alternating with the same DoT exchange made directly with the stub's own upstream code
+    /// (`DNSStubTLSUpstream`, certificate verified against the bench CA) on a warm connection; and
+    /// the UDP hop to the stub alone (a cached name), to show what the stub adds besides its hop.
+    /// 12c2: the same with the DoT server 1 ms away (a relay that holds each answer 1 ms).
+    static func coldMissRows(_ runner: BenchRunner, certificates: TestCertificates, leaf: TestCertificates.Leaf) async throws -> [BenchRow] {
+        let count = runner.options.quick ? 100 : 600
+        let names = (0..<2 * count + 40).map { "c\($0).dot-cold.bench.test" }
+        let hot = "hot.dot-cold.bench.test"
+        let directory = certificates.directory
+        let zone = directory.appendingPathComponent("dot-cold-zone.json")
+        let records = (names + [hot]).enumerated().map { #""\#($1)": {"A": ["10.9.\#($0 >> 8).\#($0 & 0xFF)"], "ttl": 3600}"# }
+        try ("{" + records.joined(separator: ", ") + "}").write(to: zone, atomically: true, encoding: .utf8)
+        let loopback = HTTPDNSIPAddress("127.0.0.1")!
+        let (dotPort, httpPort) = (try Dnsmasq.freePort(on: loopback), try Dnsmasq.freePort(on: loopback))
+        let httpdns = try ServerBench.httpdnsExecutable()
+        let server = try BenchProcess("httpdns serve (DoT, cold names)", httpdns, [
+            "serve", "--listen", "tls://127.0.0.1:\(dotPort)", "--listen", "http://127.0.0.1:\(httpPort)", "--zone", zone.path,
+            "--tls-cert", leaf.certificatePath, "--tls-key", leaf.keyPath,
+        ])
+        defer { server.stop() }
+        try server.waitForListener(dotPort)
+        let relay = try DelayingTCPRelay(target: dotPort, delay: .milliseconds(1))
+        defer { relay.stop() }
+        var rows: [BenchRow] = []
+        for (index, distant) in [false, true].enumerated() {
+            let upstreamText = "dot=127.0.0.1:\(distant ? relay.port : dotPort)#localhost"
+            let stubPort = try Dnsmasq.freePort(on: loopback)
+            let stub = try BenchProcess("httpdns stub (DoT)", httpdns, [
+                "stub", "--listen", "127.0.0.1:\(stubPort)", "--provider", "dnspod=http://127.0.0.1:\(httpPort)", "--allow-private",
+                "--protect", "nothing.invalid", "--upstream", upstreamText, "--cacert", certificates.caCertificatePath, "--timeout", "2",
+            ])
+            defer { stub.stop() }
+            try stub.waitForListener(stubPort)
+            let upstream = try DNSStubUpstreamSpec(parsing: upstreamText).makeUpstream(
+                transport: nil, trust: .caFile(certificates.caCertificatePath))
+            let socket = try BenchUDPClient(port: stubPort)
+            let own = Array(names[(index * (count + 20))..<((index + 1) * (count + 20))])
+            // Warm both connections to the DoT server (the stub's and this process's), and cache `hot`.
+            for name in own.suffix(20) {
+                _ = try await StubBench.directExchange(upstream, name)
+                _ = try socket.exchange(name)
+            }
+            _ = try socket.exchange(hot)
+            var direct: [Double] = [], viaStub: [Double] = [], hop: [Double] = []
+            for pair in stride(from: 0, to: count - 1, by: 2) {
+                direct.append(try await benchMeasureNanoseconds { _ = try await StubBench.directExchange(upstream, own[pair]) } / 1_000)
+                viaStub.append(try await benchMeasureNanoseconds { _ = try socket.exchange(own[pair + 1]) } / 1_000)
+                hop.append(try await benchMeasureNanoseconds { _ = try socket.exchange(hot) } / 1_000)
+            }
+            let ratio = BenchStats(viaStub).median / BenchStats(direct).median
+            let overhead = BenchStats(viaStub).median - BenchStats(direct).median
+            rows.append(BenchRow(
+                id: distant ? "12c2" : "12c",
+                title: distant ? "cold miss through the stub (dot= upstream 1 ms away)" : "cold miss through the stub (dot= upstream)",
+                unit: "µs", subject: BenchStats(viaStub),
+                baselineTitle: "the DoT exchange alone", baseline: BenchStats(direct), ratio: BenchStats([ratio]),
+                target: "≤ 1.1×", passed: ratio <= 1.1,
+                note: "medians over \(viaStub.count) names each, alternating; the stub adds \(Int(overhead.rounded())) µs, "
+                    + "of which the UDP round trip to the stub alone (a cached answer, same run) is \(Int(BenchStats(hop).median.rounded())) µs"))
+        }
         return rows
     }
 

@@ -141,7 +141,7 @@ enum StubBench {
     static func directExchange(_ upstream: any DNSStubUpstream, _ name: String) async throws -> DNSMessage {
         let query = DNSMessage.makeQuery(name: try DNSName(name), type: .A, recursionDesired: true, edns: DNSEDNS(udpPayloadSize: 1232))
         let answer = try await upstream.exchange(query, timeout: .seconds(2))
-        guard answer.answers.count == 1 else { throw BenchFailure("the DoH upstream gave \(answer.answers.count) answers for \(name)") }
+        guard answer.answers.count == 1 else { throw BenchFailure("the upstream gave \(answer.answers.count) answers for \(name)") }
         return answer
     }
 
