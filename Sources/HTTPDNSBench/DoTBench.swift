@@ -18,6 +18,11 @@ import HTTPDNSTestSupport
 /// `serve`'s DoT listener, against the same DoT exchange made directly with the stub's own upstream
 /// code on a warm connection (as 11e does for DoH): ≤ 1.1×; 12c2 the same with the DoT server 1 ms
 /// away.
+///
+/// 12d: hostile connections (issue 34): `dnsperf -m dot`'s load on a `serve` holding 2,000 idle TLS
+/// connections and 1,100 TCP connections stalled inside their ClientHello (slowloris), each from
+/// an address of its own in 127.0.0.0/8, against the same load on the same server without them:
+/// every query answered, and ≥ 0.8× the queries per second.
 enum DoTBench {
     static func run(_ runner: BenchRunner) async throws -> [BenchRow] {
         for (path, package) in [(ServerBench.dnsdist, "dnsdist"), (StubBench.dnsperf, "dnsperf")]
@@ -62,6 +67,7 @@ enum DoTBench {
                 "dnsdist 1.7 DoT", base.map(\.cpuMillisecondsPer1k), target: "≤ 0.7×") { $0 <= 0.7 },
         ]
         rows += try await coldMissRows(runner, certificates: certificates, leaf: leaf)
+        rows.append(try await crowdRow(runner, certificates: certificates, leaf: leaf, file: file))
         ServerBench.noteLoad(&rows, before: loadBefore, row: 12)
         return rows
     }
@@ -128,6 +134,101 @@ enum DoTBench {
                     + "of which the UDP round trip to the stub alone (a cached answer, same run) is \(Int(BenchStats(hop).median.rounded())) µs"))
         }
         return rows
+    }
+
+    /// What 12d's crowd holds open.
+    static let crowdIdle = 2_000
+    static let crowdStalled = 1_100
+
+    /// A crowd for 12d, run by python3: `IDLE` finished TLS handshakes that send nothing and
+    /// `STALLED` TCP connections that stop inside their ClientHello, connection i from 127.0.(1 +
+    /// i / 250).(1 + i % 250); prints one JSON line once all are open, then holds them until killed.
+    static let crowdScript = #"""
+        import json, socket, ssl, sys, time
+        port, ca, idle_count, stalled_count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+        context = ssl.create_default_context(cafile=ca)
+        def source(i):
+            return ("127.0.%d.%d" % (1 + i // 250, 1 + i % 250), 0)
+        idle, stalled, failed = [], [], []
+        for i in range(idle_count):
+            try:
+                raw = socket.create_connection(("127.0.0.1", port), timeout=15, source_address=source(i))
+                idle.append(context.wrap_socket(raw, server_hostname="localhost"))
+            except (OSError, ssl.SSLError) as error:
+                failed.append(repr(error))
+        for i in range(stalled_count):
+            try:
+                raw = socket.create_connection(("127.0.0.1", port), timeout=15, source_address=source(idle_count + i))
+                raw.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+                stalled.append(raw)
+            except OSError as error:
+                failed.append(repr(error))
+        print(json.dumps({"idle": len(idle), "stalled": len(stalled), "failed": len(failed), "first": failed[:1]}), flush=True)
+        while True:
+            time.sleep(60)
+        """#
+
+    /// 12d: dnsperf over DoT against a `serve` of its own, rounds without the crowd first, then
+    /// the crowd opened (its idle and handshake deadlines raised to 60 s so that it stays for the
+    /// whole run: the worst case), checked held through `/metrics`, and rounds with it.
+    static func crowdRow(_ runner: BenchRunner, certificates: TestCertificates, leaf: TestCertificates.Leaf, file: String) async throws -> BenchRow {
+        let loopback = HTTPDNSIPAddress("127.0.0.1")!
+        let (dotPort, httpPort) = (try Dnsmasq.freePort(on: loopback), try Dnsmasq.freePort(on: loopback))
+        let zone = certificates.directory.appendingPathComponent("bench-zone.json")
+        let server = try BenchProcess("httpdns serve (DoT crowd)", try ServerBench.httpdnsExecutable(), [
+            "serve", "--listen", "tls://127.0.0.1:\(dotPort)", "--listen", "http://127.0.0.1:\(httpPort)", "--zone", zone.path,
+            "--tls-cert", leaf.certificatePath, "--tls-key", leaf.keyPath, "--dot-idle-timeout", "60", "--handshake-timeout", "60",
+        ])
+        defer { server.stop() }
+        try server.waitForListener(dotPort)
+        let target = StubBenchServers.Target(name: "httpdns serve", port: dotPort, pid: server.pid)
+        let seconds = runner.options.quick ? 2 : 4
+        let rounds = runner.options.quick ? 1 : 3
+        var calm: [Double] = [], crowded: [Double] = []
+        for _ in 0..<rounds { calm.append(try measure(target, file: file, seconds: seconds).qps) }
+        let crowd = try RunningTool(
+            executable: URL(fileURLWithPath: "/usr/bin/python3"),
+            arguments: ["-c", crowdScript, String(dotPort), certificates.caCertificatePath, String(crowdIdle), String(crowdStalled)])
+        defer {
+            crowd.send(SIGKILL)
+            _ = try? crowd.wait(timeout: .seconds(10))
+        }
+        let line = try crowd.waitForLine(startingWith: "{", timeout: .seconds(120))
+        guard let opened = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              opened["idle"] as? Int == crowdIdle, opened["stalled"] as? Int == crowdStalled
+        else { throw BenchFailure("the crowd did not open every connection: \(line)") }
+        // The last of the crowd may still wait in the listen queue: polled for up to 10 s.
+        var open = try openConnections(httpPort)
+        let giveUp = ContinuousClock.now + .seconds(10)
+        while open < crowdIdle + crowdStalled, ContinuousClock.now < giveUp {
+            usleep(200_000)
+            open = try openConnections(httpPort)
+        }
+        guard open >= crowdIdle + crowdStalled else {
+            throw BenchFailure("serve holds \(open) connections, not the crowd's \(crowdIdle + crowdStalled)")
+        }
+        for _ in 0..<rounds { crowded.append(try measure(target, file: file, seconds: seconds).qps) }
+        let stillOpen = try openConnections(httpPort)
+        let ratio = BenchStats(crowded).median / BenchStats(calm).median
+        return BenchRow(
+            id: "12d", title: "DoT q/s with \(crowdIdle) idle TLS connections and \(crowdStalled) stalled handshakes open", unit: "q/s",
+            subject: BenchStats(crowded), baselineTitle: "the same load without them", baseline: BenchStats(calm),
+            ratio: BenchStats([ratio]), target: "≥ 0.8×, none lost", passed: ratio >= 0.8,
+            note: "dnsperf -m dot, 16 clients; no query lost in any round (a loss fails the row); serve held \(open) connections "
+                + "before the crowded rounds and \(stillOpen) after")
+    }
+
+    /// `httpdns_open_connections` from `serve`'s /metrics on 127.0.0.1:`port`.
+    static func openConnections(_ port: UInt16) throws -> Int {
+        let client = try RawHTTPClient(port: Int(port))
+        guard client.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n") else {
+            throw BenchFailure("serve's /metrics did not take the request")
+        }
+        let body = client.readResponse(timeout: 10).body
+        guard let line = body.split(separator: "\n").first(where: { $0.hasPrefix("httpdns_open_connections ") }),
+              let value = line.split(separator: " ").last.flatMap({ Double($0) })
+        else { throw BenchFailure("no httpdns_open_connections in serve's /metrics") }
+        return Int(value)
     }
 
     /// One round of dnsperf over DoT at its own pace against `target`: queries per second and CPU.
