@@ -222,7 +222,10 @@ public final class HTTPDNSEngine: Sendable {
     func cacheStep(_ key: HTTPDNSCacheKey, freshOnly: Bool = false) -> CacheStep {
         let now = clock.now()
         let memoKey = HTTPDNSHitMemo.Key(engine: serial, host: key.host, family: key.family)
-        if let answer = HTTPDNSHitMemo.answer(memoKey, now: now, generation: generation.load(ordering: .acquiring)) {
+        // The memo is keyed by host and family: an answer scoped to a client subnet (the server's
+        // lookups for its clients) never enters it, or it would reach every other subnet.
+        let memoised = key.clientSubnet == nil
+        if memoised, let answer = HTTPDNSHitMemo.answer(memoKey, now: now, generation: generation.load(ordering: .acquiring)) {
             return .hit(answer, refresh: false)
         }
         let optimistic = freshOnly ? nil : optimisticStaleness
@@ -255,7 +258,7 @@ public final class HTTPDNSEngine: Sendable {
         var answer: HTTPDNSAnswer
         switch lookup {
         case .fresh(let entry, let remaining, _):
-            if let memoGeneration {
+            if memoised, let memoGeneration {
                 let refreshAt = entry.storedAt + Double(entry.ttl) * configuration.cache.policy.refreshFraction
                 HTTPDNSHitMemo.remember(memoKey, entry, refreshAt: refreshAt, generation: memoGeneration)
             }

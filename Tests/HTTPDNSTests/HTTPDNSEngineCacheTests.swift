@@ -21,6 +21,30 @@ final class HTTPDNSEngineCacheTests: XCTestCase {
         XCTAssertEqual(provider.calls, 2)
     }
 
+    /// The server resolves for many clients: an answer cached for one client subnet (EDNS Client
+    /// Subnet) is never served to another, not even from the per-thread hit memo, which is keyed
+    /// by host and family alone (hits in a row alternate subnets on one thread here: a memoised
+    /// answer for the name would reach the other subnet).
+    func testAnswersForOneClientSubnetNeverReachAnother() async throws {
+        let provider = SubnetEchoResolver()
+        let subject = engine([provider])
+        let subnets = [
+            HTTPDNSClientSubnet(client: HTTPDNSIPAddress("203.0.113.7")!)!, HTTPDNSClientSubnet(client: HTTPDNSIPAddress("198.51.100.9")!)!,
+        ]
+        for subnet in subnets {
+            _ = try await subject.resolve("ecs.example", family: .ipv4, clientSubnet: subnet)
+        }
+        for _ in 0..<8 {
+            for (index, subnet) in subnets.enumerated() {
+                let answer = try await subject.resolve("ecs.example", family: .ipv4, clientSubnet: subnet)
+                XCTAssertEqual(answer.addresses.map(\.description), [SubnetEchoResolver.addresses[index]], "\(subnet)")
+            }
+            let plain = try await subject.resolve("ecs.example", family: .ipv4)
+            XCTAssertEqual(plain.addresses.map(\.description), ["192.0.2.99"])
+        }
+        XCTAssertEqual(provider.calls.withLock { $0 }, 3, "one lookup per subnet and one without")
+    }
+
     func testTTLCeiling() async throws {
         let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 10_000_000))
         let subject = engine([provider]) { $0.cache.policy.maximumTTL = 3_600 }
@@ -182,5 +206,24 @@ func waitUntil(_ condition: @Sendable () -> Bool, file: StaticString = #filePath
             return
         }
         try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+/// Answers 192.0.2.1 for 203.0.113.0/24, 192.0.2.2 for 198.51.100.0/24 and 192.0.2.99 without a
+/// subnet (the task-local subnet a lookup runs under).
+final class SubnetEchoResolver: HTTPDNSResolver {
+    static let addresses = ["192.0.2.1", "192.0.2.2"]
+    let name = "subnet-echo"
+    let calls = HTTPDNSLock(0)
+
+    func resolve(_ host: String, family: HTTPDNSAddressFamily) async throws -> HTTPDNSRecordSet {
+        calls.withLock { $0 += 1 }
+        let text: String
+        switch HTTPDNSClientSubnet.current?.address.description {
+        case "203.0.113.0": text = Self.addresses[0]
+        case "198.51.100.0": text = Self.addresses[1]
+        default: text = "192.0.2.99"
+        }
+        return HTTPDNSRecordSet(host: host, ipv4: [HTTPDNSIPAddress(text)!], ipv6: [], ttl: 300)
     }
 }
