@@ -168,15 +168,31 @@ public final class HTTPDNSEngine: Sendable {
     }
 
     /// Answers from the cache (reporting the hit, starting a refresh when due) or says what to ask.
+    ///
+    /// This thread's memo is asked first, by `host` as the caller spelled it: a repeated hit then
+    /// neither normalises the name nor takes the lock.
     @usableFromInline
     func lookupCache(_ host: String, family: HTTPDNSAddressFamily?) -> CacheOutcome {
-        lookupCache(HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: concreteFamily(family)))
+        let family = concreteFamily(family)
+        if let answer = memoAnswer(host, family: family) {
+            monitor.cacheHit(host: answer.host, family: family)
+            return .hit(answer)
+        }
+        return lookupCache(HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family), asked: host)
     }
 
-    func lookupCache(_ key: HTTPDNSCacheKey) -> CacheOutcome {
+    /// This thread's memoised answer for `asked` (the name as a caller spelled it), if still valid.
+    func memoAnswer(_ asked: String, family: HTTPDNSAddressFamily) -> HTTPDNSAnswer? {
+        HTTPDNSHitMemo.answer(
+            HTTPDNSHitMemo.Key(engine: serial, host: asked, family: family), now: clock.now(), generation: generation.load(ordering: .acquiring))
+    }
+
+    /// - Parameter asked: the name as the caller spelled it, when the memo was already asked for it
+    ///   (``lookupCache(_:family:)``): a fresh answer is memoised under that spelling.
+    func lookupCache(_ key: HTTPDNSCacheKey, asked: String? = nil) -> CacheOutcome {
         let family = key.family
         // IP literals and invalid names are never cached, so a hit needs no checks.
-        switch cacheStep(key) {
+        switch cacheStep(key, asked: asked) {
         case .hit(let answer, let refresh):
             if answer.isStale {
                 monitor.cacheServedStale(host: key.host, family: family)
@@ -201,8 +217,11 @@ public final class HTTPDNSEngine: Sendable {
 
     /// The cached answer for `host`, if a fresh one exists; never goes upstream and never waits.
     public func cachedAnswer(_ host: String, family: HTTPDNSAddressFamily? = nil) -> HTTPDNSAnswer? {
-        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: concreteFamily(family))
-        guard case .hit(let answer, _) = cacheStep(key, freshOnly: true) else { return nil }
+        let family = concreteFamily(family)
+        // A memoised answer is fresh: it is used only before its entry's refresh point.
+        if let answer = memoAnswer(host, family: family) { return answer }
+        let key = HTTPDNSCacheKey(host: HTTPDNSHostPolicy.normalize(host), family: family)
+        guard case .hit(let answer, _) = cacheStep(key, asked: host, freshOnly: true) else { return nil }
         return answer
     }
 
@@ -219,13 +238,17 @@ public final class HTTPDNSEngine: Sendable {
 
     /// What the cache says about `key` now: from this thread's memo when it holds a valid copy,
     /// otherwise from the shared cache, the lock held only for the lookup itself.
-    func cacheStep(_ key: HTTPDNSCacheKey, freshOnly: Bool = false) -> CacheStep {
+    ///
+    /// - Parameter asked: the name as the caller spelled it, when the caller has already asked the
+    ///   memo for it (the memo is then not asked again, and a fresh answer is memoised under it).
+    func cacheStep(_ key: HTTPDNSCacheKey, asked: String? = nil, freshOnly: Bool = false) -> CacheStep {
         let now = clock.now()
-        let memoKey = HTTPDNSHitMemo.Key(engine: serial, host: key.host, family: key.family)
+        let memoKey = HTTPDNSHitMemo.Key(engine: serial, host: asked ?? key.host, family: key.family)
         // The memo is keyed by host and family: an answer scoped to a client subnet (the server's
         // lookups for its clients) never enters it, or it would reach every other subnet.
         let memoised = key.clientSubnet == nil
-        if memoised, let answer = HTTPDNSHitMemo.answer(memoKey, now: now, generation: generation.load(ordering: .acquiring)) {
+        if memoised, asked == nil,
+            let answer = HTTPDNSHitMemo.answer(memoKey, now: now, generation: generation.load(ordering: .acquiring)) {
             return .hit(answer, refresh: false)
         }
         let optimistic = freshOnly ? nil : optimisticStaleness
@@ -260,7 +283,7 @@ public final class HTTPDNSEngine: Sendable {
         case .fresh(let entry, let remaining, _):
             if memoised, let memoGeneration {
                 let refreshAt = entry.storedAt + Double(entry.ttl) * configuration.cache.policy.refreshFraction
-                HTTPDNSHitMemo.remember(memoKey, entry, refreshAt: refreshAt, generation: memoGeneration)
+                HTTPDNSHitMemo.remember(memoKey, answering: key.host, entry, refreshAt: refreshAt, generation: memoGeneration)
             }
             answer = cachedAnswer(key, entry, ttl: remaining, stale: false)
         case .stale(let entry) where !freshOnly:

@@ -24,6 +24,12 @@ import HTTPDNSCore
 /// Layout: a fixed table of ``slots`` slots per thread, direct-mapped by a cheap hash of the host's
 /// length and a few of its bytes (a collision only sends a lookup to the shared cache), kept in
 /// thread-local storage and freed when the thread exits.
+///
+/// Keys: the name as the caller spelled it (`WWW.Example.com.` and `www.example.com` are two keys
+/// for one cache entry), so that a repeated hit does not normalise the name first; the answer
+/// carries the normalised name (``Slot/answerHost``). The key keeps the caller's own string, so
+/// that a caller asking with the same string again is recognised by identity, without comparing
+/// bytes; nothing else of the slot is shared with another thread.
 enum HTTPDNSHitMemo {
     struct Key {
         let engine: UInt64
@@ -34,7 +40,10 @@ enum HTTPDNSHitMemo {
     struct Slot {
         /// 0 for an empty slot (engine serials start at 1).
         var engine: UInt64 = 0
+        /// The name as asked (the key).
         var host: String = ""
+        /// The name the answer carries: `host` normalised, a copy of this slot's own.
+        var answerHost: String = ""
         var family: HTTPDNSAddressFamily = .ipv4
         var generation: UInt64 = 0
         var addresses: [HTTPDNSIPAddress] = []
@@ -68,15 +77,16 @@ enum HTTPDNSHitMemo {
         // Clamped: whatever the entry held (a cache file is untrusted), the conversion cannot trap.
         let remaining = HTTPDNSCachePolicy.remainingSeconds(slot.pointee.expiresAt - now)
         var answer = HTTPDNSAnswer(
-            host: key.host, addresses: slot.pointee.addresses, ttl: remaining, source: slot.pointee.source,
+            host: slot.pointee.answerHost, addresses: slot.pointee.addresses, ttl: remaining, source: slot.pointee.source,
             origin: slot.pointee.origin, fromCache: true, isStale: false)
         answer.fromDisk = slot.pointee.fromDisk
         return answer
     }
 
-    /// Remembers a fresh cache entry read under the engine's lock at `generation`, if `key` is hot
-    /// here: already in the slot (expired or outdated) or the slot's candidate.
-    static func remember(_ key: Key, _ entry: HTTPDNSCacheEntry, refreshAt: Double, generation: UInt64) {
+    /// Remembers a fresh cache entry read under the engine's lock at `generation` for `key` (the
+    /// name as asked), whose answers carry `answerHost` (the name normalised), if `key` is hot here:
+    /// already in the slot (expired or outdated) or the slot's candidate.
+    static func remember(_ key: Key, answering answerHost: String, _ entry: HTTPDNSCacheEntry, refreshAt: Double, generation: UInt64) {
         let slot = table() + index(key)
         let known = slot.pointee.engine == key.engine && slot.pointee.host == key.host
         let candidate = slot.pointee.candidateEngine == key.engine && slot.pointee.candidateHost == key.host
@@ -87,7 +97,7 @@ enum HTTPDNSHitMemo {
         }
         // Fresh copies: sharing the cache's buffers would share their reference counts.
         slot.pointee = Slot(
-            engine: key.engine, host: String(decoding: Array(key.host.utf8), as: UTF8.self), family: key.family,
+            engine: key.engine, host: key.host, answerHost: String(decoding: Array(answerHost.utf8), as: UTF8.self), family: key.family,
             generation: generation, addresses: entry.addresses.map { $0 },
             source: String(decoding: Array(entry.source.utf8), as: UTF8.self), origin: entry.origin,
             fromDisk: entry.fromDisk, expiresAt: entry.expiresAt, refreshAt: refreshAt, uses: 0)

@@ -41,6 +41,9 @@ enum CacheHitBench {
         let ops = runner.options.quick ? 50_000 : 200_000
         let slowOps = ops / 200
         let name = host
+        // The same name in 64 strings of their own (none shares another's storage): a caller that
+        // builds the name afresh each time (from a URL, say) is not recognised by identity.
+        let copies = (0..<64).map { _ in String(decoding: Array(host.utf8), as: UTF8.self) }
 
         var rows: [BenchRow] = []
         for threads in [1, 2] {
@@ -76,6 +79,11 @@ enum CacheHitBench {
                         for index in 0..<ops { benchBlackHole(try? await engine.resolve(spread[index % spread.count])) }
                     }
                 },
+                {
+                    await perOp(threads: threads, ops: ops) { ops in
+                        for index in 0..<ops { benchBlackHole(try? await engine.resolve(copies[index & (copies.count - 1)])) }
+                    }
+                },
             ]
             let results = try await runner.interleave(
                 rounds: runner.rounds, deadline: runner.deadline(seconds: 60), variants)
@@ -85,11 +93,11 @@ enum CacheHitBench {
             for (offset, (index, title)) in [(2, "engine.resolve, cache hit"), (3, "engine.cachedAnswer (sync)")].enumerated() {
                 let stats = BenchStats(results[index])
                 let ratio = BenchStats.ratios(results[index], over: results[0])
-                let passed = stats.median <= 100 && ratio.median <= 3
+                let passed = stats.median <= 100 && ratio.median <= 1.5
                 rows.append(BenchRow(
                     id: "1\(letters[offset])", title: "\(title), \(suffix)", unit: "ns/op", subject: stats,
                     baselineTitle: "Dictionary under HTTPDNSLock", baseline: floorStats, ratio: ratio,
-                    target: "≤ 100 ns and ≤ 3× floor", passed: passed))
+                    target: "≤ 100 ns and ≤ 1.5× floor", passed: passed))
             }
             rows.append(BenchRow(
                 id: "1\(letters[2])", title: "reference: Dictionary under Synchronization.Mutex, \(suffix)", unit: "ns/op",
@@ -105,6 +113,11 @@ enum CacheHitBench {
                 unit: "ns/op", subject: BenchStats(results[5]), baselineTitle: "Dictionary under HTTPDNSLock", baseline: floorStats,
                 ratio: BenchStats.ratios(results[5], over: results[0]),
                 note: threads == 1 ? "too many names for a thread's 16-slot hit memo: every hit takes the shared cache's lock" : nil))
+            rows.append(BenchRow(
+                id: "1\(threads == 1 ? "k" : "l")", title: "reference: engine.resolve, cache hit, the name in another String each time, \(suffix)",
+                unit: "ns/op", subject: BenchStats(results[6]), baselineTitle: "Dictionary under HTTPDNSLock", baseline: floorStats,
+                ratio: BenchStats.ratios(results[6], over: results[0]),
+                note: threads == 1 ? "1a asks with one String, which the hit memo recognises by identity; here its bytes are compared" : nil))
         }
         return rows
     }

@@ -410,8 +410,8 @@ final class HTTPDNSHitMemoHostileTests: XCTestCase {
                     addresses: [try XCTUnwrap(HTTPDNSIPAddress("192.0.2.1"))], source: "p", origin: .httpdns, storedAt: storedAt,
                     ttl: ttl)
                 // The second sighting copies the entry into the memo.
-                HTTPDNSHitMemo.remember(key, entry, refreshAt: .infinity, generation: 7)
-                HTTPDNSHitMemo.remember(key, entry, refreshAt: .infinity, generation: 7)
+                HTTPDNSHitMemo.remember(key, answering: key.host, entry, refreshAt: .infinity, generation: 7)
+                HTTPDNSHitMemo.remember(key, answering: key.host, entry, refreshAt: .infinity, generation: 7)
                 XCTAssertTrue(HTTPDNSHitMemo.contains(key))
                 let answer = try XCTUnwrap(HTTPDNSHitMemo.answer(key, now: 1_767_225_600, generation: 7))
                 XCTAssertTrue((1...HTTPDNSFormatLimits.maxTTL).contains(answer.ttl), "\(ttl) at \(storedAt): \(answer.ttl)")

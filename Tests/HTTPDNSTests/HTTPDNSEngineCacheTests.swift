@@ -45,6 +45,25 @@ final class HTTPDNSEngineCacheTests: XCTestCase {
         XCTAssertEqual(provider.calls.withLock { $0 }, 3, "one lookup per subnet and one without")
     }
 
+    /// The hit memo is keyed by the name as asked (so a repeated hit skips normalising it): every
+    /// spelling's hits, memoised or not, carry the normalised name and the one cached entry.
+    func testHitsOfEverySpellingCarryTheNormalisedName() async throws {
+        let provider = FakeResolver("p", .answer(["198.51.100.7"], ttl: 300))
+        let monitor = RecordingMonitor()
+        let subject = engine([provider], monitor: monitor)
+        for _ in 0..<4 {
+            for spelling in ["WWW.Example.COM.", "www.example.com", "www.EXAMPLE.com"] {
+                let answer = try await subject.resolve(spelling)
+                XCTAssertEqual(answer.host, "www.example.com", spelling)
+                XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.7"], spelling)
+                XCTAssertEqual(subject.cachedAnswer(spelling)?.host, "www.example.com", spelling)
+            }
+        }
+        XCTAssertEqual(provider.calls, 1)
+        XCTAssertEqual(monitor.events.filter { $0.hasPrefix("hit ") }.count, 11, "\(monitor.events)")
+        XCTAssertEqual(Set(monitor.events.filter { $0.hasPrefix("hit ") }), ["hit www.example.com"])
+    }
+
     func testTTLCeiling() async throws {
         let provider = FakeResolver("p", .answer(["198.51.100.1"], ttl: 10_000_000))
         let subject = engine([provider]) { $0.cache.policy.maximumTTL = 3_600 }
