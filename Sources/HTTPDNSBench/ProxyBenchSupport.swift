@@ -54,6 +54,40 @@ final class ProxyDaemon: @unchecked Sendable {
             authorization: "Proxy-Authorization: Basic \(token)\r\n")
     }
 
+    /// Builds (`cc -O2`, from scripts/bench/connect-floor.c beside this source tree) and starts row
+    /// 9d's floor: a CONNECT relay in C with `threads` epoll loops and nothing but the relaying.
+    static func connectFloor(threads: Int, directory: URL) throws -> ProxyDaemon {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("scripts/bench/connect-floor.c")
+        guard FileManager.default.fileExists(atPath: source.path) else { throw BenchFailure("\(source.path) not found") }
+        let executable = directory.appendingPathComponent("connect-floor")
+        let compiler = Process()
+        compiler.executableURL = URL(fileURLWithPath: "/usr/bin/cc")
+        compiler.arguments = ["-O2", "-o", executable.path, source.path, "-lpthread"]
+        try compiler.run()
+        compiler.waitUntilExit()
+        guard compiler.terminationStatus == 0 else { throw BenchFailure("cc could not build \(source.lastPathComponent)") }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = [String(threads)]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.hasPrefix("port "), let port = UInt16(text.dropFirst(5)) else {
+            process.terminate()
+            throw BenchFailure("the floor relay printed no port: \(text)")
+        }
+        return ProxyDaemon(name: "C floor relay", process: process, port: port, url: "http://127.0.0.1:\(port)", authorization: "")
+    }
+
     /// Starts Debian's tinyproxy in the foreground on a free port, allowing CONNECT to any port.
     static func tinyproxy(directory: URL) throws -> ProxyDaemon {
         let executable = "/usr/bin/tinyproxy"
