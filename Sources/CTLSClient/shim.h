@@ -39,6 +39,29 @@ static inline void httpdns_tls_error_text(const char *fallback, char *error, siz
     ERR_clear_error();
 }
 
+/// The session an upstream resumes its next connection with (RFC 7858 §3.4 recommends resumption, RFC
+/// 5077 and TLS 1.3 tickets): the newest the server gave on one of its connections, or NULL. Owned
+/// by the upstream, used only on its I/O thread.
+typedef struct {
+    SSL_SESSION *session;
+} httpdns_tls_session_slot;
+
+/// OpenSSL's new-session callback: keeps `session` in the connection's slot (its app data), in
+/// place of the one it held. Returns 1: the reference is the slot's.
+static inline int httpdns_tls_on_new_session(SSL *ssl, SSL_SESSION *session) {
+    httpdns_tls_session_slot *slot = (httpdns_tls_session_slot *)SSL_get_app_data(ssl);
+    if (slot == NULL) return 0;
+    if (slot->session != NULL) SSL_SESSION_free(slot->session);
+    slot->session = session;
+    return 1;
+}
+
+/// Frees the slot's session (the slot itself is the caller's).
+static inline void httpdns_tls_session_slot_clear(httpdns_tls_session_slot *slot) {
+    if (slot->session != NULL) SSL_SESSION_free(slot->session);
+    slot->session = NULL;
+}
+
 /// A client context: TLS 1.2 or newer (RFC 8310 §8.1), peer verification on. Trust: the PEM file
 /// `ca_file`, else the PEM data `ca_pem` (`ca_pem_len` bytes), else OpenSSL's default paths (the
 /// system store). NULL on failure, with the reason in `error`.
@@ -51,6 +74,10 @@ static inline SSL_CTX *httpdns_tls_client_context(const char *ca_file, const cha
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     // A write may end part-way (the socket is full) and is resumed from a buffer that may have moved.
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    // Sessions the server gives (TLS 1.3 tickets arrive after the handshake) go to the connection's
+    // slot through the callback, not to OpenSSL's own client cache.
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(ctx, httpdns_tls_on_new_session);
     if (ca_file != NULL) {
         if (SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1) goto fail;
     } else if (ca_pem != NULL) {
@@ -93,6 +120,14 @@ static inline SSL *httpdns_tls_client_new(SSL_CTX *ctx, int fd, const char *host
     }
     SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
     return ssl;
+}
+
+/// Gives `ssl` the upstream's session `slot`: new sessions land there, and the one it holds (if the
+/// server may still resume it) is offered in the handshake. The name is checked as on a full
+/// handshake: a slot belongs to one upstream, its one server and name.
+static inline void httpdns_tls_use_session_slot(SSL *ssl, httpdns_tls_session_slot *slot) {
+    SSL_set_app_data(ssl, slot);
+    if (slot->session != NULL && SSL_SESSION_is_resumable(slot->session)) (void)SSL_set_session(ssl, slot->session);
 }
 
 /// What a failed step means (see the header's comment for the values).

@@ -42,6 +42,24 @@ final class DNSStubTLSContext: @unchecked Sendable {
     }
 }
 
+/// The TLS session a DNS-over-TLS upstream resumes its next connection with: the newest one its
+/// server gave (OpenSSL's new-session callback puts it here, see `httpdns_tls_session_slot`).
+final class DNSStubTLSSessions: @unchecked Sendable {
+    // Unchecked: the slot is read and written only on the upstream's I/O thread, by its
+    // connections' handshakes and reads; this object only owns the memory.
+    let slot: UnsafeMutablePointer<httpdns_tls_session_slot>
+
+    init() {
+        slot = UnsafeMutablePointer<httpdns_tls_session_slot>.allocate(capacity: 1)
+        slot.initialize(to: httpdns_tls_session_slot(session: nil))
+    }
+
+    deinit {
+        httpdns_tls_session_slot_clear(slot)
+        slot.deallocate()
+    }
+}
+
 /// One TLS connection of a DNS-over-TLS upstream, owned by the upstream's I/O thread (never shared):
 /// a non-blocking TCP connect, the handshake, then DNS messages framed as on TCP (RFC 7858 §3.3,
 /// RFC 1035 §4.2.2) both ways. Each step runs when `poll` says the socket is ready and never blocks.
@@ -55,6 +73,8 @@ final class DNSStubTLSConnection {
     private(set) var phase: Phase
     let fd: Int32
     private let ssl: OpaquePointer
+    /// Kept while the connection lives: its SSL points at the slot.
+    private let sessions: DNSStubTLSSessions
     private let serverName: String
     /// Framed queries not yet written, from ``outputStart``.
     private var output: [UInt8] = []
@@ -66,9 +86,12 @@ final class DNSStubTLSConnection {
     private var error = [CChar](repeating: 0, count: 256)
     private var buffer = [UInt8](repeating: 0, count: 16_384)
 
-    /// Starts connecting to `server`; the handshake verifies `serverName` (also sent as SNI).
+    /// Starts connecting to `server`; the handshake verifies `serverName` (also sent as SNI) and
+    /// offers the session in `sessions` (the upstream's own), where the server's new ones land.
     /// - Throws: `HTTPDNSError` `.transport` when the socket cannot be made or the connect fails at once.
-    init(context: DNSStubTLSContext, server: SocketAddress, serverName: String) throws(HTTPDNSError) {
+    init(
+        context: DNSStubTLSContext, server: SocketAddress, serverName: String, sessions: DNSStubTLSSessions
+    ) throws(HTTPDNSError) {
         let fd = socket(server.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw Self.failure("socket") }
         // Queries are small frames written as they come: Nagle's delay would hold the second one
@@ -84,8 +107,10 @@ final class DNSStubTLSConnection {
             close(fd)
             throw HTTPDNSError(.transport, "TLS session cannot be made for \(serverName)")
         }
+        httpdns_tls_use_session_slot(ssl, sessions.slot)
         self.fd = fd
         self.ssl = ssl
+        self.sessions = sessions
         self.serverName = serverName
         phase = started == 0 ? .handshaking : .connecting
     }

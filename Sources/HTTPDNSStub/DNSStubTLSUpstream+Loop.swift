@@ -53,7 +53,7 @@ extension DNSStubTLSUpstream {
                 return
             case .connect:
                 do throws(HTTPDNSError) {
-                    connection = try DNSStubTLSConnection(context: context, server: server, serverName: serverName)
+                    connection = try DNSStubTLSConnection(context: context, server: server, serverName: serverName, sessions: sessions)
                     lastReceived = now
                     readable = false
                     writable = false

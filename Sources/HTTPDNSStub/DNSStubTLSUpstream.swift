@@ -11,7 +11,9 @@ import HTTPDNSCore
 
 /// DNS over TLS (RFC 7858) to one server: `dot=IP[:PORT]#NAME`, the certificate verified for NAME
 /// (also the SNI) against the stub's trust, one connection kept open and reused, queries pipelined
-/// on it and answered in any order (matched by ID and question, ``DNSStubPipeline``).
+/// on it and answered in any order (matched by ID and question, ``DNSStubPipeline``). A new
+/// connection resumes the session the server last gave (RFC 7858 §3.4: TLS 1.3 tickets or RFC 5077),
+/// so a reconnect after the server's idle close costs no full handshake.
 ///
 /// Which thread owns what: callers only put a query into the pipeline under the lock and wake the
 /// upstream's I/O thread; that thread alone owns the connection (``DNSStubTLSConnection``), polls
@@ -57,6 +59,9 @@ final class DNSStubTLSUpstream: DNSStubUpstream {
     let wakeRead: Int32
     let wakeWrite: Int32
     let clock = HTTPDNSUptimeClock()
+    /// The session the next connection resumes (the server's newest ticket); only the I/O thread
+    /// touches it, through its connections.
+    let sessions = DNSStubTLSSessions()
 
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` when `trust` cannot be loaded, `.transport`
     ///   when the wake-up pipe cannot be made.

@@ -11,7 +11,7 @@ import XCTest
 /// `httpdns stub`, the built binary, with a DNS-over-TLS upstream (issue 34): dnsdist 1.7's DoT
 /// frontend (`addTLSLocal`, a certificate from a test CA given with --cacert) in front of a
 /// dnsmasq. Answers through `dot=`, concurrent queries on one connection (dnsdist's own count of
-/// TLS sessions), a new connection once dnsdist closed the idle one, a certificate not valid for
+/// TLS sessions), a new connection resuming the first one's session once dnsdist closed the idle one, a certificate not valid for
 /// NAME refused with an EDE text and counted, and dnsdist stopped: the next upstream of the group
 /// answers.
 final class StubDoTUpstreamTests: ToolTestCase {
@@ -119,7 +119,9 @@ final class StubDoTUpstreamTests: ToolTestCase {
         XCTAssertEqual(try Self.addresses("b.dot.test", port: port), ["10.1.0.101"], "asked after the server's close")
         let reconnected = try bed.dnsdist.tlsFrontend()
         XCTAssertEqual(reconnected["queries"] as? Int, Self.names.count + 2, "\(reconnected)")
-        XCTAssertEqual(reconnected["tlsNewSessions"] as? Int, 2, "a new connection after the server closed the first: \(reconnected)")
+        // The new connection resumes the first one's session (RFC 7858 §3.4): no second full handshake.
+        XCTAssertEqual(reconnected["tlsNewSessions"] as? Int, 1, "a full handshake after the server closed the first: \(reconnected)")
+        XCTAssertEqual(reconnected["tlsResumptions"] as? Int, 1, "the new connection did not resume the session: \(reconnected)")
         let status = try jsonObject(try scrape(metricsPort, "/status"))
         let row = try XCTUnwrap((status["upstreams"] as? [[String: Any]])?.first, "\(status)")
         XCTAssertEqual(row["kind"] as? String, "dot", "\(row)")
