@@ -196,6 +196,8 @@ struct httpdns_quic_server {
     httpdns_quic_message *posted_head, *posted_tail;
     httpdns_quic_credentials *credentials;
     int stop_requested, close_requested, end_requested;
+    /* Destroyed: what is posted now is dropped. */
+    int ended;
 
     atomic_int open;
     /* Loop thread only from here on. */
@@ -206,7 +208,7 @@ struct httpdns_quic_server {
     uint32_t slot_count;
     uint32_t *free_slots;
     uint32_t free_count;
-    cid_entry *cid_table[QUIC_CID_BUCKETS];
+    cid_entry **cid_table;
     uint64_t write_round;
 };
 
@@ -955,6 +957,7 @@ httpdns_quic_server *httpdns_quic_server_create(int fd, const httpdns_quic_setti
     }
     server->fd = fd;
     server->epoll = server->wake = server->timer = -1;
+    server->cid_table = calloc(QUIC_CID_BUCKETS, sizeof *server->cid_table);
     server->settings = *settings;
     if (server->settings.max_streams == 0) server->settings.max_streams = 1;
     server->callbacks = callbacks;
@@ -968,7 +971,7 @@ httpdns_quic_server *httpdns_quic_server_create(int fd, const httpdns_quic_setti
     server->epoll = epoll_create1(EPOLL_CLOEXEC);
     server->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     server->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (server->epoll < 0 || server->wake < 0 || server->timer < 0) {
+    if (server->cid_table == NULL || server->epoll < 0 || server->wake < 0 || server->timer < 0) {
         httpdns_quic_server_destroy(server);
         return NULL;
     }
@@ -993,6 +996,7 @@ int httpdns_quic_server_start(httpdns_quic_server *server) {
 }
 
 static void wake(httpdns_quic_server *server) {
+    if (server->wake < 0) return;
     uint64_t one = 1;
     (void)write(server->wake, &one, sizeof one);
 }
@@ -1001,7 +1005,11 @@ void httpdns_quic_server_set_credentials(httpdns_quic_server *server, httpdns_qu
     credentials_retain(credentials);
     pthread_mutex_lock(&server->lock);
     httpdns_quic_credentials *old = server->credentials;
-    server->credentials = credentials;
+    if (server->ended) {
+        old = credentials;
+    } else {
+        server->credentials = credentials;
+    }
     pthread_mutex_unlock(&server->lock);
     httpdns_quic_credentials_release(old);
 }
@@ -1024,6 +1032,12 @@ void httpdns_quic_server_post_answer(httpdns_quic_server *server, httpdns_quic_m
     }
     message->next = NULL;
     pthread_mutex_lock(&server->lock);
+    if (server->ended) {
+        pthread_mutex_unlock(&server->lock);
+        free(message->answer);
+        free(message);
+        return;
+    }
     if (server->posted_tail != NULL) {
         server->posted_tail->next = message;
     } else {
@@ -1063,28 +1077,40 @@ void httpdns_quic_server_destroy(httpdns_quic_server *server) {
         pthread_join(server->thread, NULL);
     }
     while (server->live != NULL) connection_free(server->live);
+    pthread_mutex_lock(&server->lock);
+    server->ended = 1;
     httpdns_quic_message *message = server->posted_head;
+    server->posted_head = server->posted_tail = NULL;
+    pthread_mutex_unlock(&server->lock);
     while (message != NULL) {
         httpdns_quic_message *next = message->next;
         free(message->answer);
         free(message);
         message = next;
     }
-    for (int i = 0; i < QUIC_CID_BUCKETS; i++) {
+    for (int i = 0; server->cid_table != NULL && i < QUIC_CID_BUCKETS; i++) {
         while (server->cid_table[i] != NULL) {
             cid_entry *entry = server->cid_table[i];
             server->cid_table[i] = entry->next;
             free(entry);
         }
     }
+    free(server->cid_table);
     free(server->slots);
     free(server->generations);
     free(server->free_slots);
-    httpdns_quic_credentials_release(server->credentials);
+    server->cid_table = NULL;
+    server->slots = NULL;
+    server->generations = NULL;
+    server->free_slots = NULL;
+    pthread_mutex_lock(&server->lock);
+    httpdns_quic_credentials *credentials = server->credentials;
+    server->credentials = NULL;
+    pthread_mutex_unlock(&server->lock);
+    httpdns_quic_credentials_release(credentials);
     if (server->epoll >= 0) close(server->epoll);
-    if (server->wake >= 0) close(server->wake);
     if (server->timer >= 0) close(server->timer);
     close(server->fd);
-    pthread_mutex_destroy(&server->lock);
-    free(server);
+    // The record itself stays (as h2o's server does), its lock and eventfd too: an answer posted
+    // after this is dropped rather than written to freed memory.
 }

@@ -49,6 +49,8 @@ extension HTTPServer {
         /// One message of a ``MessageStream`` connection, presented as a POST (its
         /// ``httpVersion`` is empty).
         package var isMessage: Bool = false
+        /// A message that came over DNS over QUIC (``Listener/isQUIC``); ``isMessage`` is true too.
+        package var isQUIC: Bool = false
 
         package init(
             method: String, path: String, query: HTTPServerQuery = .init(), headers: [Header] = [], body: Data = Data(),

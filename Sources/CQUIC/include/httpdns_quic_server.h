@@ -86,7 +86,8 @@ void httpdns_quic_server_stop_accepting(httpdns_quic_server *server);
 /* Ends the drain: every connection still open is closed with DOQ_NO_ERROR; those with a query in
  * hand or part of one are reported to `shed`. Any thread. */
 void httpdns_quic_server_close_connections(httpdns_quic_server *server);
-/* Ends the thread and frees the server. Once; not from the server's own thread or callbacks. */
+/* Ends the thread and frees the server's connections and sockets. Its small record stays, so that an
+ * answer posted afterwards is dropped safely. Once; not from the server's own thread or callbacks. */
 void httpdns_quic_server_destroy(httpdns_quic_server *server);
 /* Connections open (kept and not closed) right now. Any thread. */
 int httpdns_quic_server_open_connections(httpdns_quic_server *server);
