@@ -1,0 +1,110 @@
+import Foundation
+import HTTPDNSCore
+import HTTPDNSTestSupport
+import HTTPServing
+import XCTest
+
+/// `httpdns serve --listen quic://…`: DNS over QUIC (RFC 9250) from the built binary, asked by
+/// dnspython's DoQ client and by aioquic directly (``DoQClient``): the view-correct answer with
+/// message ID 0, padding, two queries on one connection, garbage streams refused with
+/// DOQ_PROTOCOL_ERROR while the server goes on answering, metrics and the access log by transport,
+/// and a drain that answers every query it received, then closes with DOQ_NO_ERROR.
+final class ServeDoQTests: ToolTestCase {
+    private var certificates: TestCertificates!
+    private var leaf: TestCertificates.Leaf!
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        certificates = try TestCertificates()
+        leaf = try certificates.issue(dnsNames: ["dns.example.test"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
+        directory = try temporaryDirectory()
+        try Data(#"{"views": [{"name": "carrier-a", "networks": ["10.1.0.0/16"]}]}"#.utf8)
+            .write(to: directory.appendingPathComponent("views.json"))
+        try Data(#"{"www.example.test": {"A": ["192.0.2.1"], "ttl": 60, "views": {"carrier-a": {"A": ["198.51.100.1"]}}}}"#.utf8)
+            .write(to: directory.appendingPathComponent("zone.json"))
+    }
+
+    override func tearDown() {
+        certificates?.remove()
+        super.tearDown()
+    }
+
+    /// Starts serve with a DoQ listener and a plain HTTP one (for /metrics); their ports.
+    private func serve(_ extra: [String]) throws -> (server: RunningTool, doq: Int, http: String) {
+        let (server, urls) = try startServe(
+            [
+                "--listen", "quic://127.0.0.1:0", "--listen", "http://127.0.0.1:0", "--tls-cert", leaf.certificatePath,
+                "--tls-key", leaf.keyPath, "--zone", directory.appendingPathComponent("zone.json").path,
+                "--views", directory.appendingPathComponent("views.json").path,
+            ] + extra, listeners: 2)
+        XCTAssertTrue(urls[0].hasPrefix("quic://127.0.0.1:"), urls[0])
+        return (server, try port(of: urls[0]), urls[1])
+    }
+
+    private func ask(_ port: Int, _ arguments: [String]) throws -> [String: Any] {
+        try XCTUnwrap(try DoQClient.run(["query", String(port), certificates.caCertificatePath] + arguments) as? [String: Any])
+    }
+
+    private func metrics(_ url: String) throws -> String {
+        let (status, output) = try RunningTool.runToEnd("/usr/bin/curl", ["-sS", "--max-time", "10", "\(url)/metrics"])
+        XCTAssertEqual(status, 0, output)
+        return output
+    }
+
+    func testDnspythonGetsTheViewCorrectAnswerWithIDZeroOnOneConnectionAndItIsCountedAndLogged() throws {
+        let log = directory.appendingPathComponent("access.log").path
+        let (server, doq, http) = try serve(["--access-log", log])
+        defer { assertStopsCleanly(server) }
+        let plain = try ask(doq, ["www.example.test"])
+        XCTAssertEqual(plain["a"] as? [String], ["192.0.2.1"], "the peer's view: \(plain)")
+        XCTAssertEqual(plain["id"] as? Int, 0, "RFC 9250 §4.2.1: the answer's ID is the query's 0")
+        XCTAssertEqual(plain["padded"] as? Bool, false)
+        XCTAssertEqual(try ask(doq, ["www.example.test", "ecs=10.1.2.0/24"])["a"] as? [String], ["198.51.100.1"], "the subnet's view")
+        // RFC 8467 §4.1 as over TLS: a padded query gets a response padded to a multiple of 468 bytes.
+        let padded = try ask(doq, ["www.example.test", "pad"])
+        XCTAssertEqual(padded["padded"] as? Bool, true)
+        XCTAssertEqual((padded["length"] as? Int).map { $0 % 468 }, 0, "\(padded)")
+        let two = try XCTUnwrap(
+            try DoQClient.run(["two", String(doq), certificates.caCertificatePath, "www.example.test"]) as? [String: Any])
+        XCTAssertEqual(two["a"] as? [[String]], [["192.0.2.1"], ["192.0.2.1"]], "\(two)")
+        XCTAssertEqual(two["ids"] as? [Int], [0, 0])
+
+        let text = try metrics(http)
+        XCTAssertTrue(text.contains(#"httpdns_queries_total{endpoint="doq"} 5"#), text)
+        XCTAssertTrue(text.contains(#"httpdns_view_queries_total{view="carrier-a"} 1"#), text)
+        var lines: [Substring] = []
+        _ = pollUntilBlocking(within: .seconds(10)) {
+            lines = String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self).split(separator: "\n")
+            return lines.count >= 5
+        }
+        XCTAssertEqual(lines.count, 5)
+        XCTAssertTrue(lines.allSatisfy { $0.contains(#""protocol":"doq","endpoint":"doq""#) }, lines.joined(separator: "\n"))
+        XCTAssertTrue(lines[0].contains(#""client":"127.0.0.1""#), String(lines[0]))
+    }
+
+    func testGarbageStreamsCloseTheirConnectionWithProtocolErrorAndTheServerGoesOn() throws {
+        let (server, doq, _) = try serve([])
+        defer { assertStopsCleanly(server) }
+        let garbage = try XCTUnwrap(try DoQClient.run(["garbage", String(doq), certificates.caCertificatePath]) as? [String: Any])
+        // DOQ_PROTOCOL_ERROR (0x2) for a stream that is no query, a query whose ID is not 0, and
+        // bytes past the message.
+        XCTAssertEqual(garbage["codes"] as? [Int], [2, 2, 2], "\(garbage)")
+        XCTAssertEqual(try ask(doq, ["www.example.test"])["a"] as? [String], ["192.0.2.1"], "the server stopped answering")
+    }
+
+    func testTheDrainAnswersEveryQueryReceivedThenClosesWithNoError() throws {
+        let (server, doq, _) = try serve(["--drain-timeout", "20"])
+        let client = try DoQClient.start(["drain", String(doq), certificates.caCertificatePath, "www.example.test", "4", "60"])
+        _ = try client.waitForLine(startingWith: "half", timeout: .seconds(30))
+        server.send(SIGTERM)
+        XCTAssertEqual(try client.wait(timeout: .seconds(60)), 0, String(decoding: client.stderr, as: UTF8.self))
+        let line = String(decoding: client.stdout, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
+        XCTAssertEqual(result["sent"] as? Int, 240)
+        XCTAssertEqual(result["answered"] as? Int, 240, "\(result); client stderr: \(String(decoding: client.stderr, as: UTF8.self))")
+        XCTAssertEqual(result["closes"] as? [Int], [0, 0, 0, 0], "not every connection was closed with DOQ_NO_ERROR: \(result)")
+        assertStopsCleanly(server, signalled: true)
+        XCTAssertFalse(String(decoding: server.stderr, as: UTF8.self).contains("cut"), String(decoding: server.stderr, as: UTF8.self))
+    }
+}
