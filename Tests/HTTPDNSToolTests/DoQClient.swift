@@ -153,6 +153,49 @@ enum DoQClient {
                 asyncio.run(garbage(struct.pack("!H", len(wire)) + wire + b"extra")),
             ]
             print(json.dumps({"codes": codes}))
+        elif mode == "negotiate":
+            # negotiate: a client's first packet in a QUIC version the server does not speak
+            # (RFC 9000 §6): the versions of the Version Negotiation packet it gets back
+            import socket
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(5)
+            dcid, scid = bytes(range(8)), bytes(range(8, 16))
+            packet = bytes([0xc0]) + struct.pack("!I", 0x1a2a3a4a) + bytes([8]) + dcid + bytes([8]) + scid
+            s.sendto(packet + b"\0" * (1200 - len(packet)), ("127.0.0.1", port))
+            reply, _ = s.recvfrom(2048)
+            version = struct.unpack("!I", reply[1:5])[0]
+            at = 5 + 1 + reply[5]
+            at += 1 + reply[at]
+            versions = [struct.unpack("!I", reply[i:i + 4])[0] for i in range(at, len(reply) - 3, 4)]
+            print(json.dumps({"version": version, "versions": versions, "dcid": list(reply[6:6 + reply[5]])}))
+        elif mode == "limit":
+            # limit N NAME: N connections from one client, then one more; the code the extra one is
+            # closed with (None when it was taken), and whether the first ones still answer
+            async def limit(count, name):
+                # The context managers stay referenced: one collected closes its connection.
+                contexts = [connect("127.0.0.1", port, configuration=configuration(), create_protocol=DoQ) for _ in range(count)]
+                kept = [await context.__aenter__() for context in contexts]
+                refused = None
+                try:
+                    async with connect("127.0.0.1", port, configuration=configuration(), create_protocol=DoQ) as extra:
+                        await extra.ask(query(name))
+                except Exception:
+                    refused = True
+                answers = [addresses(await client.ask(query(name))) for client in kept]
+                for client in kept:
+                    client.close()
+                    await client.wait_closed()
+                return {"refused": refused, "a": answers}
+            print(json.dumps(asyncio.run(limit(int(args[0]), args[1]))))
+        elif mode == "idle":
+            # idle NAME: one query, then the seconds until the server's idle timeout ends the connection
+            async def idle(name):
+                async with connect("127.0.0.1", port, configuration=configuration(), create_protocol=DoQ) as client:
+                    answer = await client.ask(query(name))
+                    started = time.monotonic()
+                    await asyncio.wait_for(asyncio.shield(client.terminated), 10)
+                    return {"a": addresses(answer), "closed_after": time.monotonic() - started}
+            print(json.dumps(asyncio.run(idle(args[0]))))
         elif mode == "drain":
             # drain NAME CONNECTIONS QUERIES
             print(json.dumps(asyncio.run(drain(args[0], int(args[1]), int(args[2])))))

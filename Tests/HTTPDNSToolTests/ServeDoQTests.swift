@@ -93,6 +93,31 @@ final class ServeDoQTests: ToolTestCase {
         XCTAssertEqual(try ask(doq, ["www.example.test"])["a"] as? [String], ["192.0.2.1"], "the server stopped answering")
     }
 
+    func testOtherVersionsAreNegotiatedAndTheLimitsAndIdleTimeoutHold() throws {
+        let (server, doq, http) = try serve(["--max-connections-per-client", "2", "--dot-idle-timeout", "1"])
+        defer { assertStopsCleanly(server) }
+        // RFC 9000 §6: an unknown version gets Version Negotiation (version 0) offering QUIC v1,
+        // addressed to the client's own connection ID.
+        let negotiated = try XCTUnwrap(
+            try DoQClient.run(["negotiate", String(doq), certificates.caCertificatePath]) as? [String: Any])
+        XCTAssertEqual(negotiated["version"] as? Int, 0, "\(negotiated)")
+        XCTAssertTrue((negotiated["versions"] as? [Int])?.contains(1) == true, "\(negotiated)")
+        XCTAssertEqual(negotiated["dcid"] as? [Int], Array(8..<16))
+        // The HTTP server's per-client limit counts QUIC connections: a third from one client is refused.
+        let limit = try XCTUnwrap(
+            try DoQClient.run(["limit", String(doq), certificates.caCertificatePath, "2", "www.example.test"]) as? [String: Any])
+        XCTAssertEqual(limit["refused"] as? Bool, true, "a third connection from one client was taken: \(limit)")
+        XCTAssertEqual(limit["a"] as? [[String]], [["192.0.2.1"], ["192.0.2.1"]], "a connection within the limit stopped answering")
+        XCTAssertTrue(try metrics(http).contains(#"httpdns_shed_total{reason="per-client"} 1"#))
+        // --dot-idle-timeout is QUIC's idle timeout.
+        let idle = try XCTUnwrap(try DoQClient.run(["idle", String(doq), certificates.caCertificatePath, "www.example.test"]) as? [String: Any])
+        XCTAssertEqual(idle["a"] as? [String], ["192.0.2.1"])
+        let seconds = try XCTUnwrap(idle["closed_after"] as? Double, "\(idle)")
+        XCTAssertGreaterThan(seconds, 0.8)
+        XCTAssertLessThan(seconds, 4)
+        XCTAssertTrue(try pollUntilBlocking(within: .seconds(5)) { try metrics(http).contains("httpdns_open_connections 1\n") })
+    }
+
     func testTheDrainAnswersEveryQueryReceivedThenClosesWithNoError() throws {
         let (server, doq, _) = try serve(["--drain-timeout", "20"])
         let client = try DoQClient.start(["drain", String(doq), certificates.caCertificatePath, "www.example.test", "4", "60"])
