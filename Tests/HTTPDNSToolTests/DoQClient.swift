@@ -153,6 +153,16 @@ enum DoQClient {
                 asyncio.run(garbage(struct.pack("!H", len(wire)) + wire + b"extra")),
             ]
             print(json.dumps({"codes": codes}))
+        elif mode == "verify":
+            # verify NAME: whether a connection verifying the server against CA answers (aioquic
+            # alone: dnspython 2.3's client waits out its whole timeout on a refused certificate)
+            async def verify(name):
+                async with connect("127.0.0.1", port, configuration=configuration(), create_protocol=DoQ) as client:
+                    return addresses(await client.ask(query(name)))
+            try:
+                print(json.dumps({"a": asyncio.run(asyncio.wait_for(verify(args[0]), 5))}))
+            except Exception as error:
+                print(json.dumps({"error": repr(error)}))
         elif mode == "negotiate":
             # negotiate: a client's first packet in a QUIC version the server does not speak
             # (RFC 9000 §6): the versions of the Version Negotiation packet it gets back

@@ -118,6 +118,27 @@ final class ServeDoQTests: ToolTestCase {
         XCTAssertTrue(try pollUntilBlocking(within: .seconds(5)) { try metrics(http).contains("httpdns_open_connections 1\n") })
     }
 
+    func testSIGHUPReloadsTheCertificateForNewConnections() throws {
+        let (server, doq, _) = try serve([])
+        defer { assertStopsCleanly(server) }
+        XCTAssertEqual(try ask(doq, ["www.example.test"])["a"] as? [String], ["192.0.2.1"])
+        // A certificate from another CA in the same files: after SIGHUP new connections get it.
+        let other = try TestCertificates(commonName: "second test CA")
+        defer { other.remove() }
+        let renewed = try other.issue(dnsNames: ["dns.example.test"], ipAddresses: [HTTPDNSIPAddress("127.0.0.1")!])
+        try Data(renewed.certificatePEM.utf8).write(to: URL(fileURLWithPath: leaf.certificatePath))
+        try Data(renewed.keyPEM.utf8).write(to: URL(fileURLWithPath: leaf.keyPath))
+        server.send(SIGHUP)
+        XCTAssertTrue(pollUntilBlocking(within: .seconds(10)) {
+            String(decoding: server.stderr, as: UTF8.self).contains("reloaded certificate")
+        }, String(decoding: server.stderr, as: UTF8.self))
+        let renewedAnswer = try DoQClient.run(["verify", String(doq), other.caCertificatePath, "www.example.test"]) as? [String: Any]
+        XCTAssertEqual(renewedAnswer?["a"] as? [String], ["192.0.2.1"], "\(String(describing: renewedAnswer))")
+        let oldAnswer = try DoQClient.run(["verify", String(doq), certificates.caCertificatePath, "www.example.test"]) as? [String: Any]
+        XCTAssertNil(oldAnswer?["a"], "the old certificate is still served")
+        XCTAssertNotNil(oldAnswer?["error"])
+    }
+
     func testTheDrainAnswersEveryQueryReceivedThenClosesWithNoError() throws {
         let (server, doq, _) = try serve(["--drain-timeout", "20"])
         let client = try DoQClient.start(["drain", String(doq), certificates.caCertificatePath, "www.example.test", "4", "60"])
