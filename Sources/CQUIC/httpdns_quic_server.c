@@ -142,8 +142,12 @@ struct quic_connection {
     gnutls_session_t session;
     ngtcp2_crypto_conn_ref reference;
     httpdns_quic_credentials *credentials;
+    /* Where the client's packets come from now (it may move: NAT rebinding, RFC 9000 §9). */
     struct sockaddr_storage peer;
     socklen_t peer_length;
+    /* The address `accepted` kept the connection for, which `closed` must name again. */
+    struct sockaddr_storage origin;
+    socklen_t origin_length;
     quic_stream *streams;
     size_t stream_count;
     /* Queries handed to Swift and not answered yet. */
@@ -285,8 +289,8 @@ static void report_closed(quic_connection *connection) {
     connection->reported_closed = 1;
     atomic_fetch_sub_explicit(&connection->server->open, 1, memory_order_relaxed);
     if (connection->server->callbacks.closed != NULL) {
-        connection->server->callbacks.closed(connection->server->callbacks.context, (const struct sockaddr *)&connection->peer,
-                                             connection->peer_length);
+        connection->server->callbacks.closed(connection->server->callbacks.context, (const struct sockaddr *)&connection->origin,
+                                             connection->origin_length);
     }
 }
 
@@ -666,6 +670,8 @@ static quic_connection *connection_make(httpdns_quic_server *server, const ngtcp
     server->live = connection;
     memcpy(&connection->peer, peer, peer_length);
     connection->peer_length = peer_length;
+    memcpy(&connection->origin, peer, peer_length);
+    connection->origin_length = peer_length;
     connection->reference.get_conn = get_conn;
     connection->reference.user_data = connection;
     connection->last_received = now_ns();
