@@ -163,7 +163,9 @@ struct quic_connection {
     size_t close_packet_size;
     uint64_t forget_at;
     uint64_t last_received;
+    /* In the server's list of connections to write this turn of the loop. */
     int dirty;
+    quic_connection *next_dirty;
     /* The connection IDs that name this connection in the table. */
     ngtcp2_cid cids[QUIC_MAX_CIDS];
     size_t cid_count;
@@ -214,12 +216,24 @@ struct httpdns_quic_server {
     uint32_t free_count;
     cid_entry **cid_table;
     uint64_t write_round;
+    /* Connections with something to write (or a deadline that moved) this turn. */
+    quic_connection *dirty;
+    /* When the timer is set to fire (UINT64_MAX: not set). */
+    uint64_t armed_at;
 };
 
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * NGTCP2_SECONDS + (uint64_t)ts.tv_nsec;
+}
+
+/* Queues the connection for this turn's writes and deadline (once per turn). */
+static void mark_dirty(quic_connection *connection) {
+    if (connection->dirty) return;
+    connection->dirty = 1;
+    connection->next_dirty = connection->server->dirty;
+    connection->server->dirty = connection;
 }
 
 static uint32_t cid_hash(const uint8_t *data, size_t length) {
@@ -297,6 +311,14 @@ static void report_closed(quic_connection *connection) {
 static void connection_free(quic_connection *connection) {
     httpdns_quic_server *server = connection->server;
     report_closed(connection);
+    if (connection->dirty) {
+        for (quic_connection **at = &server->dirty; *at != NULL; at = &(*at)->next_dirty) {
+            if (*at == connection) {
+                *at = connection->next_dirty;
+                break;
+            }
+        }
+    }
     while (connection->cid_count > 0) {
         ngtcp2_cid cid = connection->cids[0];
         cid_remove(connection, &cid);
@@ -331,6 +353,7 @@ static void send_packet(httpdns_quic_server *server, const struct sockaddr *peer
 static void connection_close(quic_connection *connection, const ngtcp2_connection_close_error *error) {
     if (connection->closing) return;
     connection->closing = 1;
+    mark_dirty(connection);
     uint64_t now = now_ns();
     connection->forget_at = now + 3 * ngtcp2_conn_get_pto(connection->conn);
     report_closed(connection);
@@ -359,6 +382,7 @@ static void connection_close_application(quic_connection *connection, uint64_t c
 
 /* Closes the connection after an ngtcp2 error `status` (a callback's own error when it set one). */
 static void connection_fail(quic_connection *connection, int status) {
+    mark_dirty(connection);
     if (status == NGTCP2_ERR_DRAINING || status == NGTCP2_ERR_CLOSING) {
         // The client closed: no packet of ours is due (RFC 9000 §10.2.2).
         connection->closing = 1;
@@ -386,7 +410,6 @@ static void connection_fail(quic_connection *connection, int status) {
 
 /* Writes what the connection has to send: answers (with FIN), acknowledgements, retransmissions. */
 static void connection_write(quic_connection *connection) {
-    connection->dirty = 0;
     if (connection->closing) return;
     httpdns_quic_server *server = connection->server;
     uint64_t ts = now_ns();
@@ -814,7 +837,7 @@ static void read_packets(httpdns_quic_server *server) {
             memcpy(&connection->peer, current->remote.addr, current->remote.addrlen);
             connection->peer_length = (socklen_t)current->remote.addrlen;
         }
-        connection->dirty = 1;
+        mark_dirty(connection);
     }
 }
 
@@ -843,7 +866,7 @@ static void take_answers(httpdns_quic_server *server) {
                         stream->out_size = message->answer_size;
                         message->answer = NULL;
                         stream->state = STREAM_ANSWERED;
-                        connection->dirty = 1;
+                        mark_dirty(connection);
                     }
                 }
             }
@@ -866,7 +889,7 @@ static void handle_timers(httpdns_quic_server *server) {
             if (status != 0) {
                 connection_fail(connection, status);
             } else {
-                connection->dirty = 1;
+                mark_dirty(connection);
             }
         }
         connection = next;
@@ -897,57 +920,99 @@ static void close_all(httpdns_quic_server *server) {
     }
 }
 
-static void arm_timer(httpdns_quic_server *server) {
-    uint64_t earliest = UINT64_MAX;
-    uint64_t now = now_ns();
-    for (quic_connection *connection = server->live; connection != NULL; connection = connection->next_live) {
-        uint64_t at = connection->closing ? connection->forget_at : ngtcp2_conn_get_expiry(connection->conn);
-        if (!connection->closing && server->stopping && connection->in_hand == 0 && connection->stream_count == 0) {
-            uint64_t quiet_end = connection->last_received + server->settings.drain_quiet_ms * NGTCP2_MILLISECONDS;
-            if (quiet_end < at) at = quiet_end;
-        }
-        if (at < earliest) earliest = at;
+/* When the connection next needs the loop: ngtcp2's expiry, its end when closing, and in the
+ * drain the end of its quiet period. */
+static uint64_t connection_deadline(httpdns_quic_server *server, quic_connection *connection) {
+    if (connection->closing) return connection->forget_at;
+    uint64_t at = ngtcp2_conn_get_expiry(connection->conn);
+    if (server->stopping && connection->in_hand == 0 && connection->stream_count == 0) {
+        uint64_t quiet_end = connection->last_received + server->settings.drain_quiet_ms * NGTCP2_MILLISECONDS;
+        if (quiet_end < at) at = quiet_end;
     }
+    return at;
+}
+
+static void set_timer(httpdns_quic_server *server, uint64_t at) {
+    server->armed_at = at;
     struct itimerspec spec;
     memset(&spec, 0, sizeof spec);
-    if (earliest != UINT64_MAX) {
-        uint64_t delay = earliest > now ? earliest - now : 1;
+    if (at != UINT64_MAX) {
+        uint64_t now = now_ns();
+        uint64_t delay = at > now ? at - now : 1;
         spec.it_value.tv_sec = (time_t)(delay / NGTCP2_SECONDS);
         spec.it_value.tv_nsec = (long)(delay % NGTCP2_SECONDS);
     }
     timerfd_settime(server->timer, 0, &spec, NULL);
 }
 
+/* Writes every queued connection; returns the earliest deadline among them. */
+static uint64_t write_dirty(httpdns_quic_server *server) {
+    uint64_t earliest = UINT64_MAX;
+    // A write that fails queues its connection again (closing): a few rounds take those too.
+    for (int round = 0; round < 4 && server->dirty != NULL; round++) {
+        quic_connection *connection = server->dirty;
+        server->dirty = NULL;
+        while (connection != NULL) {
+            quic_connection *next = connection->next_dirty;
+            connection->dirty = 0;
+            connection->next_dirty = NULL;
+            connection_write(connection);
+            uint64_t at = connection_deadline(server, connection);
+            if (at < earliest) earliest = at;
+            connection = next;
+        }
+    }
+    return earliest;
+}
+
+/* The loop. The timer is kept at the earliest deadline without a scan of every connection per turn:
+ * a turn lowers it by the deadlines of the connections it touched, and only when it fires (or the
+ * drain begins) are all connections visited, their timers handled and the earliest taken anew. A
+ * deadline that moved later makes the timer fire early, which costs one such visit. */
 static void *run(void *argument) {
     httpdns_quic_server *server = argument;
+    server->armed_at = UINT64_MAX;
     for (;;) {
         struct epoll_event events[4];
         int count = epoll_wait(server->epoll, events, 4, -1);
         if (count < 0 && errno != EINTR) break;
+        int fired = 0;
         for (int i = 0; i < count; i++) {
+            uint64_t value;
             if (events[i].data.fd == server->wake) {
-                uint64_t value;
                 (void)read(server->wake, &value, sizeof value);
             } else if (events[i].data.fd == server->timer) {
-                uint64_t value;
                 (void)read(server->timer, &value, sizeof value);
+                fired = 1;
             }
         }
         pthread_mutex_lock(&server->lock);
         int stop = server->stop_requested, close_now = server->close_requested, end = server->end_requested;
         server->close_requested = 0;
         pthread_mutex_unlock(&server->lock);
-        if (stop) server->stopping = 1;
+        if (stop && !server->stopping) {
+            server->stopping = 1;
+            fired = 1;
+        }
+        if (close_now) fired = 1;
+        // Connections are freed only here, while no connection is queued for writing.
+        if (fired) handle_timers(server);
         read_packets(server);
         take_answers(server);
-        handle_timers(server);
-        drain_quiet_connections(server);
+        if (fired) drain_quiet_connections(server);
         if (close_now) close_all(server);
-        for (quic_connection *connection = server->live; connection != NULL; connection = connection->next_live) {
-            if (connection->dirty) connection_write(connection);
-        }
+        uint64_t earliest = write_dirty(server);
         if (end) break;
-        arm_timer(server);
+        if (fired) {
+            earliest = UINT64_MAX;
+            for (quic_connection *connection = server->live; connection != NULL; connection = connection->next_live) {
+                uint64_t at = connection_deadline(server, connection);
+                if (at < earliest) earliest = at;
+            }
+            set_timer(server, earliest);
+        } else if (earliest < server->armed_at) {
+            set_timer(server, earliest);
+        }
     }
     return NULL;
 }
