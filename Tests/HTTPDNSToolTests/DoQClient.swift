@@ -147,6 +147,19 @@ enum DoQClient {
             wire = query("www.example.test").to_wire()
             wire = b"\x00\x00" + wire[2:]
             nonzero = b"\x12\x34" + wire[2:]
+            # First datagrams that are no QUIC the server speaks: random bytes, long headers of
+            # version 1 with random rest (Initials that do not decrypt), short headers to unknown IDs.
+            import random, socket
+            noise = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            rng = random.Random(9250)
+            for i in range(300):
+                size = rng.choice([1, 20, 600, 1200, 1350])
+                body = bytes(rng.getrandbits(8) for _ in range(size))
+                if i % 3 == 1:
+                    body = bytes([0xc0 | (body[0] & 0x0f)]) + struct.pack("!I", 1) + bytes([8]) + body[6:14] + bytes([8]) + body[14:]
+                elif i % 3 == 2:
+                    body = bytes([0x40 | (body[0] & 0x3f)]) + body[1:]
+                noise.sendto(body[:max(size, 1)], ("127.0.0.1", port))
             codes = [
                 asyncio.run(garbage(b"\xff\xffjunk")),
                 asyncio.run(garbage(struct.pack("!H", len(nonzero)) + nonzero)),
