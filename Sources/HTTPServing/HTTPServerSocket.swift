@@ -17,7 +17,8 @@ enum HTTPServerSocket {
         let fd = socket(v6 ? AF_INET6 : AF_INET, type, 0)
         guard fd >= 0 else { throw failure("cannot listen on \(name)", errno) }
         var on: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        // Not on UDP: there SO_REUSEADDR lets a second socket bind the same port unnoticed.
+        if !listener.isQUIC { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size)) }
         if reusePort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<Int32>.size)) }
         if v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size)) }
         let bound = withSocketAddress(listener.address, port: listener.port) { address, length in

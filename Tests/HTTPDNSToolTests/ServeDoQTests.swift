@@ -109,6 +109,12 @@ final class ServeDoQTests: ToolTestCase {
         XCTAssertEqual(limit["refused"] as? Bool, true, "a third connection from one client was taken: \(limit)")
         XCTAssertEqual(limit["a"] as? [[String]], [["192.0.2.1"], ["192.0.2.1"]], "a connection within the limit stopped answering")
         XCTAssertTrue(try metrics(http).contains(#"httpdns_shed_total{reason="per-client"} 1"#))
+        // The UDP port is the listener's alone: a second serve on it fails, as on a TCP port.
+        let taken = try run([
+            "serve", "--listen", "quic://127.0.0.1:\(doq)", "--tls-cert", leaf.certificatePath, "--tls-key", leaf.keyPath,
+        ])
+        XCTAssertEqual(taken.status, 1)
+        XCTAssertTrue(taken.stderrText.contains("cannot listen on 127.0.0.1:\(doq): Address already in use (EADDRINUSE)"), taken.stderrText)
         // --dot-idle-timeout is QUIC's idle timeout.
         let idle = try XCTUnwrap(try DoQClient.run(["idle", String(doq), certificates.caCertificatePath, "www.example.test"]) as? [String: Any])
         XCTAssertEqual(idle["a"] as? [String], ["192.0.2.1"])
