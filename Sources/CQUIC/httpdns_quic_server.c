@@ -14,7 +14,8 @@
 // each stream closes); a stream takes at most 2 + 65,535 bytes (its flow-control window, never
 // extended: one query per stream), and a connection's unread bytes at most QUIC_CONNECTION_WINDOW
 // (extended only as whole queries are handed over); an idle connection goes at max_idle_timeout and
-// a handshake at its deadline. Anything else a stream carries closes the connection with
+// a handshake at its deadline; past QUIC_RETRY_ABOVE handshakes in progress a new client must
+// prove its address with a Retry first. Anything else a stream carries closes the connection with
 // DOQ_PROTOCOL_ERROR.
 #define _GNU_SOURCE
 #include "httpdns_quic_server.h"
@@ -50,6 +51,12 @@
 #define QUIC_READ_BATCH 64
 /* Largest datagram written. */
 #define QUIC_MAX_PACKET 1452
+/* Handshakes in progress from which a new client must first prove its address with a Retry
+ * (RFC 9000 §8.1.2): a flood of Initials from forged addresses then costs a small packet each,
+ * not a connection and a TLS session; an ordinary burst of new clients costs no extra round trip. */
+#define QUIC_RETRY_ABOVE 64
+/* How long a Retry token is good for. */
+#define QUIC_RETRY_TOKEN_LIFETIME (10 * NGTCP2_SECONDS)
 
 /* ---- Credentials ---- */
 
@@ -157,6 +164,8 @@ struct quic_connection {
     int has_application_error;
     /* Told `closed` already (closing or draining, or freed). */
     int reported_closed;
+    /* The TLS handshake is done (else it counts in the server's `handshaking`). */
+    int handshake_done;
     /* In the closing or draining period: the close packet to repeat, and when to forget it. */
     int closing;
     uint8_t close_packet[QUIC_MAX_PACKET];
@@ -216,6 +225,8 @@ struct httpdns_quic_server {
     uint32_t free_count;
     cid_entry **cid_table;
     uint64_t write_round;
+    /* Connections whose handshake is in progress. */
+    size_t handshaking;
     /* Connections with something to write (or a deadline that moved) this turn. */
     quic_connection *dirty;
     /* When the timer is set to fire (UINT64_MAX: not set). */
@@ -301,6 +312,10 @@ static void stream_free(quic_stream *stream) {
 static void report_closed(quic_connection *connection) {
     if (connection->reported_closed) return;
     connection->reported_closed = 1;
+    if (!connection->handshake_done) {
+        connection->handshake_done = 1;
+        connection->server->handshaking--;
+    }
     atomic_fetch_sub_explicit(&connection->server->open, 1, memory_order_relaxed);
     if (connection->server->callbacks.closed != NULL) {
         connection->server->callbacks.closed(connection->server->callbacks.context, (const struct sockaddr *)&connection->origin,
@@ -592,6 +607,16 @@ static int stream_reset(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_siz
     return 0;
 }
 
+static int handshake_completed(ngtcp2_conn *conn, void *user_data) {
+    (void)conn;
+    quic_connection *connection = user_data;
+    if (!connection->handshake_done) {
+        connection->handshake_done = 1;
+        connection->server->handshaking--;
+    }
+    return 0;
+}
+
 static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *reference) {
     quic_connection *connection = reference->user_data;
     return connection->conn;
@@ -616,10 +641,27 @@ static void send_version_negotiation(httpdns_quic_server *server, const ngtcp2_v
     if (written > 0) send_packet(server, peer, peer_length, packet, (size_t)written);
 }
 
-static void send_refusal(httpdns_quic_server *server, const ngtcp2_pkt_hd *header, const struct sockaddr *peer, socklen_t peer_length) {
+static void send_refusal(httpdns_quic_server *server, const ngtcp2_pkt_hd *header, const struct sockaddr *peer, socklen_t peer_length,
+                         uint64_t code) {
     uint8_t packet[QUIC_MAX_PACKET];
-    ngtcp2_ssize written = ngtcp2_crypto_write_connection_close(packet, sizeof packet, header->version, &header->scid, &header->dcid,
-                                                                NGTCP2_CONNECTION_REFUSED, NULL, 0);
+    ngtcp2_ssize written =
+        ngtcp2_crypto_write_connection_close(packet, sizeof packet, header->version, &header->scid, &header->dcid, code, NULL, 0);
+    if (written > 0) send_packet(server, peer, peer_length, packet, (size_t)written);
+}
+
+/* A Retry (RFC 9000 §17.2.5): the client comes back with a token that proves its address. */
+static void send_retry(httpdns_quic_server *server, const ngtcp2_pkt_hd *header, const struct sockaddr *peer, socklen_t peer_length) {
+    ngtcp2_cid scid;
+    scid.datalen = QUIC_SCID_LENGTH;
+    gnutls_rnd(GNUTLS_RND_NONCE, scid.data, scid.datalen);
+    uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
+    ngtcp2_ssize token_length = ngtcp2_crypto_generate_retry_token(token, server->static_secret, sizeof server->static_secret,
+                                                                   header->version, (const ngtcp2_sockaddr *)peer, peer_length, &scid,
+                                                                   &header->dcid, now_ns());
+    if (token_length < 0) return;
+    uint8_t packet[QUIC_MAX_PACKET];
+    ngtcp2_ssize written = ngtcp2_crypto_write_retry(packet, sizeof packet, header->version, &header->scid, &scid, &header->dcid, token,
+                                                     (size_t)token_length);
     if (written > 0) send_packet(server, peer, peer_length, packet, (size_t)written);
 }
 
@@ -643,13 +685,13 @@ static int session_new(quic_connection *connection, httpdns_quic_credentials *cr
     return 0;
 }
 
-static quic_connection *connection_make(httpdns_quic_server *server, const ngtcp2_pkt_hd *header, const struct sockaddr *peer,
-                                        socklen_t peer_length, int *reported);
+static quic_connection *connection_make(httpdns_quic_server *server, const ngtcp2_pkt_hd *header, const ngtcp2_cid *retried,
+                                        const struct sockaddr *peer, socklen_t peer_length, int *reported);
 
 /* A connection for a client's first Initial, kept by `accepted`; NULL (and `closed` told) when it
  * cannot be made. */
-static quic_connection *connection_new(httpdns_quic_server *server, const ngtcp2_pkt_hd *header, const struct sockaddr *peer,
-                                       socklen_t peer_length) {
+static quic_connection *connection_new(httpdns_quic_server *server, const ngtcp2_pkt_hd *header, const ngtcp2_cid *retried,
+                                       const struct sockaddr *peer, socklen_t peer_length) {
     int reported = 0;
     quic_connection *connection = NULL;
     if (server->free_count == 0) {
@@ -670,7 +712,7 @@ static quic_connection *connection_new(httpdns_quic_server *server, const ngtcp2
         }
         server->slot_count = count;
     }
-    connection = connection_make(server, header, peer, peer_length, &reported);
+    connection = connection_make(server, header, retried, peer, peer_length, &reported);
 refused:
     if (connection == NULL && !reported && server->callbacks.closed != NULL) {
         server->callbacks.closed(server->callbacks.context, peer, peer_length);
@@ -678,8 +720,9 @@ refused:
     return connection;
 }
 
-static quic_connection *connection_make(httpdns_quic_server *server, const ngtcp2_pkt_hd *header, const struct sockaddr *peer,
-                                        socklen_t peer_length, int *reported) {
+/* `retried`: the client's first Destination Connection ID when it came back after a Retry. */
+static quic_connection *connection_make(httpdns_quic_server *server, const ngtcp2_pkt_hd *header, const ngtcp2_cid *retried,
+                                        const struct sockaddr *peer, socklen_t peer_length, int *reported) {
     if (server->free_count == 0) return NULL;
     quic_connection *connection = calloc(1, sizeof *connection);
     if (connection == NULL) return NULL;
@@ -699,6 +742,7 @@ static quic_connection *connection_make(httpdns_quic_server *server, const ngtcp
     connection->reference.user_data = connection;
     connection->last_received = now_ns();
     atomic_fetch_add_explicit(&server->open, 1, memory_order_relaxed);
+    server->handshaking++;
 
     pthread_mutex_lock(&server->lock);
     httpdns_quic_credentials *credentials = server->credentials;
@@ -719,6 +763,7 @@ static quic_connection *connection_make(httpdns_quic_server *server, const ngtcp
     callbacks.encrypt = ngtcp2_crypto_encrypt_cb;
     callbacks.decrypt = ngtcp2_crypto_decrypt_cb;
     callbacks.hp_mask = ngtcp2_crypto_hp_mask_cb;
+    callbacks.handshake_completed = handshake_completed;
     callbacks.recv_stream_data = recv_stream_data;
     callbacks.stream_open = stream_open;
     callbacks.stream_close = stream_close;
@@ -749,7 +794,15 @@ static quic_connection *connection_make(httpdns_quic_server *server, const ngtcp
     params.initial_max_streams_uni = 0;
     params.max_idle_timeout = server->settings.idle_timeout_ms * NGTCP2_MILLISECONDS;
     params.active_connection_id_limit = 7;
-    params.original_dcid = header->dcid;
+    if (retried != NULL) {
+        // The address is proven: the token tells ngtcp2 so, the parameters name both IDs (§7.3).
+        settings.token = header->token;
+        params.original_dcid = *retried;
+        params.retry_scid = header->dcid;
+        params.retry_scid_present = 1;
+    } else {
+        params.original_dcid = header->dcid;
+    }
     params.stateless_reset_token_present = 1;
     gnutls_rnd(GNUTLS_RND_RANDOM, params.stateless_reset_token, sizeof params.stateless_reset_token);
 
@@ -804,13 +857,36 @@ static void read_packets(httpdns_quic_server *server) {
         if (connection == NULL) {
             ngtcp2_pkt_hd header;
             if (ngtcp2_accept(&header, buffer, (size_t)size) != 0) continue;
-            if (server->stopping ||
-                server->callbacks.accepted(server->callbacks.context, (struct sockaddr *)&peer, peer_length) == 0) {
-                send_refusal(server, &header, (struct sockaddr *)&peer, peer_length);
+            if (server->stopping) {
+                send_refusal(server, &header, (struct sockaddr *)&peer, peer_length, NGTCP2_CONNECTION_REFUSED);
+                continue;
+            }
+            // Address validation (RFC 9000 §8.1): a Retry token is checked; under a crowd of
+            // handshakes a client without one is sent a Retry first. Other tokens (we issue none
+            // with NEW_TOKEN) are ignored.
+            ngtcp2_cid retried;
+            int has_retry_token = header.token.len > 0 && header.token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY;
+            if (has_retry_token) {
+                if (ngtcp2_crypto_verify_retry_token(&retried, header.token.base, header.token.len, server->static_secret,
+                                                     sizeof server->static_secret, header.version, (ngtcp2_sockaddr *)&peer, peer_length,
+                                                     &header.dcid, QUIC_RETRY_TOKEN_LIFETIME, now_ns()) != 0) {
+                    send_refusal(server, &header, (struct sockaddr *)&peer, peer_length, NGTCP2_INVALID_TOKEN);
+                    continue;
+                }
+            } else {
+                header.token.base = NULL;
+                header.token.len = 0;
+                if (server->handshaking >= QUIC_RETRY_ABOVE) {
+                    send_retry(server, &header, (struct sockaddr *)&peer, peer_length);
+                    continue;
+                }
+            }
+            if (server->callbacks.accepted(server->callbacks.context, (struct sockaddr *)&peer, peer_length) == 0) {
+                send_refusal(server, &header, (struct sockaddr *)&peer, peer_length, NGTCP2_CONNECTION_REFUSED);
                 continue;
             }
             // Kept by `accepted` and never made, it is reported closed at once.
-            connection = connection_new(server, &header, (struct sockaddr *)&peer, peer_length);
+            connection = connection_new(server, &header, has_retry_token ? &retried : NULL, (struct sockaddr *)&peer, peer_length);
             if (connection == NULL) continue;
         }
         if (connection->closing) {

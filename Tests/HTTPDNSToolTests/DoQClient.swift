@@ -176,6 +176,27 @@ enum DoQClient {
                 print(json.dumps({"a": asyncio.run(asyncio.wait_for(verify(args[0]), 5))}))
             except Exception as error:
                 print(json.dumps({"error": repr(error)}))
+        elif mode == "retry":
+            # retry COUNT NAME: COUNT handshakes begun and left unfinished (their Initials sent, no
+            # reply read); then the type of the first reply to one more (3: Retry) and to the first
+            # (0: Initial), and dnspython's answer, which follows the Retry
+            import socket
+            from aioquic.quic.connection import QuicConnection
+            def begin():
+                connection = QuicConnection(configuration=configuration())
+                connection.connect(("127.0.0.1", port), now=time.time())
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.settimeout(5)
+                for data, address in connection.datagrams_to_send(now=time.time()):
+                    s.sendto(data, address)
+                return s
+            def first_type(s):
+                reply, _ = s.recvfrom(4096)
+                return (reply[0] & 0x30) >> 4 if reply[0] & 0x80 else None
+            begun = [begin() for _ in range(int(args[0]))]
+            extra = first_type(begin())
+            answer = dns.query.quic(query(args[1]), "127.0.0.1", port=port, timeout=10, verify=ca)
+            print(json.dumps({"extra": extra, "first": first_type(begun[0]), "a": addresses(answer)}))
         elif mode == "negotiate":
             # negotiate: a client's first packet in a QUIC version the server does not speak
             # (RFC 9000 §6): the versions of the Version Negotiation packet it gets back

@@ -124,6 +124,19 @@ final class ServeDoQTests: ToolTestCase {
         XCTAssertTrue(try pollUntilBlocking(within: .seconds(5)) { try metrics(http).contains("httpdns_open_connections 1\n") })
     }
 
+    func testACrowdOfUnfinishedHandshakesMakesNewClientsProveTheirAddressWithARetry() throws {
+        let (server, doq, _) = try serve(["--handshake-timeout", "3"])
+        defer { assertStopsCleanly(server) }
+        // 64 handshakes in progress (the server's threshold): the 65th client gets a Retry (RFC 9000
+        // §8.1.2) instead of a connection; the first got an ordinary Initial; dnspython's client
+        // comes back with the Retry's token and is answered.
+        let retry = try XCTUnwrap(
+            try DoQClient.run(["retry", String(doq), certificates.caCertificatePath, "64", "www.example.test"]) as? [String: Any])
+        XCTAssertEqual(retry["extra"] as? Int, 3, "no Retry past 64 handshakes: \(retry)")
+        XCTAssertEqual(retry["first"] as? Int, 0, "\(retry)")
+        XCTAssertEqual(retry["a"] as? [String], ["192.0.2.1"], "\(retry)")
+    }
+
     func testSIGHUPReloadsTheCertificateForNewConnections() throws {
         let (server, doq, _) = try serve([])
         defer { assertStopsCleanly(server) }
