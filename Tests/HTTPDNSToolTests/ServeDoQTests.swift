@@ -115,6 +115,9 @@ final class ServeDoQTests: ToolTestCase {
         ])
         XCTAssertEqual(taken.status, 1)
         XCTAssertTrue(taken.stderrText.contains("cannot listen on 127.0.0.1:\(doq): Address already in use (EADDRINUSE)"), taken.stderrText)
+        let bare = try run(["serve", "--listen", "quic://127.0.0.1:0"])
+        XCTAssertEqual(bare.status, 64)
+        XCTAssertTrue(bare.stderrText.contains("is DNS over QUIC: it needs --tls-cert and --tls-key"), bare.stderrText)
         // --dot-idle-timeout is QUIC's idle timeout.
         let idle = try XCTUnwrap(try DoQClient.run(["idle", String(doq), certificates.caCertificatePath, "www.example.test"]) as? [String: Any])
         XCTAssertEqual(idle["a"] as? [String], ["192.0.2.1"])
