@@ -272,7 +272,8 @@ final class HTTPServerCore: @unchecked Sendable {
     /// not name: its header is ignored, as its `X-Forwarded-For` is, rather than taken for HTTP).
     func accept(listener: Int, peer: UnsafePointer<sockaddr>?) -> Int32 {
         let address = Self.peer(peer).0
-        // Only loop 0 accepts, so the totals only fall between the check and the count.
+        // Loop 0 accepts TCP and each QUIC listener's thread its connections: between the check and
+        // the count the total can pass the limit by at most one per QUIC listener.
         let total = open.load(ordering: .relaxed)
         let kept = perClient.withLock { perClient -> Bool in
             guard total < limits.maxConnections else { return false }
