@@ -205,6 +205,9 @@ struct httpdns_quic_server {
     struct sockaddr_storage local;
     socklen_t local_length;
     uint8_t static_secret[32];
+    /* The key of the TLS session tickets this process issues (GnuTLS's format), so that a client
+     * coming back resumes its session without a full handshake (RFC 9250 §5.5.1). */
+    gnutls_datum_t ticket_key;
 
     pthread_mutex_t lock;
     /* Under `lock`: answers posted and not yet taken, the credentials for new connections, requests. */
@@ -614,6 +617,8 @@ static int handshake_completed(ngtcp2_conn *conn, void *user_data) {
         connection->handshake_done = 1;
         connection->server->handshaking--;
     }
+    // One session ticket, for the client's next connection (a failure costs only that).
+    if (connection->server->ticket_key.data != NULL) (void)gnutls_session_ticket_send(connection->session, 1, 0);
     return 0;
 }
 
@@ -674,6 +679,10 @@ static int session_new(quic_connection *connection, httpdns_quic_credentials *cr
                                    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:"
                                    "+AES-128-CCM:%DISABLE_TLS13_COMPAT_MODE",
                                    NULL) != 0) {
+        return -1;
+    }
+    if (connection->server->ticket_key.data != NULL &&
+        gnutls_session_ticket_enable_server(connection->session, &connection->server->ticket_key) != 0) {
         return -1;
     }
     if (ngtcp2_crypto_gnutls_configure_server_session(connection->session) != 0) return -1;
@@ -1111,6 +1120,10 @@ httpdns_quic_server *httpdns_quic_server_create(int fd, const httpdns_quic_setti
     server->local_length = sizeof server->local;
     getsockname(fd, (struct sockaddr *)&server->local, &server->local_length);
     gnutls_rnd(GNUTLS_RND_KEY, server->static_secret, sizeof server->static_secret);
+    if (gnutls_session_ticket_key_generate(&server->ticket_key) != 0) {
+        server->ticket_key.data = NULL;
+        server->ticket_key.size = 0;
+    }
     pthread_mutex_init(&server->lock, NULL);
     atomic_init(&server->open, 0);
     credentials_retain(credentials);
@@ -1242,6 +1255,9 @@ void httpdns_quic_server_destroy(httpdns_quic_server *server) {
             free(entry);
         }
     }
+    if (server->ticket_key.data != NULL) gnutls_memset(server->ticket_key.data, 0, server->ticket_key.size);
+    gnutls_free(server->ticket_key.data);
+    server->ticket_key.data = NULL;
     free(server->cid_table);
     free(server->slots);
     free(server->generations);

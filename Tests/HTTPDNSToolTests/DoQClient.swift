@@ -197,6 +197,21 @@ enum DoQClient {
             extra = first_type(begin())
             answer = dns.query.quic(query(args[1]), "127.0.0.1", port=port, timeout=10, verify=ca)
             print(json.dumps({"extra": extra, "first": first_type(begun[0]), "a": addresses(answer)}))
+        elif mode == "resume":
+            # resume NAME: a query, then another on a new connection with the session ticket the
+            # first got; whether the second resumed its TLS session, and both answers
+            async def resume(name):
+                tickets, results = [], []
+                for _ in range(2):
+                    conf = configuration()
+                    conf.session_ticket = tickets[-1] if tickets else None
+                    async with connect("127.0.0.1", port, configuration=conf, create_protocol=DoQ,
+                                       session_ticket_handler=tickets.append) as client:
+                        answer = await client.ask(query(name))
+                        await asyncio.sleep(0.1)  # the ticket follows the handshake
+                        results.append((addresses(answer), client._quic.tls.session_resumed))
+                return {"a": [r[0] for r in results], "resumed": [r[1] for r in results], "tickets": len(tickets)}
+            print(json.dumps(asyncio.run(resume(args[0]))))
         elif mode == "negotiate":
             # negotiate: a client's first packet in a QUIC version the server does not speak
             # (RFC 9000 §6): the versions of the Version Negotiation packet it gets back

@@ -6,9 +6,11 @@ import XCTest
 
 /// `httpdns serve --listen quic://…`: DNS over QUIC (RFC 9250) from the built binary, asked by
 /// dnspython's DoQ client and by aioquic directly (``DoQClient``): the view-correct answer with
-/// message ID 0, padding, two queries on one connection, garbage streams refused with
-/// DOQ_PROTOCOL_ERROR while the server goes on answering, metrics and the access log by transport,
-/// and a drain that answers every query it received, then closes with DOQ_NO_ERROR.
+/// message ID 0, padding, two queries on one connection, TLS session resumption, garbage streams
+/// and noise refused (DOQ_PROTOCOL_ERROR) while the server goes on answering, metrics and the access
+/// log by transport, Version Negotiation, Retry under a crowd of handshakes, the connection limits,
+/// the idle timeout, the certificate reload, and a drain that answers every query it received, then
+/// closes with DOQ_NO_ERROR.
 final class ServeDoQTests: ToolTestCase {
     private var certificates: TestCertificates!
     private var leaf: TestCertificates.Leaf!
@@ -69,16 +71,21 @@ final class ServeDoQTests: ToolTestCase {
             try DoQClient.run(["two", String(doq), certificates.caCertificatePath, "www.example.test"]) as? [String: Any])
         XCTAssertEqual(two["a"] as? [[String]], [["192.0.2.1"], ["192.0.2.1"]], "\(two)")
         XCTAssertEqual(two["ids"] as? [Int], [0, 0])
+        // A client coming back with the session ticket it got resumes its TLS session.
+        let resumed = try XCTUnwrap(
+            try DoQClient.run(["resume", String(doq), certificates.caCertificatePath, "www.example.test"]) as? [String: Any])
+        XCTAssertEqual(resumed["resumed"] as? [Bool], [false, true], "\(resumed)")
+        XCTAssertEqual(resumed["a"] as? [[String]], [["192.0.2.1"], ["192.0.2.1"]])
 
         let text = try metrics(http)
-        XCTAssertTrue(text.contains(#"httpdns_queries_total{endpoint="doq"} 5"#), text)
+        XCTAssertTrue(text.contains(#"httpdns_queries_total{endpoint="doq"} 7"#), text)
         XCTAssertTrue(text.contains(#"httpdns_view_queries_total{view="carrier-a"} 1"#), text)
         var lines: [Substring] = []
         _ = pollUntilBlocking(within: .seconds(10)) {
             lines = String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self).split(separator: "\n")
-            return lines.count >= 5
+            return lines.count >= 7
         }
-        XCTAssertEqual(lines.count, 5)
+        XCTAssertEqual(lines.count, 7)
         XCTAssertTrue(lines.allSatisfy { $0.contains(#""protocol":"doq","endpoint":"doq""#) }, lines.joined(separator: "\n"))
         XCTAssertTrue(lines[0].contains(#""client":"127.0.0.1""#), String(lines[0]))
     }
