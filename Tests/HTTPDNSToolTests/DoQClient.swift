@@ -212,6 +212,19 @@ enum DoQClient {
                         results.append((addresses(answer), client._quic.tls.session_resumed))
                 return {"a": [r[0] for r in results], "resumed": [r[1] for r in results], "tickets": len(tickets)}
             print(json.dumps(asyncio.run(resume(args[0]))))
+        elif mode == "half":
+            # half NAME: the first bytes of a query on a stream left open; prints "sent", then the
+            # code the server closed the connection with (the test sends SIGTERM in between)
+            async def half(name):
+                async with connect("127.0.0.1", port, configuration=configuration(), create_protocol=DoQ) as client:
+                    wire = query(name).to_wire()
+                    stream = client._quic.get_next_available_stream_id()
+                    client._quic.send_stream_data(stream, struct.pack("!H", len(wire)) + b"\0\0" + wire[2:6], end_stream=False)
+                    client.transmit()
+                    await asyncio.sleep(0.2)
+                    print("sent", flush=True)
+                    return await asyncio.wait_for(asyncio.shield(client.terminated), 20)
+            print(json.dumps({"code": asyncio.run(half(args[0]))}))
         elif mode == "negotiate":
             # negotiate: a client's first packet in a QUIC version the server does not speak
             # (RFC 9000 §6): the versions of the Version Negotiation packet it gets back

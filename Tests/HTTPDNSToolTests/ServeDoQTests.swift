@@ -182,4 +182,17 @@ final class ServeDoQTests: ToolTestCase {
         assertStopsCleanly(server, signalled: true)
         XCTAssertFalse(String(decoding: server.stderr, as: UTF8.self).contains("cut"), String(decoding: server.stderr, as: UTF8.self))
     }
+
+    func testAQueryLeftHalfSentIsCutAtTheDrainTimeoutAndCounted() throws {
+        let (server, doq, _) = try serve(["--drain-timeout", "1"])
+        let client = try DoQClient.start(["half", String(doq), certificates.caCertificatePath, "www.example.test"])
+        _ = try client.waitForLine(startingWith: "sent", timeout: .seconds(30))
+        server.send(SIGTERM)
+        XCTAssertEqual(try client.wait(timeout: .seconds(30)), 0, String(decoding: client.stderr, as: UTF8.self))
+        let line = String(decoding: client.stdout, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        XCTAssertEqual(line, #"{"code": 0}"#, "the drain's end did not close with DOQ_NO_ERROR")
+        assertStopsCleanly(server, signalled: true)
+        let stderr = String(decoding: server.stderr, as: UTF8.self)
+        XCTAssertTrue(stderr.contains("the drain cut 1 connection still busy"), stderr)
+    }
 }
