@@ -120,7 +120,7 @@ let package = Package(
 
         // The HTTP shell over h2o's event loop (HTTP/1.1 and HTTP/2, TLS, PROXY protocol, drains):
         // no DNS in it. `httpdns serve` answers on it; the stub serves its metrics on it.
-        .target(name: "HTTPServing", dependencies: ["CH2O", "HTTPDNSCore"]),
+        .target(name: "HTTPServing", dependencies: ["CH2O", "CQUIC", "HTTPDNSCore"]),
 
         // What the daemons share to be run: the line log writer (access and query logs), one
         // Prometheus text writer, IP networks and the longest-prefix table.

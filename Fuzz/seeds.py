@@ -164,6 +164,19 @@ def main():
     write("server-dot", "pipelined-then-half", b"\x04" + framed(dns_query("www.example.test", 1), padded) + b"\x00\x40" + padded[:10])
     write("server-dot", "empty-message", b"\x02" + b"\x00\x00" + framed(dns_query("nowhere.example.test", 1)))
 
+    # server-doq: the first byte the size of the reads (1 + value % 32) and FIN with the last read
+    # (its top bit), then one DoQ stream (RFC 9250 §4.2): a two-byte length and a query with ID 0.
+    doq_a = dns_query("www.example.test", 1, qid=0)
+    doq_padded = dns_query("www.example.test", 1, qid=0, edns=True)[:-2] + struct.pack(">HHH", 8, 12, 4) + b"\0" * 4
+    doq_keepalive = dns_query("www.example.test", 1, qid=0, edns=True)[:-2] + struct.pack(">HHH", 4, 11, 0)
+    write("server-doq", "query-fin", b"\x9f" + framed(doq_a))
+    write("server-doq", "padded-bytewise-fin", b"\x80" + framed(doq_padded))
+    write("server-doq", "no-fin-yet", b"\x03" + framed(dns_query("alias.example.test", 28, qid=0)))
+    write("server-doq", "id-not-zero", b"\x84" + framed(dns_query("www.example.test", 1, qid=0x1234)))
+    write("server-doq", "bytes-past-query", b"\x85" + framed(doq_a) + b"\x00\x0c")
+    write("server-doq", "fin-early", b"\x81" + framed(doq_a)[:-3])
+    write("server-doq", "keepalive", b"\x9f" + framed(doq_keepalive))
+
     write("proxy-request-head", "connect", "CONNECT www.example.com:443 HTTP/1.1\r\nHost: www.example.com:443\r\n"
           "Proxy-Authorization: Basic dTpw\r\nUser-Agent: curl/7.88.1\r\n\r\n\x16\x03\x01")
     write("proxy-request-head", "forward", "GET http://WWW.Example.com:8080/a/b?c=d#frag HTTP/1.1\r\nHost: www.example.com:8080\r\n"

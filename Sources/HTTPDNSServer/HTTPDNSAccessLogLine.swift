@@ -14,9 +14,10 @@ import HTTPDNSOperations
 /// scalar becomes `\uXXXX`, so that a hostile name can neither break the line nor send terminal
 /// escapes to whoever reads the log. A name longer than ``maxNameScalars`` is cut there.
 package struct HTTPDNSAccessLogLine: Sendable, Hashable {
-    /// The protocol the request came over: an HTTP version, or `dot` for DNS over TLS.
+    /// The protocol the request came over: an HTTP version, `dot` for DNS over TLS, or `doq` for
+    /// DNS over QUIC.
     package enum HTTPProtocol: String, Sendable, Hashable {
-        case h1, h2, dot
+        case h1, h2, dot, doq
     }
 
     /// Longest name written, in Unicode scalars (``HTTPDNSLogText/maxNameScalars``).

@@ -36,6 +36,8 @@ public final class HTTPDNSServerMetrics: Sendable {
         case dnspod, alibaba, ips, dohGet, dohPost, dohJSON, health, report, other
         /// DNS over TLS (RFC 7858): the DoH wire endpoint's answers on a `tls://` listener.
         case dot
+        /// DNS over QUIC (RFC 9250): the DoH wire endpoint's answers on a `quic://` listener.
+        case doq
 
         /// The label value.
         package var label: String {
@@ -50,6 +52,7 @@ public final class HTTPDNSServerMetrics: Sendable {
             case .report: "report"
             case .other: "other"
             case .dot: "dot"
+            case .doq: "doq"
             }
         }
 

@@ -32,8 +32,13 @@ extension HTTPDNSService {
             }
             guard request.body.count <= Self.maxMessageBytes else { return Self.text("DNS message too large\n", status: 413) }
             let query = [UInt8](request.body)
+            // DNS over QUIC: edns-tcp-keepalive is TCP's, and a query carrying it a protocol error
+            // (RFC 9250 §5.5.2; a 400 closes the connection with DOQ_PROTOCOL_ERROR).
+            if request.isQUIC, Self.queryOptions(query).map({ Self.hasOption(Self.keepaliveOptionCode, in: $0) }) == true {
+                return Self.badRequest("edns-tcp-keepalive over QUIC")
+            }
             let response = answerWire(query, clientSubnet: clientSubnet(of: request), client: clientAddress(of: request), lookups)
-            // DNS over TLS: the padding and keepalive its query asks for.
+            // DNS over TLS and QUIC: the padding (and over TLS the keepalive) its query asks for.
             guard request.isMessage else { return response }
             return Self.dotAnswer(response, query: query, idleTimeout: configuration.connections.dotIdleTimeout, draining: isDraining)
         default:

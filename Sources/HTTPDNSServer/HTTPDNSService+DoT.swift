@@ -34,10 +34,7 @@ extension HTTPDNSService {
     static func dotAnswer(
         _ response: HTTPServer.Response, query: [UInt8], idleTimeout: Duration, draining: Bool
     ) -> HTTPServer.Response {
-        // Most queries are self-contained and read without decoding; the others are decoded.
-        let queryOptions = HTTPDNSWireAnswerCache.isSelfContained(query)
-            ? HTTPDNSWireAnswerCache.ednsOptions(in: query) : (try? DNSMessage(decoding: query))?.edns?.options
-        guard let queryOptions else { return response }
+        guard let queryOptions = queryOptions(query) else { return response }
         let keepalive = hasOption(keepaliveOptionCode, in: queryOptions)
         let padding = hasOption(paddingOptionCode, in: queryOptions)
         guard keepalive || padding, response.status == 200, case .data(let body) = response.body,
@@ -68,6 +65,13 @@ extension HTTPDNSService {
         var answered = response
         answered.body = .data(Data(bytes))
         return answered
+    }
+
+    /// The EDNS options of `query` (code, length, data triples), nil when it has no OPT record or
+    /// cannot be read. Most queries are self-contained and read without decoding; the others are decoded.
+    static func queryOptions(_ query: [UInt8]) -> [UInt8]? {
+        HTTPDNSWireAnswerCache.isSelfContained(query)
+            ? HTTPDNSWireAnswerCache.ednsOptions(in: query) : (try? DNSMessage(decoding: query))?.edns?.options
     }
 
     /// Whether EDNS `options` (code, length, data triples) hold option `code`.

@@ -10,7 +10,9 @@ extension HTTPDNSService {
     /// Records one answered request in the metrics and, when configured, the access log.
     func observe(_ request: HTTPServer.Request, _ response: HTTPServer.Response, _ lookups: HTTPDNSServiceLookups, since started: ContinuousClock.Instant) {
         let latency = ContinuousClock.now - started
-        let endpoint = request.isMessage
+        let endpoint = request.isQUIC
+            ? HTTPDNSServerMetrics.Endpoint.doq
+            : request.isMessage
             ? HTTPDNSServerMetrics.Endpoint.dot
             : HTTPDNSServerMetrics.Endpoint(method: request.method, path: request.path, hasDNSParameter: request.query.count("dns") > 0)
         // Probes and the operator's reads (a console refreshing every 5 s, a scraper) are no DNS
@@ -19,7 +21,7 @@ extension HTTPDNSService {
         let format: HTTPDNSServerMetrics.Format
         switch endpoint {
         case .dnspod: format = lookups.encrypted ? .encrypted : .text
-        case .dohGet, .dohPost, .dot: format = .wire
+        case .dohGet, .dohPost, .dot, .doq: format = .wire
         case .alibaba, .ips, .dohJSON, .report: format = .json
         case .health, .other: format = .text
         }
@@ -30,7 +32,7 @@ extension HTTPDNSService {
         let micro = latency.components.seconds * 1_000_000 + latency.components.attoseconds / 1_000_000_000_000
         accessLog.log(HTTPDNSAccessLogLine(
             timeMicroseconds: HTTPDNSLogText.now(), client: clientAddress(of: request),
-            httpProtocol: request.isMessage ? .dot : request.httpVersion == "HTTP/2" ? .h2 : .h1, endpoint: endpoint, name: lookups.name,
+            httpProtocol: request.isQUIC ? .doq : request.isMessage ? .dot : request.httpVersion == "HTTP/2" ? .h2 : .h1, endpoint: endpoint, name: lookups.name,
             type: lookups.type, status: response.status, rcode: lookups.rcode, answers: lookups.answers,
             cache: lookups.firstCacheOutcome, latencyMicroseconds: Int(micro), view: lookups.viewSelected ? lookups.viewName : nil))
     }

@@ -115,6 +115,11 @@ public final class HTTPDNSService: Sendable {
             /// answered as the DoH wire endpoint answers it (``Connections/dotIdleTimeout``,
             /// ``Connections/maxDoTQueriesInFlight``).
             case dnsOverTLS
+            /// DNS over QUIC (RFC 9250, UDP port 853 by convention): needs a certificate. Each query,
+            /// on a QUIC stream of its own, is answered as the DoH wire endpoint answers it;
+            /// ``Connections/dotIdleTimeout`` is QUIC's idle timeout and
+            /// ``Connections/maxDoTQueriesInFlight`` the streams one connection may have open.
+            case dnsOverQUIC
         }
 
         public init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0, kind: Kind = .http) {
@@ -141,11 +146,13 @@ public final class HTTPDNSService: Sendable {
         public var idleTimeout: Duration = .seconds(30)
         /// DNS over TLS: how long a connection with no query in hand stays open (RFC 7766 §6.2.3
         /// and RFC 7858 §3.4 ask servers to close idle connections after seconds), and the deadline
-        /// for the rest of a query begun (cut, counted as shed: `deadline`). Default 10 s.
+        /// for the rest of a query begun (cut, counted as shed: `deadline`). DNS over QUIC: the
+        /// connection's idle timeout (QUIC's `max_idle_timeout`). Default 10 s.
         public var dotIdleTimeout: Duration = .seconds(10)
         /// DNS over TLS: queries of one connection being answered at once; at this many the
         /// connection is not read until one is answered (pipelined queries wait in TCP, none is
-        /// refused). Default 64.
+        /// refused). DNS over QUIC: the streams (queries) one connection may have open at once
+        /// (`initial_max_streams_bidi`, given back as each closes). Default 64.
         public var maxDoTQueriesInFlight: Int = 64
         /// HTTP/2: requests of one connection handled at once (at most 100, what h2o advertises);
         /// more are answered `503` with `Retry-After` at once and count as shed (`streams`). Default 100.
@@ -377,6 +384,9 @@ public final class HTTPDNSService: Sendable {
         for listener in configuration.listeners where listener.kind == .dnsOverTLS && listener.tlsCertificatePEM == nil {
             throw HTTPDNSServiceError(.invalidConfiguration, "DNS over TLS needs a certificate and a key")
         }
+        for listener in configuration.listeners where listener.kind == .dnsOverQUIC && listener.tlsCertificatePEM == nil {
+            throw HTTPDNSServiceError(.invalidConfiguration, "DNS over QUIC needs a certificate and a key")
+        }
         try configuration.reports.validate()
         var serverConfiguration = HTTPServer.Configuration()
         serverConfiguration.listeners = configuration.listeners.map { listener in
@@ -384,6 +394,10 @@ public final class HTTPDNSService: Sendable {
             converted.tlsCertificatePEM = listener.tlsCertificatePEM
             converted.tlsKeyPEM = listener.tlsKeyPEM
             if listener.kind == .dnsOverTLS { converted.messageStream = Self.dotMessageStream }
+            if listener.kind == .dnsOverQUIC {
+                converted.messageStream = Self.dotMessageStream
+                converted.isQUIC = true
+            }
             return converted
         }
         // RFC 8484 §6: DNS messages are at most 65,535 bytes, report batches 64 KiB; larger bodies

@@ -10,12 +10,13 @@ import HTTPServing
 
 extension Command {
     static let serveSpecs: [OptionSpec] = [
-        OptionSpec("listen", value: "[http://|https://|tls://]ip:port", help: """
-            Where to listen (repeatable: HTTP, HTTPS and DNS over TLS in one process). IP:PORT or [IPv6]:PORT; port 0 picks \
-            one. https:// and tls:// need --tls-cert/--tls-key. When no --listen names a scheme, all are HTTPS if \
+        OptionSpec("listen", value: "[http://|https://|tls://|quic://]ip:port", help: """
+            Where to listen (repeatable: HTTP, HTTPS, DNS over TLS and DNS over QUIC in one process). IP:PORT or [IPv6]:PORT; port 0 picks \
+            one. https://, tls:// and quic:// need --tls-cert/--tls-key. When no --listen names a scheme, all are HTTPS if \
             --tls-cert is given and plain HTTP otherwise; when one does, those without a scheme are plain. Plain listeners speak HTTP/1.1 and h2c, HTTPS ones HTTP/2 and HTTP/1.1 (ALPN). \
             tls:// speaks DNS over TLS (RFC 7858; Android's Private DNS, Unbound's and systemd-resolved's forwarding use port 853), \
-            answering each query as /dns-query does. \
+            answering each query as /dns-query does; quic:// speaks DNS over QUIC (RFC 9250, UDP, ALPN doq), \
+            each query on a QUIC stream of its own, answered the same way. \
             Default 127.0.0.1:8053.
             """),
         OptionSpec("zone", value: "file", reloads: true, help: """
@@ -79,11 +80,12 @@ extension Command {
         OptionSpec("idle-timeout", value: "seconds", help: "HTTP/2: idle time of a connection. Default \(helpSeconds(serveDefaults.connections.idleTimeout))."),
         OptionSpec("dot-idle-timeout", value: "seconds", help: """
             DNS over TLS: how long a connection with no query in hand stays open (RFC 7766 asks for seconds), and \
-            the deadline for the rest of a query begun (cut, counted as shed). Default \(helpSeconds(serveDefaults.connections.dotIdleTimeout)).
+            the deadline for the rest of a query begun (cut, counted as shed). DNS over QUIC: the connection's idle timeout. Default \(helpSeconds(serveDefaults.connections.dotIdleTimeout)).
             """),
         OptionSpec("dot-max-queries", value: "n", help: """
             DNS over TLS: pipelined queries of one connection answered at once (1-65535); at this many the \
-            connection is not read until one is answered (none is refused). Default \(serveDefaults.connections.maxDoTQueriesInFlight).
+            connection is not read until one is answered (none is refused). DNS over QUIC: the streams (queries) one \
+            connection may have open at once. Default \(serveDefaults.connections.maxDoTQueriesInFlight).
             """),
         OptionSpec("max-streams", value: "n", help: """
             HTTP/2: requests of one connection handled at once (1-100); more get 503 with Retry-After, \
@@ -158,7 +160,7 @@ extension Command {
         overview: """
             Run an HTTPDNS server: answers DNSPod (/d?dn=), Alibaba (/ACCOUNT/d?host=), IP-list (/ips?host=) \
             and DNS-over-HTTPS (/dns-query, wire and JSON) requests from a zone file and upstream resolvers, \
-            and DNS over TLS (--listen tls://) as /dns-query answers, \
+            and DNS over TLS (--listen tls://) and over QUIC (--listen quic://) as /dns-query answers, \
             and takes apps' failure reports (POST /report), \
             over HTTP/1.1 and HTTP/2 on --threads event loops. /health answers 200 "alive" while the process answers \
             (liveness), /ready 200 "ready" (503 "draining" while stopping: readiness), /metrics Prometheus text, /status (with --admin-token) the health of checked origins. \
@@ -170,7 +172,7 @@ extension Command {
         usage: "httpdns serve [<options>]",
         options: serveSpecs,
         sections: [
-            ("OUTPUT", "One line per listener when ready: listening on http(s)://IP:PORT, or tls://IP:PORT for DNS over TLS"),
+            ("OUTPUT", "One line per listener when ready: listening on http(s)://IP:PORT, tls://IP:PORT for DNS over TLS, or quic://IP:PORT for DNS over QUIC"),
             ("EXIT STATUS", "0 after a clean stop, 1 when it cannot listen or load the zone, 64 bad usage."),
             ("CONFIG KEYS", "The \"serve\" object of --config FILE takes: \(serveConfig.reference)."),
             ("EXAMPLES", """
@@ -203,7 +205,7 @@ extension Command {
         configuration.listeners = []
         let parsedListens = try listens.map { text in
             guard let parsedListen = parseListen(text) else {
-                throw bad("bad --listen '\(text)': expected [http://|https://|tls://]IP:PORT ([IPv6]:PORT for IPv6)")
+                throw bad("bad --listen '\(text)': expected [http://|https://|tls://|quic://]IP:PORT ([IPv6]:PORT for IPv6)")
             }
             return (text, parsedListen)
         }
@@ -212,12 +214,15 @@ extension Command {
         let anyScheme = parsedListens.contains { $0.1.2 != nil }
         for (text, (address, port, scheme)) in parsedListens {
             let dot = scheme == "tls"
-            let tls = dot || scheme == "https" || (scheme == nil && !anyScheme && certificate != nil)
+            let doq = scheme == "quic"
+            let tls = dot || doq || scheme == "https" || (scheme == nil && !anyScheme && certificate != nil)
             if tls, certificate == nil {
-                throw bad("--listen '\(text)' is \(dot ? "DNS over TLS" : "HTTPS"): it needs --tls-cert and --tls-key")
+                let kind = dot ? "DNS over TLS" : doq ? "DNS over QUIC" : "HTTPS"
+                throw bad("--listen '\(text)' is \(kind): it needs --tls-cert and --tls-key")
             }
             if tls { tlsListeners.append(configuration.listeners.count) }
-            configuration.listeners.append(HTTPDNSService.Listener(address: address, port: port, kind: dot ? .dnsOverTLS : .http))
+            let listenerKind: HTTPDNSService.Listener.Kind = dot ? .dnsOverTLS : doq ? .dnsOverQUIC : .http
+            configuration.listeners.append(HTTPDNSService.Listener(address: address, port: port, kind: listenerKind))
         }
         try readConnectionOptions(parsed, into: &configuration.connections, bad: bad)
 
@@ -410,7 +415,7 @@ extension Command {
         try await runUntilStopped(service, files: files, tlsListeners: tlsListeners) {
             if let notifyBound { try Output.line("notify on udp://\(notifyBound)") }
             for (index, listener) in configuration.listeners.enumerated() {
-                let scheme = listener.kind == .dnsOverTLS ? "tls" : listener.tlsCertificatePEM == nil ? "http" : "https"
+                let scheme = listener.kind == .dnsOverTLS ? "tls" : listener.kind == .dnsOverQUIC ? "quic" : listener.tlsCertificatePEM == nil ? "http" : "https"
                 try Output.line("listening on \(scheme)://\(listener.address.uriText):\(service.ports[index])")
             }
         }
@@ -573,12 +578,12 @@ extension Command {
         return (String(text[..<equals]), String(text[text.index(after: equals)...]))
     }
 
-    /// `[http://|https://|tls://]IP:PORT` or `…[IPv6]:PORT`, port 0-65535 (0 picks a free one); the
-    /// scheme is nil when not written.
+    /// `[http://|https://|tls://|quic://]IP:PORT` or `…[IPv6]:PORT`, port 0-65535 (0 picks a free
+    /// one); the scheme is nil when not written.
     static func parseListen(_ text: String) -> (HTTPDNSIPAddress, Int, String?)? {
         var rest = Substring(text)
         var scheme: String?
-        for candidate in ["http", "https", "tls"] where rest.hasPrefix(candidate + "://") {
+        for candidate in ["http", "https", "tls", "quic"] where rest.hasPrefix(candidate + "://") {
             scheme = candidate
             rest = rest.dropFirst(candidate.count + 3)
         }

@@ -1,4 +1,5 @@
 import CH2O
+import CQUIC
 import Foundation
 import HTTPDNSCore
 import Synchronization
@@ -14,13 +15,16 @@ extension HTTPServer {
         let isHead: Bool
         /// A message of a ``MessageStream``: the token is its `httpdns_h2o_stream_message`.
         let isMessage: Bool
+        /// A DNS-over-QUIC query: the token is its `httpdns_quic_message`, answered through this server.
+        let quic: HTTPServerQUIC?
         private let answered = Atomic<Bool>(false)
 
-        init(core: HTTPServerCore, token: UInt, isHead: Bool, isMessage: Bool = false) {
+        init(core: HTTPServerCore, token: UInt, isHead: Bool, isMessage: Bool = false, quic: HTTPServerQUIC? = nil) {
             self.core = core
             self.token = token
             self.isHead = isHead
             self.isMessage = isMessage
+            self.quic = quic
         }
 
         /// Sends `response`. A streaming body is pulled on a thread of its own, one chunk per
@@ -49,6 +53,11 @@ extension HTTPServer {
         /// A message stream carries a `200`'s body and nothing else: any other answer (or a
         /// streaming body) closes the connection once the messages before it are answered.
         private func respondToMessage(_ response: Response) {
+            if let quic {
+                quic.answer(token, response)
+                core.finished(token)
+                return
+            }
             let message = OpaquePointer(bitPattern: token)
             if response.status == 200, case .data(let data) = response.body {
                 data.withUnsafeBytes { bytes in

@@ -1,4 +1,5 @@
 import CH2O
+import CQUIC
 import Foundation
 import HTTPDNSCore
 
@@ -49,6 +50,8 @@ extension HTTPServer {
         /// One message of a ``MessageStream`` connection, presented as a POST (its
         /// ``httpVersion`` is empty).
         package var isMessage: Bool = false
+        /// A message that came over DNS over QUIC (``Listener/isQUIC``); ``isMessage`` is true too.
+        package var isQUIC: Bool = false
 
         package init(
             method: String, path: String, query: HTTPServerQuery = .init(), headers: [Header] = [], body: Data = Data(),
@@ -164,6 +167,29 @@ extension HTTPServer {
                 }
             }
             return (messages, bytes[offset...])
+        }
+
+        /// What a DNS-over-QUIC stream's framing (RFC 9250 §4.2) makes of the `bytes` it has
+        /// received, `fin` once the client closed its side: exactly as the QUIC listener frames it
+        /// (for tests and the fuzz target).
+        package static func quicFrame(_ bytes: [UInt8], fin: Bool) -> QUICFrame {
+            let length = bytes.withUnsafeBytes { httpdns_quic_stream_frame($0.baseAddress, $0.count, fin ? 1 : 0) }
+            switch length {
+            case 0...: return .query(Int(length))
+            case -1: return .needMore
+            default: return .protocolError
+            }
+        }
+
+        /// A DoQ stream's verdict on what it has received (``quicFrame(_:fin:)``).
+        package enum QUICFrame: Sendable, Hashable {
+            /// A whole query of this many bytes after its two-byte length, and nothing past it.
+            case query(Int)
+            /// The query has not all arrived, and the client may send the rest.
+            case needMore
+            /// Bytes past the query, FIN before its end, a message shorter than a DNS header or a
+            /// DNS message ID other than 0: the connection closes with DOQ_PROTOCOL_ERROR.
+            case protocolError
         }
     }
 

@@ -50,6 +50,12 @@ package final class HTTPServer: Sendable {
         /// Length-prefixed messages instead of HTTP (DNS over TCP, and over TLS with a certificate:
         /// RFC 7858). Default nil: HTTP.
         package var messageStream: MessageStream? = nil
+        /// DNS over QUIC (RFC 9250) on a UDP socket instead of TCP: each query on a stream of its
+        /// own, handed to the responder as a message of ``messageStream`` (both are needed, and a
+        /// certificate). Served by a thread of its own (CQUIC), with the HTTP listeners' connection
+        /// limits, ``Limits/messageIdleTimeout`` as QUIC's idle timeout, ``Limits/maxMessagesInFlight``
+        /// streams at once per connection and the same drain. Default false.
+        package var isQUIC: Bool = false
 
         package init(address: HTTPDNSIPAddress = HTTPDNSIPAddress(bytes: [127, 0, 0, 1])!, port: Int = 0) {
             self.address = address
@@ -274,17 +280,18 @@ package final class HTTPServer: Sendable {
     /// `http(s)://address:port` of the first listener, for building request URLs in tests.
     package var baseURL: URL { url(listener: 0) }
 
-    /// `http(s)://address:port` of listener `index` (`tls://` or `tcp://` for a message stream).
+    /// `http(s)://address:port` of listener `index` (`tls://` or `tcp://` for a message stream,
+    /// `quic://` for DNS over QUIC).
     package func url(listener index: Int) -> URL {
         let listener = configuration.listeners[index]
-        let scheme = listener.messageStream == nil ? (listener.isTLS ? "https" : "http") : (listener.isTLS ? "tls" : "tcp")
+        let scheme = listener.isQUIC ? "quic" : listener.messageStream == nil ? (listener.isTLS ? "https" : "http") : (listener.isTLS ? "tls" : "tcp")
         return URL(string: "\(scheme)://\(listener.address.uriText):\(ports[index])")!
     }
 
     /// TCP connections accepted and kept so far (keep-alive reuse shows as fewer connections than requests).
     package var connectionCount: Int { core.accepted.load(ordering: .relaxed) }
 
-    /// TCP connections open right now (a client that cancelled shows up as a drop here).
+    /// Connections open right now, TCP and QUIC (a client that cancelled shows up as a drop here).
     package var openConnectionCount: Int { core.open.load(ordering: .relaxed) }
 
     /// Requests handed to the handler so far.

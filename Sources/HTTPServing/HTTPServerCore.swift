@@ -1,4 +1,5 @@
 import CH2O
+import CQUIC
 import Foundation
 import HTTPDNSCore
 import Synchronization
@@ -40,6 +41,8 @@ final class HTTPServerCore: @unchecked Sendable {
     /// The `httpdns_h2o_server *` as bits, for posting without a lock: set once before the loops
     /// start, and valid for ever (the C server is never freed; after `destroy` it drops posts).
     private let postTarget = Atomic<UInt>(0)
+    /// The DNS-over-QUIC servers, one per QUIC listener (see ``HTTPServerQUIC``).
+    private(set) var quic: [HTTPServerQUIC] = []
     /// The shared TLS session ticket keys (`httpdns_h2o_ticket_store *`), when configured; every TLS
     /// context made here holds a reference of its own.
     private let ticketStore: OpaquePointer?
@@ -74,12 +77,22 @@ final class HTTPServerCore: @unchecked Sendable {
 
         // TLS first: a bad certificate must not leave a bound port behind.
         var contexts: [OpaquePointer?] = []
-        defer { for context in contexts { if let context { httpdns_h2o_tls_release(context) } } }
-        for listener in configuration.listeners {
+        var credentials: [Int: OpaquePointer] = [:]
+        defer {
+            for context in contexts { if let context { httpdns_h2o_tls_release(context) } }
+            for (_, credential) in credentials { httpdns_quic_credentials_release(credential) }
+        }
+        for (index, listener) in configuration.listeners.enumerated() {
             guard (listener.tlsCertificatePEM == nil) == (listener.tlsKeyPEM == nil) else {
                 throw HTTPServer.StartError("TLS needs both a certificate and a key")
             }
-            if let certificate = listener.tlsCertificatePEM, let key = listener.tlsKeyPEM {
+            if listener.isQUIC {
+                guard let certificate = listener.tlsCertificatePEM, let key = listener.tlsKeyPEM, listener.messageStream != nil else {
+                    throw HTTPServer.StartError("DNS over QUIC needs a certificate, a key and a message stream")
+                }
+                credentials[index] = try HTTPServerQUIC.makeCredentials(certificate: certificate, key: key)
+                contexts.append(nil)
+            } else if let certificate = listener.tlsCertificatePEM, let key = listener.tlsKeyPEM {
                 contexts.append(
                     try Self.makeTLS(certificate: certificate, key: key, tickets: store, messageStream: listener.messageStream != nil))
             } else {
@@ -125,7 +138,9 @@ final class HTTPServerCore: @unchecked Sendable {
             throw HTTPServer.StartError("cannot create the event loop")
         }
         for (index, socket) in sockets.enumerated() {
-            if configuration.listeners[index].messageStream != nil {
+            if configuration.listeners[index].isQUIC {
+                continue
+            } else if configuration.listeners[index].messageStream != nil {
                 _ = httpdns_h2o_server_add_stream_listener(pointer, socket.fd, contexts[index])
             } else {
                 _ = httpdns_h2o_server_add_listener(pointer, socket.fd, contexts[index])
@@ -135,7 +150,28 @@ final class HTTPServerCore: @unchecked Sendable {
         _ = Unmanaged.passRetained(self)
         server.withLock { $0 = ServerHandle(pointer: pointer) }
         postTarget.store(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pointer))), ordering: .releasing)
-        let status = httpdns_h2o_server_start(pointer)
+        // The QUIC servers; each owns its socket from here, made or not.
+        var quicFailure: HTTPServer.StartError? = nil
+        for (index, socket) in sockets.enumerated() where configuration.listeners[index].isQUIC {
+            guard quicFailure == nil, let credential = credentials[index],
+                let server = HTTPServerQUIC(core: self, listener: index, fd: socket.fd, limits: limits, credentials: credential)
+            else {
+                if quicFailure == nil {
+                    quicFailure = HTTPServer.StartError(
+                        "cannot start DNS over QUIC on \(configuration.listeners[index].address.uriText):\(socket.port)")
+                } else {
+                    close(socket.fd)
+                }
+                continue
+            }
+            quic.append(server)
+        }
+        if let quicFailure {
+            stop(drain: .zero)
+            throw quicFailure
+        }
+        var status = httpdns_h2o_server_start(pointer)
+        for server in quic where status == 0 { status = server.start() }
         guard status == 0 else {
             stop(drain: .zero)
             throw HTTPServer.StartError("cannot start the loop thread: \(String(cString: strerror(status)))")
@@ -180,6 +216,12 @@ final class HTTPServerCore: @unchecked Sendable {
     }
 
     func reloadTLS(listener index: Int, certificatePEM: String, keyPEM: String) throws(HTTPServer.StartError) {
+        if let server = quic.first(where: { $0.listener == index }) {
+            let credentials = try HTTPServerQUIC.makeCredentials(certificate: certificatePEM, key: keyPEM)
+            defer { httpdns_quic_credentials_release(credentials) }
+            server.setCredentials(credentials)
+            return
+        }
         let context = try Self.makeTLS(
             certificate: certificatePEM, key: keyPEM, tickets: ticketStore,
             messageStream: messageStreams.indices.contains(index) && messageStreams[index] != nil)
@@ -193,6 +235,7 @@ final class HTTPServerCore: @unchecked Sendable {
     func stop(drain: Duration) {
         guard let handle = server.withLock({ $0 }) else { return }
         httpdns_h2o_server_stop_accepting(handle.pointer)
+        for server in quic { server.stopAccepting() }
         let clock = ContinuousClock()
         let drainEnd = clock.now + drain
         // The connections close themselves once what was on its way is answered (see
@@ -202,6 +245,7 @@ final class HTTPServerCore: @unchecked Sendable {
         }
         let cutBefore = drainCuts.load(ordering: .relaxed)
         httpdns_h2o_server_close_connections(handle.pointer)
+        for server in quic { server.closeConnections() }
         // The others close at once. An HTTP/1 connection cut with a request in hand does not: h2o
         // stops reading while a request is in hand and frees the connection only after its
         // response, which can no longer be sent. Waiting for it held every stop that cut a request
@@ -216,6 +260,7 @@ final class HTTPServerCore: @unchecked Sendable {
             return value != nil
         }) else { return }
         httpdns_h2o_server_destroy(handle.pointer)
+        for server in quic { server.destroy() }
         // The loop thread has ended: no more callbacks use the context pointer.
         Unmanaged.passUnretained(self).release()
     }
@@ -227,7 +272,8 @@ final class HTTPServerCore: @unchecked Sendable {
     /// not name: its header is ignored, as its `X-Forwarded-For` is, rather than taken for HTTP).
     func accept(listener: Int, peer: UnsafePointer<sockaddr>?) -> Int32 {
         let address = Self.peer(peer).0
-        // Only loop 0 accepts, so the totals only fall between the check and the count.
+        // Loop 0 accepts TCP and each QUIC listener's thread its connections: between the check and
+        // the count the total can pass the limit by at most one per QUIC listener.
         let total = open.load(ordering: .relaxed)
         let kept = perClient.withLock { perClient -> Bool in
             guard total < limits.maxConnections else { return false }
@@ -312,13 +358,16 @@ final class HTTPServerCore: @unchecked Sendable {
         responder(head, nil, exchange)
     }
 
-    /// One message of a message-stream connection, as a POST to its listener's path.
+    /// One message of a message-stream connection, as a POST to its listener's path; `quic` is the
+    /// DNS-over-QUIC server it came from, if any.
     func message(
-        _ token: OpaquePointer, _ bytes: UnsafeRawBufferPointer, listener: Int, peer: UnsafePointer<sockaddr>?
+        _ token: OpaquePointer, _ bytes: UnsafeRawBufferPointer, listener: Int, peer: UnsafePointer<sockaddr>?,
+        quic: HTTPServerQUIC? = nil
     ) {
         requests.add(1, ordering: .relaxed)
         inFlight.add(1, ordering: .relaxed)
-        let exchange = HTTPServer.Exchange(core: self, token: UInt(bitPattern: UnsafeRawPointer(token)), isHead: false, isMessage: true)
+        let exchange = HTTPServer.Exchange(
+            core: self, token: UInt(bitPattern: UnsafeRawPointer(token)), isHead: false, isMessage: true, quic: quic)
         guard messageStreams.indices.contains(listener), let stream = messageStreams[listener] else {
             return exchange.respond(.text("not a message stream\n", status: 500))
         }
@@ -328,6 +377,7 @@ final class HTTPServerCore: @unchecked Sendable {
             remotePort: port, httpVersion: "")
         head.listener = listener
         head.isMessage = true
+        head.isQUIC = quic != nil
         responder(head, nil, exchange)
     }
 

@@ -11,18 +11,21 @@ enum HTTPServerSocket {
         let name = "\(listener.address.uriText):\(listener.port)"
         guard (0...65_535).contains(listener.port) else { throw HTTPServer.StartError("port out of range in \(name)") }
         let v6 = listener.address.family == .v6
-        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        // A QUIC listener is a UDP socket (bound, nothing to listen for).
+        let kind = listener.isQUIC ? Int32(SOCK_DGRAM.rawValue) : Int32(SOCK_STREAM.rawValue)
+        let type = kind | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let fd = socket(v6 ? AF_INET6 : AF_INET, type, 0)
         guard fd >= 0 else { throw failure("cannot listen on \(name)", errno) }
         var on: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        // Not on UDP: there SO_REUSEADDR lets a second socket bind the same port unnoticed.
+        if !listener.isQUIC { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size)) }
         if reusePort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<Int32>.size)) }
         if v6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size)) }
         let bound = withSocketAddress(listener.address, port: listener.port) { address, length in
             bind(fd, address, length)
         }
         // The kernel caps the backlog at net.core.somaxconn (4096 on current kernels).
-        guard bound == 0, Glibc.listen(fd, 4096) == 0 else {
+        guard bound == 0, listener.isQUIC || Glibc.listen(fd, 4096) == 0 else {
             let code = errno
             close(fd)
             throw failure("cannot listen on \(name)", code)

@@ -101,7 +101,7 @@ final class HTTPDNSServerMetricsTests: XCTestCase {
             "byEndpoint":[{"endpoint":"dnspod","queries":1},{"endpoint":"alibaba","queries":0},{"endpoint":"ips","queries":0},\#
             {"endpoint":"doh-get","queries":1},{"endpoint":"doh-post","queries":0},{"endpoint":"doh-json","queries":0},\#
             {"endpoint":"health","queries":0},{"endpoint":"report","queries":0},{"endpoint":"other","queries":0},\#
-            {"endpoint":"dot","queries":0}]}
+            {"endpoint":"dot","queries":0},{"endpoint":"doq","queries":0}]}
             """#)
         XCTAssertEqual(metrics.shedStatus()["byReason"], .array(HTTPDNSServerMetrics.ShedReason.allCases.map {
             .object([("reason", .string($0.label)), ("refused", .integer($0 == .perClient ? 2 : 0))])

@@ -8,4 +8,6 @@
 /// ngtcp2's version string as the library reports it at run time (for `--version` and logs).
 const char *httpdns_quic_library_version(void);
 
+#include "httpdns_quic_server.h"
+
 #endif
