@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "HTTPDNSStub",
             dependencies: [
-                "CSockets", "CTLSClient", "DNSSockets", "DNSStubCore", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "HTTPDNSOperations",
+                "CQUIC", "CSockets", "CTLSClient", "DNSSockets", "DNSStubCore", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "HTTPDNSOperations",
                 "HTTPServing",
             ]
         ),
