@@ -33,6 +33,7 @@ packages=(
   dnsdist                # a DoT client of serve (a TLS backend) and the DoT server behind the stub's dot= upstream in tests; rows 8 and 12's baseline in `make bench`
   python3                # proxy tests: Python's urllib through `httpdns proxy`
   python3-dnspython      # the stub's namespace test and serve's DoT tests: dnspython among the clients
+  python3-venv           # the venv that holds aioquic from PyPI (scripts/ensure-python.sh)
   python3-prometheus-client  # scripts/check-metrics.py: the reference parser reads serve's /metrics in `make test`
   chromium               # proxy tests: a real browser (headless) through `httpdns proxy`; the console test loads /status
   libnss3-tools          # certutil: the headless browser's trust store holds the test CA
@@ -59,7 +60,7 @@ for package in "${packages[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  exit 0
+  exec "$(dirname "$0")/ensure-python.sh"
 fi
 
 if [[ $(id -u) -eq 0 ]]; then
@@ -85,3 +86,6 @@ else
   echo "  sudo apt-get install -y ${missing[*]}" >&2
   exit 1
 fi
+
+# PyPI modules no Debian package carries (aioquic: the DNS-over-QUIC test server).
+exec "$(dirname "$0")/ensure-python.sh"
