@@ -527,7 +527,8 @@ static void doq_fail_read(httpdns_quic_client *c, int rv) {
         doq_fail(c, 1, "the server closed the connection (%s error 0x%llx%s%.*s)",
                  received.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION ? "application" : "transport",
                  (unsigned long long)received.error_code, received.reasonlen > 0 ? ": " : "",
-                 (int)(received.reasonlen > 100 ? 100 : received.reasonlen), (const char *)received.reason);
+                 (int)(received.reason != NULL ? (received.reasonlen > 100 ? 100 : received.reasonlen) : 0),
+                 received.reason != NULL ? (const char *)received.reason : "");
         return;
     }
     if (rv == NGTCP2_ERR_CRYPTO) {
@@ -633,6 +634,8 @@ static void doq_write(httpdns_quic_client *c) {
         ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, buffer, sizeof buffer, &written, flags,
                                                    stream_id, s != NULL ? &data : NULL, s != NULL ? 1 : 0, now);
         if (n == NGTCP2_ERR_WRITE_MORE) {
+            // Only returned when stream data went into the packet.
+            if (s == NULL) return;
             s->out_sent += (size_t)written;
             if (s->out_sent == s->out_len) s = doq_next_to_write(c, s);
             continue;
