@@ -10,7 +10,10 @@ FIN, message ID 0.
 
 It prints, each on a line of its own and flushed: `listening on 127.0.0.1:PORT` once bound,
 `connection N` at each completed handshake, `query N` at each query forwarded, `violation WHY` at a
-broken query. SIGUSR1 closes every open connection (CONNECTION_CLOSE, DOQ_NO_ERROR): the client
+broken query. `--answers truncated` ends each answer's stream half-way through the message
+(FIN after a length prefix that promises more); `--answers overlong` sends a length prefix of
+65,535 and then more than that on the stream: a client must fail those queries, not wait or grow
+without bound. SIGUSR1 closes every open connection (CONNECTION_CLOSE, DOQ_NO_ERROR): the client
 must reconnect for its next query. SIGTERM ends it.
 """
 import argparse
@@ -58,9 +61,10 @@ def forward(upstream, query):
 
 
 class DoQServerProtocol(QuicConnectionProtocol):
-    def __init__(self, *args, upstream, **kwargs):
+    def __init__(self, *args, upstream, answers, **kwargs):
         super().__init__(*args, **kwargs)
         self.upstream = upstream
+        self.answers = answers
         self.buffers = {}
 
     def refuse(self, why):
@@ -97,6 +101,10 @@ class DoQServerProtocol(QuicConnectionProtocol):
         reply = await asyncio.get_running_loop().run_in_executor(None, forward, self.upstream, query)
         if reply is None:
             self._quic.reset_stream(stream_id, DOQ_INTERNAL_ERROR)
+        elif self.answers == "truncated":
+            self._quic.send_stream_data(stream_id, struct.pack("!H", len(reply)) + reply[: len(reply) // 2], end_stream=True)
+        elif self.answers == "overlong":
+            self._quic.send_stream_data(stream_id, b"\xff\xff" + os.urandom(70000), end_stream=False)
         else:
             self._quic.send_stream_data(stream_id, struct.pack("!H", len(reply)) + reply, end_stream=True)
         self.transmit()
@@ -117,13 +125,14 @@ async def main():
     parser.add_argument("--upstream-port", type=int, required=True, help="the plain DNS server on 127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--idle-timeout", type=float, default=30.0)
+    parser.add_argument("--answers", choices=["normal", "truncated", "overlong"], default="normal")
     args = parser.parse_args()
     configuration = QuicConfiguration(alpn_protocols=["doq"], is_client=False, idle_timeout=args.idle_timeout)
     configuration.load_cert_chain(args.certificate, args.key)
     upstream = ("127.0.0.1", args.upstream_port)
     server = await serve(
         "127.0.0.1", args.port, configuration=configuration,
-        create_protocol=lambda *a, **k: DoQServerProtocol(*a, upstream=upstream, **k))
+        create_protocol=lambda *a, **k: DoQServerProtocol(*a, upstream=upstream, answers=args.answers, **k))
     port = server._transport.get_extra_info("sockname")[1]
     loop = asyncio.get_running_loop()
     stopped = loop.create_future()

@@ -121,7 +121,7 @@ extension DNSStubQUICUpstream {
             let id = UInt16(truncatingIfNeeded: outcome.tag)
             guard let bytes = outcome.answer else {
                 if let waiter = state.withLock({ $0.pipeline.failSent(id: id) }) {
-                    waiter.completion(.failure(HTTPDNSError(.transport, "the server reset the query's stream", source: name)))
+                    waiter.completion(.failure(HTTPDNSError(.transport, "the query's stream failed: reset by the server, or ended without a whole DNS message", source: name)))
                 }
                 continue
             }

@@ -20,11 +20,23 @@ package final class DoQTestServer: Sendable {
     private let directory: URL
     private let process: HTTPDNSLock<ChildProcess?>
 
+    /// How it answers.
+    package enum Answers: String, Sendable {
+        /// As RFC 9250 says.
+        case normal
+        /// Each answer's stream ends (FIN) half-way through the message its length prefix announces.
+        case truncated
+        /// A length prefix of 65,535, then more than that on the stream.
+        case overlong
+    }
+
     /// Starts the server with `certificatePath`/`keyPath` (PEM) in front of the plain DNS server on
-    /// 127.0.0.1:`upstreamPort`, and waits until it listens.
+    /// 127.0.0.1:`upstreamPort`, answering as `answers` says, and waits until it listens.
     /// - Throws: ``Dnsmasq/Failure`` when Python with aioquic is missing (saying how to install it),
     ///   or the server exits or does not listen in time (with its output).
-    package init(certificatePath: String, keyPath: String, upstreamPort: UInt16, idleTimeout: Duration = .seconds(30)) throws {
+    package init(
+        certificatePath: String, keyPath: String, upstreamPort: UInt16, idleTimeout: Duration = .seconds(30), answers: Answers = .normal
+    ) throws {
         let python = ProcessInfo.processInfo.environment["HTTPDNS_TEST_PYTHON"] ?? "\(Self.pythonDirectory)/bin/python3"
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw Dnsmasq.Failure(description: "\(python) not found: scripts/ensure-deps.sh makes it (a venv with aioquic from PyPI, for the DNS-over-QUIC tests)")
@@ -39,7 +51,7 @@ package final class DoQTestServer: Sendable {
             executable: python,
             arguments: [
                 script, "--certificate", certificatePath, "--key", keyPath, "--upstream-port", "\(upstreamPort)",
-                "--idle-timeout", "\(idleTimeout.inSeconds)",
+                "--idle-timeout", "\(idleTimeout.inSeconds)", "--answers", answers.rawValue,
             ],
             output: logPath, stopTimeout: .seconds(5))
         let deadline = ContinuousClock.now + .seconds(15)

@@ -11,8 +11,10 @@ import XCTest
 /// A `doq=` upstream in process, where no DoQ server answers: a port nobody listens on fails at
 /// once (ICMP port unreachable; the group then asks the next upstream), a server that answers
 /// every datagram with random bytes is survived and the query times out at its deadline, and a
-/// cancelled query ends at once. The exchanges with a real DoQ server are in
-/// `StubDoQUpstreamTests` (aioquic).
+/// cancelled query ends at once. Against the aioquic test server: an answer, its ID given back as
+/// the caller's (0 on the wire), and answer streams that break the framing (ended half-way, longer
+/// than a DNS message) failing their query at once. The stub binary's exchanges are in
+/// `StubDoQUpstreamTests`.
 final class DNSStubQUICUpstreamTests: XCTestCase {
     private func upstream(port: Int) throws -> any DNSStubUpstream {
         try DNSStubUpstreamSpec(parsing: "doq=127.0.0.1:\(port)#doq.test").makeUpstream(transport: nil)
@@ -66,6 +68,47 @@ final class DNSStubQUICUpstreamTests: XCTestCase {
             running.withLock { $0 = false }
             done.wait()
         })
+    }
+
+    /// dnsmasq answering `a.doq.test`, and the DoQ test server in front of it answering as `answers`
+    /// says, with a certificate for `doq.test` from a fresh CA; its CA file.
+    private func doqServer(_ answers: DoQTestServer.Answers) throws -> (DoQTestServer, String) {
+        var configuration = Dnsmasq.Configuration()
+        configuration.hostRecords = [("a.doq.test", [HTTPDNSIPAddress("10.2.0.100")!])]
+        let dnsmasq = try Dnsmasq(configuration)
+        addTeardownBlock { dnsmasq.stop() }
+        let certificates = try TestCertificates()
+        addTeardownBlock { certificates.remove() }
+        let leaf = try certificates.issue(dnsNames: ["doq.test"])
+        let server = try DoQTestServer(certificatePath: leaf.certificatePath, keyPath: leaf.keyPath, upstreamPort: dnsmasq.port, answers: answers)
+        addTeardownBlock { server.stop() }
+        return (server, certificates.caCertificatePath)
+    }
+
+    func testAnswersAndBrokenAnswerStreamsFailTheirQueryAtOnce() async throws {
+        let (good, goodCA) = try doqServer(.normal)
+        let upstream = try DNSStubUpstreamSpec(parsing: "doq=127.0.0.1:\(good.port)#doq.test").makeUpstream(transport: nil, trust: .caFile(goodCA))
+        var asked = try query()
+        asked.id = 0x1234
+        let answer = try await upstream.exchange(asked, timeout: .seconds(5))
+        XCTAssertEqual(answer.id, 0, "the stub's upstreams answer with ID 0; the caller restores its own")
+        XCTAssertEqual(answer.questions, asked.questions)
+        XCTAssertEqual(answer.answers.count, 1, "\(answer)")
+        XCTAssertEqual(good.violations, [], "ID 0, FIN and the length on the wire")
+
+        for mode in [DoQTestServer.Answers.truncated, .overlong] {
+            let (server, caPath) = try doqServer(mode)
+            let broken = try DNSStubUpstreamSpec(parsing: "doq=127.0.0.1:\(server.port)#doq.test").makeUpstream(transport: nil, trust: .caFile(caPath))
+            let start = ContinuousClock.now
+            do {
+                _ = try await broken.exchange(try query(), timeout: .seconds(5))
+                XCTFail("\(mode): an answer from a broken stream")
+            } catch let error as HTTPDNSError {
+                XCTAssertEqual(error.code, .transport, "\(mode): \(error)")
+            }
+            XCTAssertLessThan(ContinuousClock.now - start, .seconds(3), "\(mode): failed at once, not at the timeout")
+            XCTAssertEqual(server.queries, 1, "\(mode): \(server.log)")
+        }
     }
 
     func testRefusedPortFailsAtOnce() async throws {
