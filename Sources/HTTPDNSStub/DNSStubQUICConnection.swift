@@ -10,13 +10,13 @@ import HTTPDNSCore
 
 /// The certificates a DNS-over-QUIC upstream trusts (GnuTLS credentials), loaded once and shared by
 /// its connections.
-package final class DNSStubQUICTrust: @unchecked Sendable {
+final class DNSStubQUICTrust: @unchecked Sendable {
     // Unchecked: the credentials are only read once made (GnuTLS allows sharing them between
     // sessions on any thread).
     let trust: OpaquePointer
 
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` when the trust cannot be loaded.
-    package init(_ trust: HTTPDNSTrust) throws(HTTPDNSError) {
+    init(_ trust: HTTPDNSTrust) throws(HTTPDNSError) {
         var error = [CChar](repeating: 0, count: 256)
         let size = error.count
         let made: OpaquePointer?
@@ -44,26 +44,26 @@ package final class DNSStubQUICTrust: @unchecked Sendable {
 /// One QUIC connection of a DNS-over-QUIC upstream (RFC 9250), owned by one thread (never shared):
 /// the C client in `CQUIC` (ngtcp2 with GnuTLS) does the QUIC, each query on a stream of its own.
 /// Nothing here blocks: the owner polls ``fd`` until ``timeout`` and calls ``advance(readable:)``.
-package final class DNSStubQUICConnection {
+final class DNSStubQUICConnection {
     /// What became of one query.
-    package struct Outcome {
+    struct Outcome {
         /// The tag given to ``send(_:tag:)``.
-        package var tag: UInt64
+        var tag: UInt64
         /// The answer as it arrived (ID 0), or nil when its stream failed (reset by the server,
         /// ended without a whole answer, longer than a DNS message).
-        package var answer: [UInt8]?
+        var answer: [UInt8]?
     }
 
     private let client: OpaquePointer
     private let serverName: String
     private var buffer = [UInt8](repeating: 0, count: 65_535)
     /// The handshake was done at some point (a later failure is a loss, not a refusal).
-    package private(set) var wasOpen = false
+    private(set) var wasOpen = false
 
     /// Starts a connection to `server` verifying `serverName` (also the SNI); it closes itself after
     /// `idleTimeout` without traffic. The first ``advance(readable:)`` sends its first packet.
     /// - Throws: `HTTPDNSError` `.transport` when the socket or the QUIC state cannot be made.
-    package init(trust: DNSStubQUICTrust, server: SocketAddress, serverName: String, idleTimeout: Duration) throws(HTTPDNSError) {
+    init(trust: DNSStubQUICTrust, server: SocketAddress, serverName: String, idleTimeout: Duration) throws(HTTPDNSError) {
         var error = [CChar](repeating: 0, count: 256)
         let size = error.count
         let milliseconds = UInt64(max(1, idleTimeout.inSeconds * 1000))
@@ -82,21 +82,21 @@ package final class DNSStubQUICConnection {
     }
 
     /// The UDP socket to poll for reading.
-    package var fd: Int32 { httpdns_quic_client_fd(client) }
+    var fd: Int32 { httpdns_quic_client_fd(client) }
 
     /// How long the poll may last at most: the connection's next timer (milliseconds).
-    package var timeoutMilliseconds: Int32 { httpdns_quic_client_timeout_ms(client) }
+    var timeoutMilliseconds: Int32 { httpdns_quic_client_timeout_ms(client) }
 
     /// The handshake is done and the connection is up.
-    package var isOpen: Bool { httpdns_quic_client_is_open(client) != 0 }
+    var isOpen: Bool { httpdns_quic_client_is_open(client) != 0 }
 
     /// Queries queued or in flight.
-    package var pending: Int { httpdns_quic_client_pending(client) }
+    var pending: Int { httpdns_quic_client_pending(client) }
 
     /// Queues `message` (a whole DNS message; its ID goes out as 0) on a stream of its own.
     /// - Returns: false when it cannot be queued (its length, a connection that is over).
     @discardableResult
-    package func send(_ message: ArraySlice<UInt8>, tag: UInt64) -> Bool {
+    func send(_ message: ArraySlice<UInt8>, tag: UInt64) -> Bool {
         message.withUnsafeBytes { bytes in
             httpdns_quic_client_send(client, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, tag) == 0
         }
@@ -104,7 +104,7 @@ package final class DNSStubQUICConnection {
 
     /// Queues each message of `frames` (DNS messages each with its 2-byte length, as
     /// ``DNSStubPipeline`` gives them), tagged with its ID.
-    package func send(frames: [UInt8]) {
+    func send(frames: [UInt8]) {
         var start = 0
         while start + 2 <= frames.count {
             let length = Int(frames[start]) << 8 | Int(frames[start + 1])
@@ -117,18 +117,18 @@ package final class DNSStubQUICConnection {
     }
 
     /// Gives up the query `tag` (its stream is reset).
-    package func cancel(tag: UInt64) {
+    func cancel(tag: UInt64) {
         _ = httpdns_quic_client_cancel(client, tag)
     }
 
     /// Why the connection is over (refused, the handshake or the certificate failed, closed by the
     /// server or idle), once ``advance(readable:)`` found it so; the queries it held are lost.
-    package private(set) var failure: HTTPDNSError?
+    private(set) var failure: HTTPDNSError?
 
     /// Moves the connection on (reads when `readable`, runs its timers, writes); afterwards
     /// ``failure`` says whether the connection is over.
     /// - Returns: the queries answered or failed since the last call (even when it is over now).
-    package func advance(readable: Bool) -> [Outcome] {
+    func advance(readable: Bool) -> [Outcome] {
         guard failure == nil else { return [] }
         let result = httpdns_quic_client_advance(client, readable ? 1 : 0)
         if httpdns_quic_client_is_open(client) != 0 { wasOpen = true }
