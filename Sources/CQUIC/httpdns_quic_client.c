@@ -507,6 +507,8 @@ int httpdns_quic_client_cancel(httpdns_quic_client *c, uint64_t tag) {
         if (s->tag != tag || s->done) continue;
         s->done = 1;
         c->pending--;
+        // Nothing more of it is written.
+        s->out_sent = s->out_len;
         if (s->id < 0) {
             doq_unlink(c, s);
             doq_stream_free(s);
@@ -613,11 +615,19 @@ static struct doq_stream *doq_next_to_write(httpdns_quic_client *c, const struct
     return NULL;
 }
 
+static void doq_write_packets(httpdns_quic_client *c, ngtcp2_tstamp now);
+
+/// Writes what is due, then sets the time of the next packet (ngtcp2 0.12 asks for it after writes).
 static void doq_write(httpdns_quic_client *c) {
+    ngtcp2_tstamp now = doq_timestamp();
+    doq_write_packets(c, now);
+    if (!c->over) ngtcp2_conn_update_pkt_tx_time(c->conn, now);
+}
+
+static void doq_write_packets(httpdns_quic_client *c, ngtcp2_tstamp now) {
     uint8_t buffer[DOQ_SEND_BUFFER];
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
-    ngtcp2_tstamp now = doq_timestamp();
     struct doq_stream *s = doq_next_to_write(c, NULL);
     for (int turns = 0; turns < 4096 && !c->over; turns++) {
         ngtcp2_vec data = {NULL, 0};
