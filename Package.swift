@@ -181,7 +181,7 @@ let package = Package(
         .target(
             name: "HTTPDNSFuzzTargets",
             dependencies: [
-                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "HTTPDNS", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer", "HTTPDNSNetworking",
+                "CQUIC", "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "HTTPDNS", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer", "HTTPDNSNetworking",
                 "HTTPDNSLoopbackProxy",
             ]
         ),

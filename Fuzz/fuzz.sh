@@ -35,9 +35,10 @@ for module in $MODULES; do
         objects+=("$object")
     done < <(grep -o '"object": *"[^"]*"' "$SCRATCH/debug/$module.build/output-file-map.json" | sed 's/.*"\([^"]*\)"$/\1/')
 done
-# The C targets (CSockets and CH2O under the HTTP shell and the stub, CHTTPDNSProxy under the proxy): their objects, their
-# generated module maps and the libraries Package.swift links them with (swiftc does not read it).
-C_TARGETS="CSockets CH2O CHTTPDNSProxy"
+# The C targets (CSockets and CH2O under the HTTP shell and the stub, CHTTPDNSProxy under the proxy, CQUIC under the
+# DoQ target): their objects, their generated module maps and the libraries Package.swift links them with (swiftc does
+# not read it).
+C_TARGETS="CSockets CH2O CHTTPDNSProxy CQUIC"
 module_maps=()
 for target in $C_TARGETS; do
     for object in "$SCRATCH/debug/$target.build"/*.o; do
@@ -55,7 +56,8 @@ swiftc -package-name "$package_name" -sanitize=fuzzer,address -parse-as-library 
     -Xcc -fmodule-map-file=Sources/CMaxMindDB/module.modulemap \
     -Xcc -fmodule-map-file=Sources/CHiredis/module.modulemap \
     "${module_maps[@]}" \
-    Fuzz/Harness/Harness.swift "${objects[@]}" -lh2o-evloop -lssl -lcrypto -lmaxminddb -lhiredis -o "$binary"
+    Fuzz/Harness/Harness.swift "${objects[@]}" -lh2o-evloop -lssl -lcrypto -lmaxminddb -lhiredis \
+    -lngtcp2 -lngtcp2_crypto_gnutls -lgnutls -o "$binary"
 
 targets=${FUZZ_TARGETS:-$(ls Fuzz/Corpus)}
 for target in $targets; do

@@ -194,6 +194,24 @@ static void doq_report(httpdns_quic_client *c, struct doq_stream *s, const uint8
     c->results_tail = r;
 }
 
+// MARK: Answer streams
+
+int httpdns_quic_client_stream_state(const uint8_t *bytes, size_t length, int fin, size_t *message_length) {
+    *message_length = 0;
+    if (length > DOQ_MAX_FRAME) return -1;
+    if (length >= 2) {
+        size_t announced = ((size_t)bytes[0] << 8) | bytes[1];
+        // Shorter than a DNS header: no answer.
+        if (announced < 12) return -1;
+        if (length == 2 + announced) {
+            *message_length = announced;
+            return 1;
+        }
+        if (length > 2 + announced) return -1;
+    }
+    return fin ? -1 : 0;
+}
+
 // MARK: ngtcp2 callbacks
 
 static ngtcp2_conn *doq_get_conn(ngtcp2_crypto_conn_ref *ref) {
@@ -238,22 +256,18 @@ static int doq_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t strea
         memcpy(s->in + s->in_len, data, datalen);
         s->in_len += datalen;
     }
-    if (s->in_len >= 2) {
-        size_t length = ((size_t)s->in[0] << 8) | s->in[1];
-        if (s->in_len == 2 + length && length >= 12) {
-            doq_report(c, s, s->in + 2, length);
-            return 0;
-        }
-        if (s->in_len > 2 + length || (s->in_len == 2 + length && length < 12)) {
-            doq_report(c, s, NULL, 0);
+    size_t message_length = 0;
+    int fin = (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0;
+    int state = httpdns_quic_client_stream_state(s->in, s->in_len, fin, &message_length);
+    if (state == 1) {
+        doq_report(c, s, s->in + 2, message_length);
+    } else if (state < 0) {
+        doq_report(c, s, NULL, 0);
+        if (!fin) {
+            // More than its length prefix, or a length no DNS message has: the rest is not read.
             s->abort = 1;
             s->abort_code = DOQ_PROTOCOL_ERROR;
-            return 0;
         }
-    }
-    if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) {
-        // Ended before a whole answer.
-        doq_report(c, s, NULL, 0);
     }
     return 0;
 }

@@ -81,4 +81,11 @@ size_t httpdns_quic_client_pending(const httpdns_quic_client *client);
 /// Why the connection is over (empty while it is not).
 const char *httpdns_quic_client_error(const httpdns_quic_client *client);
 
+/// How the client reads one answer stream (RFC 9250 §4.2), from the `length` bytes received so far
+/// (`fin`: the stream has ended): 1, a whole answer, its DNS message of `*message_length` bytes at
+/// offset 2; 0, more is needed; -1, broken (bytes beyond its length prefix, a length shorter than a
+/// DNS header, more than 65,537 bytes, or ended before the whole message). The client decides at
+/// the first 1 or -1. Pure, for the fuzz target and tests.
+int httpdns_quic_client_stream_state(const uint8_t *bytes, size_t length, int fin, size_t *message_length);
+
 #endif
