@@ -57,6 +57,9 @@ struct doq_stream {
     /// The DoQ error code to reset it with once the read is over (not from inside ngtcp2's callback).
     uint64_t abort_code;
     int abort;
+    /// Answered before the server's FIN: the read side is shut (STOP_SENDING) once the read is
+    /// over, so that the stream closes without waiting on the server.
+    int stop_reading;
 };
 
 struct doq_result {
@@ -261,6 +264,7 @@ static int doq_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t strea
     int state = httpdns_quic_client_stream_state(s->in, s->in_len, fin, &message_length);
     if (state == 1) {
         doq_report(c, s, s->in + 2, message_length);
+        if (!fin) s->stop_reading = 1;
     } else if (state < 0) {
         doq_report(c, s, NULL, 0);
         if (!fin) {
@@ -687,9 +691,14 @@ int httpdns_quic_client_advance(httpdns_quic_client *c, int readable) {
     if (c->over) return -1;
     if (readable) doq_read(c);
     for (struct doq_stream *s = c->head; s != NULL && !c->over; s = s->next) {
-        if (!s->abort) continue;
-        s->abort = 0;
-        ngtcp2_conn_shutdown_stream(c->conn, s->id, s->abort_code);
+        if (s->abort) {
+            s->abort = 0;
+            s->stop_reading = 0;
+            ngtcp2_conn_shutdown_stream(c->conn, s->id, s->abort_code);
+        } else if (s->stop_reading) {
+            s->stop_reading = 0;
+            ngtcp2_conn_shutdown_stream_read(c->conn, s->id, DOQ_NO_ERROR);
+        }
     }
     if (!c->over && ngtcp2_conn_get_expiry(c->conn) <= doq_timestamp()) {
         int rv = ngtcp2_conn_handle_expiry(c->conn, doq_timestamp());
