@@ -102,18 +102,35 @@ final class DNSStubQUICConnection {
         }
     }
 
+    /// The tag of the stream last sent for each query ID: a stream's outcome counts only when its
+    /// tag is still its ID's (a cancelled query's ID may be given to the next one).
+    private var currentTags: [UInt16: UInt64] = [:]
+    private var sends: UInt64 = 0
+
     /// Queues each message of `frames` (DNS messages each with its 2-byte length, as
-    /// ``DNSStubPipeline`` gives them), tagged with its ID.
+    /// ``DNSStubPipeline`` gives them) on a stream tagged with its ID and a count of its own.
     func send(frames: [UInt8]) {
         var start = 0
         while start + 2 <= frames.count {
             let length = Int(frames[start]) << 8 | Int(frames[start + 1])
             let end = start + 2 + length
             guard length >= 12, end <= frames.count else { return }
-            let id = UInt64(frames[start + 2]) << 8 | UInt64(frames[start + 3])
-            send(frames[(start + 2)..<end], tag: id)
+            let id = UInt16(frames[start + 2]) << 8 | UInt16(frames[start + 3])
+            sends &+= 1
+            let tag = sends << 16 | UInt64(id)
+            currentTags[id] = tag
+            send(frames[(start + 2)..<end], tag: tag)
             start = end
         }
+    }
+
+    /// The query ID of the stream `tag`, when that stream is still the one its ID was last sent on
+    /// (and forgets it: a stream has one outcome).
+    func queryID(ofStream tag: UInt64) -> UInt16? {
+        let id = UInt16(truncatingIfNeeded: tag)
+        guard currentTags[id] == tag else { return nil }
+        currentTags[id] = nil
+        return id
     }
 
     /// Gives up the query `tag` (its stream is reset).

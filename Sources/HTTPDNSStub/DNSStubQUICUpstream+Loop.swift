@@ -46,7 +46,7 @@ extension DNSStubQUICUpstream {
                 if !frames.isEmpty { open.send(frames: frames) }
                 let outcomes = open.advance(readable: readable)
                 if !outcomes.isEmpty { lastReceived = now }
-                deliver(outcomes)
+                deliver(outcomes, on: open)
                 var failure = open.failure
                 if failure == nil, let sent = expired.earliestSent, lastReceived < sent {
                     // A query sent on it got no answer in its time and nothing else came since: a
@@ -112,25 +112,35 @@ extension DNSStubQUICUpstream {
         return entries[1].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0
     }
 
-    /// Hands each answer to its query: the stream's tag is the query's ID in the pipeline, given
-    /// back to the answer (ID 0 on the wire) to match it with its question. A failed stream fails
-    /// its query; an answer that matches nothing (a late one to a cancelled query, garbage) is
-    /// dropped, and its query times out if it is never answered.
-    private func deliver(_ outcomes: [DNSStubQUICConnection.Outcome]) {
+    /// Hands each answer to its query: the stream's tag names the query's ID in the pipeline, given
+    /// back to the answer (ID 0 on the wire) to match it with its question. A stream is its query's
+    /// alone, so a failed stream, or one that carried no DNS answer to that question, fails its
+    /// query at once; the outcome of a stream whose query was cancelled (its ID maybe given to
+    /// another since) is dropped.
+    private func deliver(_ outcomes: [DNSStubQUICConnection.Outcome], on connection: DNSStubQUICConnection) {
         for outcome in outcomes {
-            let id = UInt16(truncatingIfNeeded: outcome.tag)
+            guard let id = connection.queryID(ofStream: outcome.tag) else { continue }
             guard let bytes = outcome.answer else {
-                if let waiter = state.withLock({ $0.pipeline.failSent(id: id) }) {
-                    waiter.completion(.failure(HTTPDNSError(.transport, "the query's stream failed: reset by the server, or ended without a whole DNS message", source: name)))
-                }
+                failSent(id, HTTPDNSError(.transport, "the query's stream failed: reset by the server, or ended without a whole DNS message", source: name))
                 continue
             }
-            guard var decoded = try? DNSMessage(decoding: bytes) else { continue }
+            guard var decoded = try? DNSMessage(decoding: bytes) else {
+                failSent(id, HTTPDNSError.malformed("the query's stream carried no DNS message", source: name))
+                continue
+            }
             decoded.id = id
-            guard let waiter = state.withLock({ $0.pipeline.answer(decoded) }) else { continue }
+            guard let waiter = state.withLock({ $0.pipeline.answer(decoded) }) else {
+                failSent(id, HTTPDNSError.malformed("the answer on the query's stream does not match its question", source: name))
+                continue
+            }
             decoded.id = 0
             waiter.completion(.success(decoded))
         }
+    }
+
+    /// Fails the sent query `id` (when it is still held) with `error`.
+    private func failSent(_ id: UInt16, _ error: HTTPDNSError) {
+        state.withLock { $0.pipeline.failSent(id: id) }?.completion(.failure(error))
     }
 
     private func fail(_ waiters: [Waiter], _ error: HTTPDNSError) {

@@ -104,7 +104,9 @@ final class DNSStubQUICUpstreamTests: XCTestCase {
                 _ = try await broken.exchange(try query(), timeout: .seconds(5))
                 XCTFail("\(mode): an answer from a broken stream")
             } catch let error as HTTPDNSError {
-                XCTAssertEqual(error.code, .transport, "\(mode): \(error)")
+                // A stream that ends short fails; one that runs long fails, or (when its first
+                // 65,537 bytes arrive alone) carries 65,535 random bytes that are no DNS answer.
+                XCTAssertTrue([.transport, .malformedAnswer].contains(error.code), "\(mode): \(error)")
             }
             XCTAssertLessThan(ContinuousClock.now - start, .seconds(3), "\(mode): failed at once, not at the timeout")
             XCTAssertEqual(server.queries, 1, "\(mode): \(server.log)")
