@@ -9,7 +9,8 @@ client-initiated bidirectional stream, a 2-byte length prefix that matches, the 
 FIN, message ID 0.
 
 It prints, each on a line of its own and flushed: `listening on 127.0.0.1:PORT` once bound,
-`connection N` at each completed handshake, `query N` at each query forwarded, `violation WHY` at a
+`connection N` at each completed handshake (`connection N resumed` when it resumed a session
+from one of its tickets), `query N` at each query forwarded, `violation WHY` at a
 broken query. `--answers truncated` ends each answer's stream half-way through the message
 (FIN after a length prefix that promises more); `--answers overlong` sends a length prefix of
 65,535 and then more than that on the stream: a client must fail those queries, not wait or grow
@@ -76,7 +77,7 @@ class DoQServerProtocol(QuicConnectionProtocol):
         if isinstance(event, HandshakeCompleted):
             counts["connection"] += 1
             open_connections.add(self)
-            say(f"connection {counts['connection']}")
+            say(f"connection {counts['connection']}" + (" resumed" if event.session_resumed else ""))
         elif isinstance(event, ConnectionTerminated):
             open_connections.discard(self)
         elif isinstance(event, StreamDataReceived):
@@ -130,8 +131,12 @@ async def main():
     configuration = QuicConfiguration(alpn_protocols=["doq"], is_client=False, idle_timeout=args.idle_timeout)
     configuration.load_cert_chain(args.certificate, args.key)
     upstream = ("127.0.0.1", args.upstream_port)
+    # Session tickets, so that a client can resume (TLS 1.3): kept in memory, each usable once.
+    tickets = {}
     server = await serve(
         "127.0.0.1", args.port, configuration=configuration,
+        session_ticket_fetcher=lambda label: tickets.pop(label, None),
+        session_ticket_handler=lambda ticket: tickets.__setitem__(ticket.ticket, ticket),
         create_protocol=lambda *a, **k: DoQServerProtocol(*a, upstream=upstream, answers=args.answers, **k))
     port = server._transport.get_extra_info("sockname")[1]
     loop = asyncio.get_running_loop()

@@ -94,6 +94,8 @@ struct httpdns_quic_client {
     uint8_t *receive_buffer;
     /// The name verified: GnuTLS keeps the pointer given to gnutls_session_set_verify_cert.
     char *server_name;
+    /// The newest session the server's tickets resume (gnutls_session_get_data2), not taken yet.
+    gnutls_datum_t ticket;
 };
 
 /// ngtcp2's trace on standard error, when HTTPDNS_QUIC_TRACE is set (for debugging only).
@@ -304,6 +306,22 @@ static int doq_stream_close(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id
 
 // MARK: Connection
 
+/// Keeps the session of each ticket the server sends (TLS 1.3 NewSessionTicket, after the handshake).
+static int doq_handshake_hook(gnutls_session_t session, unsigned int htype, unsigned when, unsigned int incoming,
+                              const gnutls_datum_t *msg) {
+    (void)when;
+    (void)incoming;
+    (void)msg;
+    if (htype != GNUTLS_HANDSHAKE_NEW_SESSION_TICKET) return 0;
+    ngtcp2_crypto_conn_ref *ref = gnutls_session_get_ptr(session);
+    httpdns_quic_client *c = ref->user_data;
+    gnutls_datum_t data = {NULL, 0};
+    if (gnutls_session_get_data2(session, &data) != 0) return 0;
+    gnutls_free(c->ticket.data);
+    c->ticket = data;
+    return 0;
+}
+
 static const char doq_priority[] =
     "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:+AES-128-CCM:"
     "-GROUP-ALL:+GROUP-SECP256R1:+GROUP-X25519:+GROUP-SECP384R1:+GROUP-SECP521R1:%DISABLE_TLS13_COMPAT_MODE";
@@ -372,6 +390,8 @@ httpdns_quic_client *httpdns_quic_client_new(const httpdns_quic_client_trust *tr
     c->conn_ref.get_conn = doq_get_conn;
     c->conn_ref.user_data = c;
     gnutls_session_set_ptr(c->session, &c->conn_ref);
+    gnutls_handshake_set_hook_function(c->session, GNUTLS_HANDSHAKE_NEW_SESSION_TICKET, GNUTLS_HOOK_POST,
+                                       doq_handshake_hook);
 
     ngtcp2_callbacks callbacks;
     memset(&callbacks, 0, sizeof callbacks);
@@ -473,10 +493,33 @@ void httpdns_quic_client_free(httpdns_quic_client *c) {
     }
     free(c->receive_buffer);
     free(c->server_name);
+    gnutls_free(c->ticket.data);
     free(c);
 }
 
 int httpdns_quic_client_fd(const httpdns_quic_client *c) { return c->fd; }
+
+int httpdns_quic_client_resume(httpdns_quic_client *c, const uint8_t *session, size_t length) {
+    if (length == 0 || length > UINT32_MAX) return -1;
+    return gnutls_session_set_data(c->session, session, length) == 0 ? 0 : -1;
+}
+
+long httpdns_quic_client_take_session(httpdns_quic_client *c, uint8_t *buffer, size_t capacity) {
+    if (c->ticket.data == NULL) return -1;
+    long length = -1;
+    if (c->ticket.size <= capacity) {
+        memcpy(buffer, c->ticket.data, c->ticket.size);
+        length = (long)c->ticket.size;
+    }
+    gnutls_free(c->ticket.data);
+    c->ticket.data = NULL;
+    c->ticket.size = 0;
+    return length;
+}
+
+int httpdns_quic_client_is_resumed(const httpdns_quic_client *c) {
+    return ngtcp2_conn_get_handshake_completed(c->conn) && gnutls_session_is_resumed(c->session) ? 1 : 0;
+}
 
 int httpdns_quic_client_timeout_ms(const httpdns_quic_client *c) {
     if (c->over) return 0;

@@ -61,9 +61,11 @@ final class DNSStubQUICConnection {
     private(set) var wasOpen = false
 
     /// Starts a connection to `server` verifying `serverName` (also the SNI); it closes itself after
-    /// `idleTimeout` without traffic. The first ``advance(readable:)`` sends its first packet.
+    /// `idleTimeout` without traffic. `session`, from an earlier connection's ``takeSession()``, is
+    /// offered for TLS 1.3 resumption (a full handshake when the server declines it). The first
+    /// ``advance(readable:)`` sends its first packet.
     /// - Throws: `HTTPDNSError` `.transport` when the socket or the QUIC state cannot be made.
-    init(trust: DNSStubQUICTrust, server: SocketAddress, serverName: String, idleTimeout: Duration) throws(HTTPDNSError) {
+    init(trust: DNSStubQUICTrust, server: SocketAddress, serverName: String, idleTimeout: Duration, session: [UInt8]? = nil) throws(HTTPDNSError) {
         var error = [CChar](repeating: 0, count: 256)
         let size = error.count
         let milliseconds = UInt64(max(1, idleTimeout.inSeconds * 1000))
@@ -75,6 +77,7 @@ final class DNSStubQUICConnection {
         }
         client = made
         self.serverName = serverName
+        if let session { _ = session.withUnsafeBufferPointer { httpdns_quic_client_resume(made, $0.baseAddress, $0.count) } }
     }
 
     deinit {
@@ -89,6 +92,17 @@ final class DNSStubQUICConnection {
 
     /// The handshake is done and the connection is up.
     var isOpen: Bool { httpdns_quic_client_is_open(client) != 0 }
+
+    /// The handshake resumed an earlier session.
+    var isResumed: Bool { httpdns_quic_client_is_resumed(client) != 0 }
+
+    /// The session of the newest ticket the server sent since the last call, for the next
+    /// connection to resume; nil when none came.
+    func takeSession() -> [UInt8]? {
+        let capacity = buffer.count
+        let length = buffer.withUnsafeMutableBytes { httpdns_quic_client_take_session(client, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), capacity) }
+        return length > 0 ? Array(buffer[0..<length]) : nil
+    }
 
     /// Queries queued or in flight.
     var pending: Int { httpdns_quic_client_pending(client) }

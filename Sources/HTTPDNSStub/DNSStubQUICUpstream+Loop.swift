@@ -31,7 +31,9 @@ extension DNSStubQUICUpstream {
             if ended { return }
             if connection == nil, state.withLock({ $0.pipeline.hasUnsent }) {
                 do throws(HTTPDNSError) {
-                    connection = try DNSStubQUICConnection(trust: trust, server: server, serverName: serverName, idleTimeout: configuration.idleTimeout)
+                    let session = state.withLock { $0.session }
+                    connection = try DNSStubQUICConnection(
+                        trust: trust, server: server, serverName: serverName, idleTimeout: configuration.idleTimeout, session: session)
                     lastReceived = now
                     readable = false
                 } catch {
@@ -45,6 +47,7 @@ extension DNSStubQUICUpstream {
                 let frames = state.withLock { $0.pipeline.takeUnsent(now: now) }
                 if !frames.isEmpty { open.send(frames: frames) }
                 let outcomes = open.advance(readable: readable)
+                if let session = open.takeSession() { state.withLock { $0.session = session } }
                 if !outcomes.isEmpty { lastReceived = now }
                 deliver(outcomes, on: open)
                 var failure = open.failure

@@ -22,6 +22,8 @@ import HTTPDNSCore
 /// ``Configuration/idleTimeout`` (QUIC's own idle timeout, RFC 9000 §10.1, is the same), or closed
 /// by the server (the next query reconnects).
 ///
+/// A new connection resumes the TLS session of the previous one's newest ticket (RFC 8446 §2.2).
+///
 /// A connection lost with queries in flight sends them once more on a new one; a second loss, a
 /// refused connection or handshake (a certificate not valid for NAME) fails them, and the group's
 /// ranking sees the failure and asks the next upstream.
@@ -42,6 +44,9 @@ final class DNSStubQUICUpstream: DNSStubUpstream {
         var running = false
         /// The query IDs' randomness (see ``DNSStubTLSUpstream/State/generator``).
         var generator = SystemRandomNumberGenerator()
+        /// The TLS session of the server's newest ticket: the next connection resumes it (a shorter
+        /// handshake; no 0-RTT, queries wait for the handshake to end).
+        var session: [UInt8]?
     }
 
     let server: SocketAddress

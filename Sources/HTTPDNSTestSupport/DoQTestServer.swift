@@ -104,6 +104,8 @@ package final class DoQTestServer: Sendable {
 
     /// Handshakes completed so far.
     package var connections: Int { lines("connection ") }
+    /// Handshakes that resumed a session from one of its tickets.
+    package var resumedConnections: Int { log.split(separator: "\n").count { $0.hasPrefix("connection ") && $0.hasSuffix(" resumed") } }
     /// Queries forwarded so far.
     package var queries: Int { lines("query ") }
     /// Queries refused for breaking RFC 9250 (each closed its connection).

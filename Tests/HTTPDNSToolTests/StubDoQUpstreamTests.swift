@@ -12,7 +12,7 @@ import XCTest
 /// server (``DoQTestServer``, a certificate from a test CA given with --cacert) in front of a
 /// dnsmasq. Answers through `doq=`, concurrent queries on one connection (the server's own count of
 /// handshakes; it refuses any query that breaks RFC 9250: ID not 0, no FIN, a wrong length), a new
-/// connection once the server closed the first, a certificate not valid for NAME refused with an
+/// connection once the server closed the first (resuming its TLS session), a certificate not valid for NAME refused with an
 /// EDE text and counted, and the server stopped: the next upstream of the group answers.
 final class StubDoQUpstreamTests: ToolTestCase {
     static let names = (0..<20).map { "q\($0).doq.test" }
@@ -112,6 +112,7 @@ final class StubDoQUpstreamTests: ToolTestCase {
         XCTAssertEqual(try Self.addresses("b.doq.test", port: port), ["10.2.0.101"], "asked after the server's close")
         XCTAssertEqual(bed.server.queries, Self.names.count + 2, bed.server.log)
         XCTAssertEqual(bed.server.connections, 2, "a new connection after the server closed the first: \(bed.server.log)")
+        XCTAssertEqual(bed.server.resumedConnections, 1, "the second resumed the first's TLS session from its ticket: \(bed.server.log)")
         let status = try jsonObject(try scrape(metricsPort, "/status"))
         let row = try XCTUnwrap((status["upstreams"] as? [[String: Any]])?.first, "\(status)")
         XCTAssertEqual(row["kind"] as? String, "doq", "\(row)")

@@ -46,6 +46,18 @@ void httpdns_quic_client_free(httpdns_quic_client *client);
 /// The UDP socket to poll for reading.
 int httpdns_quic_client_fd(const httpdns_quic_client *client);
 
+/// Offers the session an earlier connection's ticket gave (`httpdns_quic_client_take_session`) for
+/// TLS 1.3 resumption (no 0-RTT: queries wait for the handshake). Before the first advance. 0, or -1
+/// when GnuTLS does not take it (the handshake is then a full one).
+int httpdns_quic_client_resume(httpdns_quic_client *client, const uint8_t *session, size_t length);
+
+/// Takes the session of the newest ticket the server sent since the last call: its length (copied
+/// into `buffer`), or -1 when there is none new (or it is longer than `capacity`).
+long httpdns_quic_client_take_session(httpdns_quic_client *client, uint8_t *buffer, size_t capacity);
+
+/// 1 when the handshake is done and resumed an earlier session, else 0.
+int httpdns_quic_client_is_resumed(const httpdns_quic_client *client);
+
 /// Milliseconds until `httpdns_quic_client_advance` must run even if nothing arrives (the
 /// connection's next timer), at most 60,000.
 int httpdns_quic_client_timeout_ms(const httpdns_quic_client *client);
