@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "HTTPDNSStub",
             dependencies: [
-                "CSockets", "CTLSClient", "DNSSockets", "DNSStubCore", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "HTTPDNSOperations",
+                "CQUIC", "CSockets", "CTLSClient", "DNSSockets", "DNSStubCore", "DNSWire", "HTTPDNSCore", "HTTPDNS", "HTTPDNSTransport", "HTTPDNSOperations",
                 "HTTPServing",
             ]
         ),
@@ -181,7 +181,7 @@ let package = Package(
         .target(
             name: "HTTPDNSFuzzTargets",
             dependencies: [
-                "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "HTTPDNS", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer", "HTTPDNSNetworking",
+                "CQUIC", "DNSWire", "HTTPDNSCore", "DNSZoneTransfer", "DNSStubCore", "HTTPDNSTransport", "HTTPDNS", "HTTPServing", "HTTPDNSOperations", "HTTPDNSServer", "HTTPDNSNetworking",
                 "HTTPDNSLoopbackProxy",
             ]
         ),

@@ -177,6 +177,15 @@ def main():
     write("server-doq", "fin-early", b"\x81" + framed(doq_a)[:-3])
     write("server-doq", "keepalive", b"\x9f" + framed(doq_keepalive))
 
+    # client-doq: the size of the reads (first byte, 1 + value % 64), whether the stream ends with
+    # FIN (second byte, odd), then a DoQ answer stream (RFC 9250: one length-prefixed message).
+    answer = dns_query("www.example.test", 1)
+    write("client-doq", "whole-answer", b"\x3f\x01" + framed(answer))
+    write("client-doq", "bytewise-answer", b"\x00\x01" + framed(answer))
+    write("client-doq", "ended-half-way", b"\x07\x01" + framed(answer)[: len(answer) // 2])
+    write("client-doq", "longer-than-its-prefix", b"\x3f\x00" + framed(answer) + b"\x00\x0c")
+    write("client-doq", "shorter-than-a-header", b"\x00\x01" + b"\x00\x05hello")
+
     write("proxy-request-head", "connect", "CONNECT www.example.com:443 HTTP/1.1\r\nHost: www.example.com:443\r\n"
           "Proxy-Authorization: Basic dTpw\r\nUser-Agent: curl/7.88.1\r\n\r\n\x16\x03\x01")
     write("proxy-request-head", "forward", "GET http://WWW.Example.com:8080/a/b?c=d#frag HTTP/1.1\r\nHost: www.example.com:8080\r\n"

@@ -33,7 +33,7 @@ packages=(
   dnsdist                # a DoT client of serve (a TLS backend) and the DoT server behind the stub's dot= upstream in tests; rows 8 and 12's baseline in `make bench`
   python3                # proxy tests: Python's urllib through `httpdns proxy`
   python3-dnspython      # the stub's namespace test and serve's DoT and DoQ tests: dnspython among the clients
-  python3-pip            # installs aioquic (below), which Debian does not package, for dnspython's DoQ client
+  python3-venv           # the venv that holds aioquic from PyPI (scripts/ensure-python.sh)
   python3-prometheus-client  # scripts/check-metrics.py: the reference parser reads serve's /metrics in `make test`
   chromium               # proxy tests: a real browser (headless) through `httpdns proxy`; the console test loads /status
   libnss3-tools          # certutil: the headless browser's trust store holds the test CA
@@ -51,31 +51,6 @@ if ! command -v swift >/dev/null 2>&1; then
   exit 1
 fi
 
-# aioquic from PyPI (Debian has no package of it) for dnspython's DNS-over-QUIC client in serve's DoQ
-# tests, into a directory of its own that the tests put first on Python's path (Tests/HTTPDNSToolTests/
-# DoQClient.swift): Debian's Python stays as Debian ships it. Pinned: the version the tests ran with.
-AIOQUIC_VERSION=1.7.2
-TEST_PYTHON=${HTTPDNS_TEST_PYTHON:-/usr/local/lib/httpdns-tests/python}
-ensure_aioquic() {
-  if /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import aioquic, dns.quic; assert aioquic.__version__ == sys.argv[2]' \
-      "$TEST_PYTHON" "$AIOQUIC_VERSION" >/dev/null 2>&1; then
-    return 0
-  fi
-  if [[ $(id -u) -ne 0 && ! -w $(dirname "$TEST_PYTHON") ]]; then
-    echo "aioquic $AIOQUIC_VERSION is missing from $TEST_PYTHON. Install it with:" >&2
-    echo "  sudo /usr/bin/python3 -m pip install --target $TEST_PYTHON aioquic==$AIOQUIC_VERSION" >&2
-    exit 1
-  fi
-  echo "Installing aioquic $AIOQUIC_VERSION from PyPI into $TEST_PYTHON (serve's DoQ tests)"
-  rm -rf "$TEST_PYTHON"
-  mkdir -p "$TEST_PYTHON"
-  if ! /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location --root-user-action=ignore \
-      --target "$TEST_PYTHON" "aioquic==$AIOQUIC_VERSION"; then
-    echo "error: cannot install aioquic $AIOQUIC_VERSION from PyPI into $TEST_PYTHON" >&2
-    exit 1
-  fi
-}
-
 missing=()
 for package in "${packages[@]}"; do
   name=${package%% *}
@@ -85,8 +60,7 @@ for package in "${packages[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  ensure_aioquic
-  exit 0
+  exec "$(dirname "$0")/ensure-python.sh"
 fi
 
 if [[ $(id -u) -eq 0 ]]; then
@@ -112,4 +86,7 @@ else
   echo "  sudo apt-get install -y ${missing[*]}" >&2
   exit 1
 fi
-ensure_aioquic
+
+# PyPI modules no Debian package carries (aioquic: the DNS-over-QUIC test server and the DoQ client of
+# dnspython in serve's tests).
+exec "$(dirname "$0")/ensure-python.sh"

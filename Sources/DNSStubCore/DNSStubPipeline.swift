@@ -110,6 +110,15 @@ package struct DNSStubPipeline<Waiter: Sendable>: Sendable {
         return Self.waiter(entry)
     }
 
+    /// The query `id` was written and its exchange failed by itself (a DNS-over-QUIC stream the
+    /// server reset, RFC 9250 §4.3): its waiter, or nil when no such query was sent.
+    package mutating func failSent(id: UInt16) -> Waiter? {
+        guard let entry = entries[id], entry.sent else { return nil }
+        entries[id] = nil
+        inFlight -= 1
+        return Self.waiter(entry)
+    }
+
     /// Gives up the query `ticket` names (its caller cancelled it): its waiter, or nil when it was over.
     package mutating func cancel(_ ticket: Ticket) -> Waiter? {
         let id = ticket.id

@@ -9,6 +9,25 @@ struct BenchOptions: Sendable {
     /// Internal: run only this row and write its figures to ``childOutput`` (see ``BenchChild``).
     var childRow: Int? = nil
     var childOutput: String? = nil
+    /// `--load UPSTREAM`: instead of the table, one run of the DoQ/DoT load client
+    /// (``EncryptedDNSLoad``) against that server, its figures printed.
+    var load: LoadOptions? = nil
+
+    /// The load client's settings (`--load` and the options after it).
+    struct LoadOptions: Sendable {
+        /// `doq=IP[:PORT]#NAME` or `dot=IP[:PORT]#NAME`.
+        var upstream: String
+        /// A PEM CA file that verifies the server (`--cacert`); nil: the system's CAs.
+        var caFile: String? = nil
+        /// Connections (`--connections`). Default 16.
+        var connections = 16
+        /// Queries in flight in all (`--outstanding`). Default 256.
+        var outstanding = 256
+        /// Seconds of load (`--seconds`). Default 2.
+        var seconds = 2.0
+        /// The name asked, type A (`--name`). Default `a.bench.test`.
+        var name = "a.bench.test"
+    }
 
     static let allRows = 1...12
 
@@ -16,12 +35,19 @@ struct BenchOptions: Sendable {
         OVERVIEW: what HTTPDNS protection costs, against baselines measured in the same run
 
         USAGE: httpdns-bench [--quick] [--only N[,N…]] [--json FILE]
+               httpdns-bench --load doq=IP[:PORT]#NAME|dot=IP[:PORT]#NAME [--cacert FILE] [--connections C]
+                             [--outstanding N] [--seconds T] [--name NAME]
 
         OPTIONS:
           --quick          fewer rounds and smaller loops (smoke runs; figures are noisier)
           --only N[,N…]    run only these rows of the table (1-12)
           --json FILE      also write every figure as JSON to FILE
           -h, --help       show this help
+          --load UPSTREAM  no table: load one DNS-over-QUIC or DNS-over-TLS server with the bench's own
+                           client (C connections, default 16; N queries outstanding in all, default 256;
+                           for T seconds, default 2; A of NAME, default a.bench.test; the certificate
+                           verified for the upstream's NAME against --cacert, else the system's CAs)
+                           and print the queries per second
 
         Rows: 1 cache-hit lookup, 2 cold resolve per provider format, 3 10,000 concurrent lookups,
         4 URLSession + protocol, 5 direct client vs curl CLI, 6 64 MiB streamed upload,
@@ -63,6 +89,21 @@ struct BenchOptions: Sendable {
                 options.childRow = row
             case "--child-output":
                 options.childOutput = try value(argument)
+            case "--load":
+                options.load = LoadOptions(upstream: try value(argument))
+            case "--cacert", "--connections", "--outstanding", "--seconds", "--name":
+                guard options.load != nil else { throw UsageError(description: "\(argument) goes after --load") }
+                let text = try value(argument)
+                switch argument {
+                case "--cacert": options.load?.caFile = text
+                case "--name": options.load?.name = text
+                case "--seconds":
+                    guard let seconds = Double(text), seconds > 0, seconds <= 600 else { throw UsageError(description: "--seconds takes 0 to 600") }
+                    options.load?.seconds = seconds
+                default:
+                    guard let count = Int(text), (1...65_536).contains(count) else { throw UsageError(description: "\(argument) takes 1 to 65536") }
+                    if argument == "--connections" { options.load?.connections = count } else { options.load?.outstanding = count }
+                }
             case "--only":
                 for part in try value(argument).split(separator: ",") {
                     guard let row = Int(part), allRows.contains(row) else {

@@ -34,6 +34,20 @@ let measurements: [(row: Int, name: String, run: @Sendable (BenchRunner) async t
 ]
 signal(SIGPIPE, SIG_IGN)
 
+// `--load`: one run of the DoQ/DoT load client, no table.
+if let load = options.load {
+    do {
+        let outcome = try EncryptedDNSLoad.run(
+            upstream: load.upstream, trust: load.caFile.map { .caFile($0) } ?? .system, connections: load.connections,
+            outstanding: load.outstanding, duration: .milliseconds(Int(load.seconds * 1000)), name: load.name)
+        print("\(load.upstream), \(load.connections) connections, \(load.outstanding) outstanding: \(outcome)")
+        exit(outcome.failed == 0 && outcome.answered > 0 ? 0 : 1)
+    } catch {
+        FileHandle.standardError.write(Data("httpdns-bench: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 // A child runs one row and hands its figures back in a file (see BenchChild).
 if let row = options.childRow, let output = options.childOutput, let measurement = measurements.first(where: { $0.row == row }) {
     do {

@@ -28,7 +28,7 @@ package struct HTTPDNSFuzzTarget: Sendable {
     package static let all: [HTTPDNSFuzzTarget] = [
         dnsCodec, dnsName, dnspod, alibaba, dohWire, dohJSON, ipList, json, urlQuery, ipAddress, hostPattern,
         cacheControl, zoneFile, cacheFile, proxyProtocol, forwardedFor, serverQuery, serverDoH, proxyRequestHead, reportBody,
-        cidrList, ticketKeys, tsigKey, zoneTransfer, zoneCopy, stubFront, stubCache, serverDoT, serverDoQ,
+        cidrList, ticketKeys, tsigKey, zoneTransfer, zoneCopy, stubFront, stubCache, serverDoT, serverDoQ, clientDoQ,
     ]
 
     /// The target called `name`, if any.

@@ -52,35 +52,39 @@ extension DNSStubUpstream {
 
 /// `--upstream KIND=LOCATION`: `udp=IP:PORT` (UDP, TCP when truncated), `doh=https://…` (RFC 8484
 /// wire format, POST), with `?bootstrap=IP[,IP…]` to reach the service without the local resolver,
-/// or `dot=IP[:PORT]#NAME` (RFC 7858, port 853 by default, the certificate verified for NAME).
+/// `dot=IP[:PORT]#NAME` (RFC 7858, port 853 by default, the certificate verified for NAME), or
+/// `doq=IP[:PORT]#NAME` (DNS over QUIC, RFC 9250, UDP port 853 by default, verified the same way).
 package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible {
     package enum Kind: String, Sendable, Hashable {
         case udp
         case doh
         case dot
+        case doq
     }
 
     /// The port of DNS over TLS (RFC 7858 §3.1).
     package static let dotPort: UInt16 = 853
+    /// The (UDP) port of DNS over QUIC (RFC 9250 §4.1.1).
+    package static let doqPort: UInt16 = 853
 
     package var kind: Kind
     package var location: String
 
-    /// Parses `udp=IP:PORT`, `doh=URL` or `dot=IP[:PORT]#NAME`.
+    /// Parses `udp=IP:PORT`, `doh=URL`, `dot=IP[:PORT]#NAME` or `doq=IP[:PORT]#NAME`.
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` naming what is wrong.
     package init(parsing text: String) throws(HTTPDNSError) {
         guard let equals = text.firstIndex(of: "=") else {
-            throw HTTPDNSError(.invalidConfiguration, "expected KIND=LOCATION (udp=IP:PORT, doh=https://… or dot=IP[:PORT]#NAME)")
+            throw HTTPDNSError(.invalidConfiguration, "expected KIND=LOCATION (udp=IP:PORT, doh=https://…, dot=IP[:PORT]#NAME or doq=IP[:PORT]#NAME)")
         }
         let kindText = text[..<equals].lowercased()
         guard let kind = Kind(rawValue: kindText) else {
-            throw HTTPDNSError(.invalidConfiguration, "unknown upstream kind '\(kindText)' (udp, doh, dot)")
+            throw HTTPDNSError(.invalidConfiguration, "unknown upstream kind '\(kindText)' (udp, doh, dot, doq)")
         }
         self.kind = kind
         location = String(text[text.index(after: equals)...])
-        if kind == .dot {
+        if kind == .dot || kind == .doq {
             // Checked without loading the trust, which makeUpstream does once per upstream.
-            _ = try Self.dotLocation(location)
+            _ = try Self.encryptedLocation(location, kind: kind)
         } else {
             _ = try makeUpstream(transport: nil)
         }
@@ -122,6 +126,9 @@ package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible 
         case .dot:
             let (server, name) = try Self.dotLocation(location)
             return try DNSStubTLSUpstream(server: server, serverName: name, trust: trust)
+        case .doq:
+            let (server, name) = try Self.encryptedLocation(location, kind: .doq)
+            return try DNSStubQUICUpstream(server: server, serverName: name, trust: trust)
         }
     }
 
@@ -130,21 +137,30 @@ package struct DNSStubUpstreamSpec: Sendable, Hashable, CustomStringConvertible 
     /// NAME a host name, not an address (it is sent as SNI, RFC 6066 §3).
     /// - Throws: `HTTPDNSError` `.invalidConfiguration` naming what is wrong.
     package static func dotLocation(_ text: String) throws(HTTPDNSError) -> (SocketAddress, String) {
+        try encryptedLocation(text, kind: .dot)
+    }
+
+    /// ``dotLocation(_:)`` for `kind` (`.dot` or `.doq`, both on port 853 by default), its errors
+    /// naming the kind.
+    /// - Throws: `HTTPDNSError` `.invalidConfiguration` naming what is wrong.
+    package static func encryptedLocation(_ text: String, kind: Kind) throws(HTTPDNSError) -> (SocketAddress, String) {
+        let kindName = kind.rawValue
+        let defaultPort = kind == .doq ? doqPort : dotPort
         guard let hash = text.lastIndex(of: "#") else {
-            throw HTTPDNSError(.invalidConfiguration, "dot upstream needs IP[:PORT]#NAME (the name its certificate carries), got \(text)")
+            throw HTTPDNSError(.invalidConfiguration, "\(kindName) upstream needs IP[:PORT]#NAME (the name its certificate carries), got \(text)")
         }
         let host = String(text[..<hash])
         var name = String(text[text.index(after: hash)...]).lowercased()
         if name.hasSuffix(".") { name.removeLast() }
         guard HTTPDNSHostPolicy.isValidHostName(name), HTTPDNSIPAddress(name) == nil else {
-            throw HTTPDNSError(.invalidConfiguration, "dot upstream's NAME must be a host name, got '\(name)'")
+            throw HTTPDNSError(.invalidConfiguration, "\(kindName) upstream's NAME must be a host name, got '\(name)'")
         }
-        if let address = HTTPDNSIPAddress(host) { return (SocketAddress(address: address, port: dotPort), name) }
+        if let address = HTTPDNSIPAddress(host) { return (SocketAddress(address: address, port: defaultPort), name) }
         if host.hasPrefix("["), host.hasSuffix("]"), let address = HTTPDNSIPAddress(String(host.dropFirst().dropLast())) {
-            return (SocketAddress(address: address, port: dotPort), name)
+            return (SocketAddress(address: address, port: defaultPort), name)
         }
         guard let (address, port) = hostPort(host), port != 0 else {
-            throw HTTPDNSError(.invalidConfiguration, "dot upstream needs an IP address ([IPv6]:PORT with a port), got \(host)")
+            throw HTTPDNSError(.invalidConfiguration, "\(kindName) upstream needs an IP address ([IPv6]:PORT with a port), got \(host)")
         }
         return (SocketAddress(address: address, port: port), name)
     }

@@ -24,9 +24,10 @@ extension Command {
         OptionSpec("upstream", value: "kind=url", help: """
             A DNS server for every query type the providers do not answer (repeatable): \
             udp=IP:PORT (plain DNS, TCP when truncated), doh=https://… (RFC 8484; ?bootstrap=IP gives its \
-            address) or dot=IP[:PORT]#NAME (DNS over TLS, RFC 7858; port 853 by default; the certificate \
+            address), dot=IP[:PORT]#NAME (DNS over TLS, RFC 7858; port 853 by default; the certificate \
             verified for NAME against the system's CAs and --cacert; one connection kept, queries pipelined \
-            on it). Default: the DoH services of the default providers. Ranked by smoothed RTT and failures; \
+            on it) or doq=IP[:PORT]#NAME (DNS over QUIC, RFC 9250; UDP port 853 by default; verified the \
+            same way; one connection kept, a stream per query). Default: the DoH services of the default providers. Ranked by smoothed RTT and failures; \
             one slower than its usual time is hedged (the next is asked too, the first answer wins).
             """),
         OptionSpec("timeout", value: "seconds", help: """

@@ -5,7 +5,8 @@ import XCTest
 
 /// The DNS-over-TLS pipeline as a value, with explicit times and a seeded generator: IDs unique
 /// among the queries held, answers matched by ID and question in any order, the in-flight limit,
-/// deadlines, cancellation by ticket, and a lost connection's queries resent once. No sockets.
+/// deadlines, cancellation by ticket, a lost connection's queries resent once, and a sent query
+/// failed by its ID (a DoQ stream the server reset). No sockets.
 final class DNSStubPipelineTests: XCTestCase {
     typealias Pipeline = DNSStubPipeline<String>
 
@@ -39,6 +40,19 @@ final class DNSStubPipelineTests: XCTestCase {
     ) throws -> Pipeline.Ticket {
         let (message, wire) = try query(name)
         return try XCTUnwrap(pipeline.enqueue(message, wire: wire, deadline: deadline, waiter: name, using: &generator))
+    }
+
+    func testFailSentGivesBackOnlyASentQueryOnce() throws {
+        var generator = TestRandom()
+        var pipeline = Pipeline()
+        let ticket = try enqueue(&pipeline, "a.test", generator: &generator)
+        XCTAssertNil(pipeline.failSent(id: ticket.id), "not written yet")
+        _ = pipeline.takeUnsent(now: 1)
+        XCTAssertEqual(pipeline.inFlight, 1)
+        XCTAssertEqual(pipeline.failSent(id: ticket.id), "a.test")
+        XCTAssertEqual(pipeline.inFlight, 0)
+        XCTAssertTrue(pipeline.isEmpty)
+        XCTAssertNil(pipeline.failSent(id: ticket.id), "over")
     }
 
     func testAnswersMatchByIDAndQuestionInAnyOrder() throws {

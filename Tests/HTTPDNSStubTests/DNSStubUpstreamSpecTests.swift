@@ -3,7 +3,8 @@ import HTTPDNSStub
 import XCTest
 
 /// `--upstream` texts as values: `dot=IP[:PORT]#NAME` with its default port, IPv6 forms, and the
-/// refusals (no NAME, a name instead of an IP, an IP or junk as NAME), beside the older kinds.
+/// refusals (no NAME, a name instead of an IP, an IP or junk as NAME), beside the older kinds;
+/// `doq=IP[:PORT]#NAME` the same way, its errors naming its kind.
 final class DNSStubUpstreamSpecTests: XCTestCase {
     func testDoTLocations() throws {
         let cases: [(String, String, String)] = [
@@ -45,9 +46,31 @@ final class DNSStubUpstreamSpecTests: XCTestCase {
         }
     }
 
+    func testDoQLocations() throws {
+        let cases: [(String, String, String)] = [
+            ("doq=127.0.0.1#dns.example.test", "127.0.0.1:853", "dns.example.test"),
+            ("DOQ=127.0.0.1:8853#DNS.Example.Test.", "127.0.0.1:8853", "dns.example.test"),
+            ("doq=[2001:db8::53]:784#dns.test", "[2001:db8::53]:784", "dns.test"),
+        ]
+        for (text, server, name) in cases {
+            let spec = try DNSStubUpstreamSpec(parsing: text)
+            XCTAssertEqual(spec.kind, .doq, text)
+            let (address, serverName) = try DNSStubUpstreamSpec.encryptedLocation(spec.location, kind: .doq)
+            XCTAssertEqual("\(address)", server, text)
+            XCTAssertEqual(serverName, name, text)
+        }
+        XCTAssertEqual(DNSStubUpstreamSpec.doqPort, 853, "RFC 9250 §4.1.1")
+        XCTAssertEqual(try DNSStubUpstreamSpec(parsing: "doq=127.0.0.1#dns.test").makeUpstream(transport: nil).name, "doq=127.0.0.1:853#dns.test")
+        for (text, expected) in [("doq=127.0.0.1", "doq upstream needs IP[:PORT]#NAME"), ("doq=127.0.0.1#10.0.0.1", "doq upstream's NAME")] {
+            XCTAssertThrowsError(try DNSStubUpstreamSpec(parsing: text), text) { error in
+                XCTAssertTrue((error as? HTTPDNSError)?.detail.contains(expected) == true, "\(text): \(error)")
+            }
+        }
+    }
+
     func testUnknownKindNamesTheThree() {
         XCTAssertThrowsError(try DNSStubUpstreamSpec(parsing: "tls=127.0.0.1#dns.test")) { error in
-            XCTAssertTrue((error as? HTTPDNSError)?.detail.contains("udp, doh, dot") == true, "\(error)")
+            XCTAssertTrue((error as? HTTPDNSError)?.detail.contains("udp, doh, dot, doq") == true, "\(error)")
         }
         XCTAssertThrowsError(try DNSStubUpstreamSpec(parsing: "127.0.0.1")) { error in
             XCTAssertTrue((error as? HTTPDNSError)?.detail.contains("dot=IP[:PORT]#NAME") == true, "\(error)")

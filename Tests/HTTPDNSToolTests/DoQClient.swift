@@ -7,16 +7,15 @@ import XCTest
 /// stream of queries through a drain, the close's error code).
 ///
 /// Debian's python3-dnspython (2.3) has the DoQ client but Debian has no aioquic: the test setup
-/// (`scripts/ensure-deps.sh`) installs aioquic from PyPI into ``pythonPath``, and this client puts
-/// that directory first on Python's path.
+/// (`scripts/ensure-deps.sh`, through `scripts/ensure-python.sh`) makes a venv over Debian's Python
+/// with its packages and aioquic from PyPI in it, the one the DoQ test server runs on too.
 enum DoQClient {
-    /// Where the test setup installs aioquic (`HTTPDNS_TEST_PYTHON` overrides it, for both).
-    static let pythonPath = ProcessInfo.processInfo.environment["HTTPDNS_TEST_PYTHON"] ?? "/usr/local/lib/httpdns-tests/python"
+    /// That venv's interpreter (`HTTPDNS_TEST_PYTHON` names another, as for ``DoQTestServer``).
+    static let python = ProcessInfo.processInfo.environment["HTTPDNS_TEST_PYTHON"] ?? "\(DoQTestServer.pythonDirectory)/bin/python3"
 
-    /// `/usr/bin/python3 -c script PYTHONPATH MODE PORT CA ...`; each mode prints one JSON line.
+    /// `python -c script MODE PORT CA ...`; each mode prints one JSON line.
     static let script = #"""
         import sys
-        sys.path.insert(0, sys.argv[1])
         import asyncio, json, struct, time
         import dns.edns, dns.message, dns.query, dns.quic, dns.rdatatype
         from aioquic.asyncio import connect
@@ -24,8 +23,8 @@ enum DoQClient {
         from aioquic.quic.configuration import QuicConfiguration
         from aioquic.quic.events import ConnectionTerminated, StreamDataReceived, StreamReset
 
-        mode, port, ca = sys.argv[2], int(sys.argv[3]), sys.argv[4]
-        args = sys.argv[5:]
+        mode, port, ca = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+        args = sys.argv[4:]
 
         def addresses(message):
             return sorted(item.address for rrset in message.answer if rrset.rdtype == dns.rdatatype.A for item in rrset)
@@ -286,15 +285,13 @@ enum DoQClient {
 
     /// Starts a mode (for those that print progress); fails loudly when aioquic is not installed.
     static func start(_ arguments: [String]) throws -> RunningTool {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else {
-            throw ToolRunner.Failure("python3 not found: install the Debian packages python3 and python3-dnspython")
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw ToolRunner.Failure("\(python) not found: scripts/ensure-deps.sh makes it (a venv with aioquic from PyPI)")
         }
-        let (status, output) = try RunningTool.runToEnd(
-            "/usr/bin/python3", ["-c", "import sys; sys.path.insert(0, sys.argv[1]); import aioquic, dns.quic", pythonPath])
+        let (status, output) = try RunningTool.runToEnd(python, ["-c", "import aioquic, dns.quic"])
         guard status == 0 else {
-            throw ToolRunner.Failure(
-                "aioquic is not installed in \(pythonPath) (scripts/ensure-deps.sh installs it from PyPI): \(output)")
+            throw ToolRunner.Failure("aioquic or dnspython's DoQ client is missing from \(python) (scripts/ensure-deps.sh installs them): \(output)")
         }
-        return try RunningTool(executable: URL(fileURLWithPath: "/usr/bin/python3"), arguments: ["-c", script, pythonPath] + arguments)
+        return try RunningTool(executable: URL(fileURLWithPath: python), arguments: ["-c", script] + arguments)
     }
 }

@@ -5,6 +5,8 @@
 #ifndef HTTPDNS_QUIC_H
 #define HTTPDNS_QUIC_H
 
+#include "httpdns_quic_client.h"
+
 /// ngtcp2's version string as the library reports it at run time (for `--version` and logs).
 const char *httpdns_quic_library_version(void);
 

@@ -1,0 +1,168 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DNSWire
+import Dispatch
+import Foundation
+import HTTPDNSCore
+import HTTPDNSTestSupport
+import XCTest
+
+/// `httpdns stub`, the built binary, with a DNS-over-QUIC upstream (issue 34): an aioquic DoQ
+/// server (``DoQTestServer``, a certificate from a test CA given with --cacert) in front of a
+/// dnsmasq. Answers through `doq=`, concurrent queries on one connection (the server's own count of
+/// handshakes; it refuses any query that breaks RFC 9250: ID not 0, no FIN, a wrong length), a new
+/// connection once the server closed the first (resuming its TLS session), a certificate not valid for NAME refused with an
+/// EDE text and counted, and the server stopped: the next upstream of the group answers.
+final class StubDoQUpstreamTests: ToolTestCase {
+    static let names = (0..<20).map { "q\($0).doq.test" }
+
+    /// The address dnsmasq gives `names[index]` (`a.doq.test` is 10.2.0.100, `b.doq.test` 10.2.0.101).
+    static func address(_ index: Int) -> String { "10.2.0.\(index + 1)" }
+
+    struct Bed {
+        var server: DoQTestServer
+        var caPath: String
+    }
+
+    /// dnsmasq with every name, the DoQ server in front of it with a certificate for `doq.test`
+    /// from a fresh test CA.
+    func startBed() throws -> Bed {
+        let authority = try dnsmasq { configuration in
+            configuration.hostRecords = [
+                ("a.doq.test", [HTTPDNSIPAddress("10.2.0.100")!]), ("b.doq.test", [HTTPDNSIPAddress("10.2.0.101")!]),
+            ]
+            for (index, name) in Self.names.enumerated() {
+                configuration.hostRecords.append((name, [HTTPDNSIPAddress(Self.address(index))!]))
+            }
+        }
+        let certificates = try TestCertificates()
+        addCleanup { certificates.remove() }
+        let leaf = try certificates.issue(dnsNames: ["doq.test"])
+        let server = try DoQTestServer(certificatePath: leaf.certificatePath, keyPath: leaf.keyPath, upstreamPort: authority.port)
+        addCleanup { server.stop() }
+        return Bed(server: server, caPath: certificates.caCertificatePath)
+    }
+
+    /// The stub with `arguments` (nothing protected: every query goes to the upstreams), its DNS
+    /// port and its metrics port.
+    func startStub(_ arguments: [String]) throws -> (RunningTool, Int, Int) {
+        let base = try startService(zone: "{}")
+        let stub = try runner.start([
+            "stub", "--listen", "127.0.0.1:0", "--provider", "dnspod=\(base)", "--allow-private", "--protect", "nothing.invalid",
+            "--timeout", "2", "--metrics", "127.0.0.1:0",
+        ] + arguments)
+        addCleanup {
+            stub.send(SIGTERM)
+            _ = try? stub.wait(timeout: .seconds(20))
+        }
+        let line = try stub.waitForLine(startingWith: "listening on ")
+        let port = try XCTUnwrap(line.split(separator: ":").last.flatMap { Int($0) }, line)
+        let metrics = try stub.waitForLine(startingWith: "metrics on ")
+        let metricsPort = try XCTUnwrap(metrics.split(separator: ":").last.flatMap { Int($0.split(separator: "/").first ?? "") }, metrics)
+        return (stub, port, metricsPort)
+    }
+
+    func scrape(_ port: Int, _ path: String = "/metrics") throws -> String {
+        let client = try RawHTTPClient(port: port)
+        XCTAssertTrue(client.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"))
+        let response = client.readResponse(timeout: 5)
+        XCTAssertEqual(response.status, 200, response.body)
+        return response.body
+    }
+
+    /// The A addresses of `name` through the stub over UDP.
+    static func addresses(_ name: String, port: Int) throws -> [String] {
+        let message = try XCTUnwrap(StubWire.udp(name, .A, port: port).message, "no answer for \(name)")
+        return message.answers.compactMap { record in
+            guard case .a(let bytes) = record.data else { return nil }
+            return bytes.map(String.init).joined(separator: ".")
+        }
+    }
+
+    func testAnswersThroughDoQWithConcurrentQueriesOnOneConnectionAndReconnects() throws {
+        let bed = try startBed()
+        let upstream = "doq=127.0.0.1:\(bed.server.port)#doq.test"
+        let (_, port, metricsPort) = try startStub(["--upstream", upstream, "--cacert", bed.caPath])
+        // Twenty queries at once: the first opens the connection, the others wait during its
+        // handshake and go out together, each on a stream of its own.
+        let answers = HTTPDNSLock<[Int: [String]]>([:])
+        let failures = HTTPDNSLock<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: Self.names.count) { index in
+            do {
+                let found = try Self.addresses(Self.names[index], port: port)
+                answers.withLock { $0[index] = found }
+            } catch {
+                failures.withLock { $0.append("\(Self.names[index]): \(error)") }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        for index in Self.names.indices {
+            XCTAssertEqual(answers.withLock { $0[index] }, [Self.address(index)], Self.names[index])
+        }
+        XCTAssertEqual(try Self.addresses("a.doq.test", port: port), ["10.2.0.100"], "one more, on the same connection")
+        XCTAssertEqual(bed.server.queries, Self.names.count + 1, bed.server.log)
+        XCTAssertEqual(bed.server.connections, 1, "one QUIC connection for every query: \(bed.server.log)")
+        XCTAssertEqual(bed.server.violations, [], "each query as RFC 9250 says (ID 0, FIN, length)")
+        let metrics = try scrape(metricsPort)
+        let answered = "httpdns_stub_upstream_queries_total{upstream=\"\(upstream)\",result=\"answered\"} \(Self.names.count + 1)\n"
+        XCTAssertTrue(metrics.contains(answered), "\(answered) in\n\(metrics)")
+        // The server closes the connection (CONNECTION_CLOSE): the next query opens a new one.
+        try bed.server.closeConnections()
+        XCTAssertEqual(try Self.addresses("b.doq.test", port: port), ["10.2.0.101"], "asked after the server's close")
+        XCTAssertEqual(bed.server.queries, Self.names.count + 2, bed.server.log)
+        XCTAssertEqual(bed.server.connections, 2, "a new connection after the server closed the first: \(bed.server.log)")
+        XCTAssertEqual(bed.server.resumedConnections, 1, "the second resumed the first's TLS session from its ticket: \(bed.server.log)")
+        let status = try jsonObject(try scrape(metricsPort, "/status"))
+        let row = try XCTUnwrap((status["upstreams"] as? [[String: Any]])?.first, "\(status)")
+        XCTAssertEqual(row["kind"] as? String, "doq", "\(row)")
+        XCTAssertEqual(row["upstream"] as? String, upstream, "\(row)")
+    }
+
+    /// dig's full output for `name` through the stub (it shows the EDE).
+    func dig(_ port: Int, _ name: String) throws -> String {
+        let tool = "/usr/bin/dig"
+        guard FileManager.default.isExecutableFile(atPath: tool) else {
+            XCTFail("\(tool) not found: install the Debian package bind9-dnsutils")
+            throw ToolRunner.Failure("dig missing")
+        }
+        return try ToolRunner(executable: URL(fileURLWithPath: tool))
+            .run(["@127.0.0.1", "-p", "\(port)", "+time=4", "+tries=1", name, "A"], timeout: .seconds(30)).stdoutText
+    }
+
+    func testCertificateNotValidForTheNameIsRefused() throws {
+        let bed = try startBed()
+        let upstream = "doq=127.0.0.1:\(bed.server.port)#wrong.test"
+        let (_, port, metricsPort) = try startStub(["--upstream", upstream, "--cacert", bed.caPath])
+        let output = try dig(port, "a.doq.test")
+        XCTAssertTrue(output.contains("status: SERVFAIL"), output)
+        XCTAssertTrue(output.contains("EDE: 23"), output)
+        XCTAssertTrue(output.contains("certificate verify failed: hostname mismatch"), output)
+        let metrics = try scrape(metricsPort)
+        let counted = "httpdns_stub_upstream_queries_total{upstream=\"\(upstream)\",result=\"error\"} 1\n"
+        XCTAssertTrue(metrics.contains(counted), "\(counted) in\n\(metrics)")
+        XCTAssertEqual(bed.server.queries, 0, "no query sent over a refused connection: \(bed.server.log)")
+
+        // The right name, but the CA is not trusted (no --cacert): refused too.
+        let (_, untrustedPort, _) = try startStub(["--upstream", "doq=127.0.0.1:\(bed.server.port)#doq.test"])
+        let untrusted = try dig(untrustedPort, "a.doq.test")
+        XCTAssertTrue(untrusted.contains("status: SERVFAIL"), untrusted)
+        XCTAssertTrue(untrusted.contains("certificate verify failed"), untrusted)
+        XCTAssertEqual(bed.server.queries, 0, bed.server.log)
+    }
+
+    func testServerStoppedTheNextUpstreamAnswers() throws {
+        let bed = try startBed()
+        let other = try dnsmasq { $0.lie("doq.test", to: HTTPDNSIPAddress("10.9.9.9")!) }
+        let upstream = "doq=127.0.0.1:\(bed.server.port)#doq.test"
+        let (_, port, metricsPort) = try startStub([
+            "--upstream", upstream, "--upstream", "udp=127.0.0.1:\(other.port)", "--cacert", bed.caPath,
+        ])
+        XCTAssertEqual(try Self.addresses(Self.names[0], port: port), [Self.address(0)], "through DoQ, the first upstream")
+        bed.server.stop()
+        XCTAssertEqual(try Self.addresses(Self.names[1], port: port), ["10.9.9.9"], "the DoQ server gone: the next upstream")
+        let metrics = try scrape(metricsPort)
+        let failed = "httpdns_stub_upstream_queries_total{upstream=\"\(upstream)\",result=\"error\"} 1\n"
+        XCTAssertTrue(metrics.contains(failed), "\(failed) in\n\(metrics)")
+    }
+}
