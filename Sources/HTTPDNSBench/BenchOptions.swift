@@ -29,7 +29,7 @@ struct BenchOptions: Sendable {
         var name = "a.bench.test"
     }
 
-    static let allRows = 1...12
+    static let allRows = 1...13
 
     static let usage = """
         OVERVIEW: what HTTPDNS protection costs, against baselines measured in the same run
@@ -40,7 +40,7 @@ struct BenchOptions: Sendable {
 
         OPTIONS:
           --quick          fewer rounds and smaller loops (smoke runs; figures are noisier)
-          --only N[,N…]    run only these rows of the table (1-12)
+          --only N[,N…]    run only these rows of the table (1-13)
           --json FILE      also write every figure as JSON to FILE
           -h, --help       show this help
           --load UPSTREAM  no table: load one DNS-over-QUIC or DNS-over-TLS server with the bench's own
@@ -56,7 +56,8 @@ struct BenchOptions: Sendable {
         download and tinyproxy; needs the Debian package tinyproxy), 10 httpdns serve with views and health
         checks vs the plain zone (h2load), 11 httpdns stub vs dnsdist's packet cache and Unbound (dnsperf;
         needs dnsdist, unbound and dnsperf), 12 httpdns serve's DNS over TLS vs dnsdist's (dnsperf -m dot;
-        needs dnsdist and dnsperf). Exit status 1 names every missed target; 64 for bad usage.
+        needs dnsdist and dnsperf), 13 httpdns serve's DNS over QUIC vs its own DoT (the bench's own load
+        client; dnsperf checks it). Exit status 1 names every missed target; 64 for bad usage.
         """
 
     struct UsageError: Error, CustomStringConvertible {

@@ -31,6 +31,7 @@ let measurements: [(row: Int, name: String, run: @Sendable (BenchRunner) async t
     (10, "httpdns serve: views and health checks vs the plain zone", ViewsBench.run),
     (11, "httpdns stub vs dnsdist and Unbound", StubBench.run),
     (12, "httpdns serve's DoT vs dnsdist's", DoTBench.run),
+    (13, "httpdns serve's DoQ vs its DoT", DoQBench.run),
 ]
 signal(SIGPIPE, SIG_IGN)
 
