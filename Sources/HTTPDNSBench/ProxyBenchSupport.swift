@@ -37,13 +37,7 @@ final class ProxyDaemon: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = firstLine(output)
         guard let parsed = URL(string: text), let port = parsed.port, let user = parsed.user, let password = parsed.password else {
             process.terminate()
             throw BenchFailure("httpdns proxy printed no proxy URL: \(text)")
@@ -74,18 +68,23 @@ final class ProxyDaemon: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
+        let text = firstLine(output)
+        guard text.hasPrefix("port "), let port = UInt16(text.dropFirst(5)) else {
+            process.terminate()
+            throw BenchFailure("the floor relay printed no port: \(text)")
+        }
+        return ProxyDaemon(name: "C floor relay", process: process, port: port, url: "http://127.0.0.1:\(port)", authorization: "")
+    }
+
+    /// What a child printed on `output` up to its first newline (or its end), trimmed.
+    private static func firstLine(_ output: Pipe) -> String {
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             line.append(chunk)
         }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("port "), let port = UInt16(text.dropFirst(5)) else {
-            process.terminate()
-            throw BenchFailure("the floor relay printed no port: \(text)")
-        }
-        return ProxyDaemon(name: "C floor relay", process: process, port: port, url: "http://127.0.0.1:\(port)", authorization: "")
+        return String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Starts Debian's tinyproxy in the foreground on a free port, allowing CONNECT to any port.

@@ -67,14 +67,7 @@ final class DNSStubQUICUpstream: DNSStubUpstream {
         self.configuration = configuration
         self.trust = try DNSStubQUICTrust(trust)
         state = HTTPDNSLock(State(pipeline: DNSStubPipeline(configuration: configuration.pipeline)))
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw HTTPDNSError(.transport, "pipe: \(String(cString: strerror(errno)))") }
-        for fd in ends {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        wakeRead = ends[0]
-        wakeWrite = ends[1]
+        (wakeRead, wakeWrite) = try makeWakePipe()
     }
 
     deinit {
@@ -85,22 +78,7 @@ final class DNSStubQUICUpstream: DNSStubUpstream {
     var name: String { "doq=\(server.description)#\(serverName)" }
 
     func exchange(_ query: DNSMessage, timeout: Duration) async throws -> DNSMessage {
-        let handle = HTTPDNSLock<(cancelled: Bool, cancellation: DNSStubCancellation?)>((false, nil))
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let cancellation = exchange(query, timeout: timeout) { continuation.resume(with: $0) }
-                let cancelled = handle.withLock { state -> Bool in
-                    state.cancellation = cancellation
-                    return state.cancelled
-                }
-                if cancelled { cancellation.cancel() }
-            }
-        } onCancel: {
-            handle.withLock { state -> DNSStubCancellation? in
-                state.cancelled = true
-                return state.cancellation
-            }?.cancel()
-        }
+        try await awaitingCallback(query, timeout: timeout)
     }
 
     /// Puts `query` into the pipeline and wakes the I/O thread (starting it when it is not

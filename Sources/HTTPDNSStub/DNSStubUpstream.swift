@@ -48,6 +48,41 @@ extension DNSStubUpstream {
         }
         return DNSStubCancellation { task.cancel() }
     }
+
+    /// ``exchange(_:timeout:)`` for an upstream whose own form is the callback one (its I/O thread
+    /// calls `completion`): the task waits for the callback, and a cancelled task cancels the
+    /// exchange, whether the cancellation comes before or after the exchange started.
+    func awaitingCallback(_ query: DNSMessage, timeout: Duration) async throws -> DNSMessage {
+        let handle = HTTPDNSLock<(cancelled: Bool, cancellation: DNSStubCancellation?)>((false, nil))
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let cancellation = exchange(query, timeout: timeout) { continuation.resume(with: $0) }
+                let cancelled = handle.withLock { state -> Bool in
+                    state.cancellation = cancellation
+                    return state.cancelled
+                }
+                if cancelled { cancellation.cancel() }
+            }
+        } onCancel: {
+            handle.withLock { state -> DNSStubCancellation? in
+                state.cancelled = true
+                return state.cancellation
+            }?.cancel()
+        }
+    }
+}
+
+/// The wake-up pipe of an upstream's I/O thread, both ends non-blocking and close-on-exec: a byte
+/// written to `write` ends the thread's poll on `read`.
+/// - Throws: `HTTPDNSError` `.transport` when the pipe cannot be made.
+func makeWakePipe() throws(HTTPDNSError) -> (read: Int32, write: Int32) {
+    var ends: [Int32] = [-1, -1]
+    guard pipe(&ends) == 0 else { throw HTTPDNSError(.transport, "pipe: \(String(cString: strerror(errno)))") }
+    for fd in ends {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    }
+    return (ends[0], ends[1])
 }
 
 /// `--upstream KIND=LOCATION`: `udp=IP:PORT` (UDP, TCP when truncated), `doh=https://…` (RFC 8484
