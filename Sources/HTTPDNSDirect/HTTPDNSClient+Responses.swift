@@ -11,16 +11,31 @@ extension HTTPDNSClient {
     /// Repeated fields are joined with ", " as Foundation does; `Set-Cookie` lines are kept apart for
     /// cookie parsing by ``storeCookies(from:url:in:)``.
     static func makeResponse(_ head: HTTPTransportResponseHead, url: URL) -> HTTPURLResponse {
-        var fields: [String: String] = [:]
-        var canonical: [String: String] = [:]  // lower-cased name → first spelling seen
-        for header in head.headers {
-            let folded = HTTPDNSASCII.lowercased(header.name.utf8)
-            let key = canonical[folded, default: header.name]
-            canonical[folded] = key
-            if let existing = fields[key] {
-                fields[key] = existing + ", " + header.value
-            } else {
-                fields[key] = header.value
+        var fields: [String: String] = Dictionary(minimumCapacity: head.headers.count)
+        if head.headers.count <= 16 {
+            // The usual handful: the first spelling of a repeated name is found by comparing with
+            // the names kept so far, without a lower-cased copy of each (bench row 5).
+            var names: [String] = []
+            names.reserveCapacity(head.headers.count)
+            for header in head.headers {
+                if let key = names.first(where: { HTTPDNSASCII.equalsIgnoringCase($0, header.name) }) {
+                    fields[key]! += ", " + header.value
+                } else {
+                    names.append(header.name)
+                    fields[header.name] = header.value
+                }
+            }
+        } else {
+            var canonical: [String: String] = [:]  // lower-cased name → first spelling seen
+            for header in head.headers {
+                let folded = HTTPDNSASCII.lowercased(header.name.utf8)
+                let key = canonical[folded, default: header.name]
+                canonical[folded] = key
+                if let existing = fields[key] {
+                    fields[key] = existing + ", " + header.value
+                } else {
+                    fields[key] = header.value
+                }
             }
         }
         let version = head.httpVersion == "2" ? "HTTP/2" : "HTTP/\(head.httpVersion)"

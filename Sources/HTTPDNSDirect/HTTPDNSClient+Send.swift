@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSTransport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -21,9 +22,16 @@ extension HTTPDNSClient {
     /// - Throws: `URLError`, as ``data(for:)``.
     public func send(_ request: URLRequest) async throws -> HTTPDNSClientResponse {
         let collector = ReportingCollector()
-        let task = start(request, followRedirects: true, delegate: collector)
+        let task = HTTPDNSClientTask()
+        var options = RequestOptions()
+        options.cookies = configuration.cookieStorage.map { .sendAndStore($0) } ?? .none
+        // The exchange runs in the caller's task, not in one of its own: no task to start and no
+        // second task to wake when the head comes. A small body is then usually complete before the
+        // caller asks for it, so one wake-up from the transport's thread serves the whole request
+        // (bench row 5).
         return try await withTaskCancellationHandler {
-            try await collector.result()
+            await run(request, followRedirects: true, options: options, delegate: collector, task: task)
+            return try await collector.result()
         } onCancel: {
             task.cancel()
         }
@@ -31,29 +39,54 @@ extension HTTPDNSClient {
 }
 
 /// Collects one response with its report.
+///
+/// It takes the head as the transport gave it and makes the `HTTPURLResponse` in ``result()``, on the
+/// caller's task: Foundation's header canonicalisation is then not on the transport's thread, which
+/// every request shares.
 private final class ReportingCollector: FinalReportReceiver {
+    private enum Head {
+        case response(HTTPURLResponse)
+        case transport(HTTPTransportResponseHead, URL)
+    }
+
+    private struct Collected {
+        var head: Head
+        var body: Data
+        var connection: HTTPDNSConnectionReport
+    }
+
     private struct State {
-        var head: (HTTPURLResponse, HTTPDNSConnectionReport)?
+        var head: (Head, HTTPDNSConnectionReport)?
         var body = Data()
-        var outcome: Result<HTTPDNSClientResponse, any Error>?
-        var continuation: CheckedContinuation<HTTPDNSClientResponse, any Error>?
+        var outcome: Result<Collected, any Error>?
+        var continuation: CheckedContinuation<Collected, any Error>?
     }
 
     private let state = HTTPDNSLock(State())
 
     func result() async throws -> HTTPDNSClientResponse {
-        try await withCheckedThrowingContinuation { continuation in
-            let done = state.withLock { state -> Result<HTTPDNSClientResponse, any Error>? in
+        let collected = try await withCheckedThrowingContinuation { continuation in
+            let done = state.withLock { state -> Result<Collected, any Error>? in
                 if let outcome = state.outcome { return outcome }
                 state.continuation = continuation
                 return nil
             }
             if let done { continuation.resume(with: done) }
         }
+        let response: HTTPURLResponse
+        switch collected.head {
+        case .response(let made): response = made
+        case .transport(let head, let url): response = HTTPDNSClient.makeResponse(head, url: url)
+        }
+        return HTTPDNSClientResponse(response: response, body: collected.body, connection: collected.connection)
     }
 
     func didReceive(response: HTTPURLResponse, connection: HTTPDNSConnectionReport) {
-        state.withLock { $0.head = (response, connection) }
+        state.withLock { $0.head = (.response(response), connection) }
+    }
+
+    func didReceive(head: HTTPTransportResponseHead, url: URL, connection: HTTPDNSConnectionReport) {
+        state.withLock { $0.head = (.transport(head, url), connection) }
     }
 
     func didReceive(data: Data) {
@@ -65,12 +98,15 @@ private final class ReportingCollector: FinalReportReceiver {
     }
 
     func didComplete(error: (any Error)?) {
-        let continuation = state.withLock { state -> (CheckedContinuation<HTTPDNSClientResponse, any Error>?, Result<HTTPDNSClientResponse, any Error>) in
-            let outcome: Result<HTTPDNSClientResponse, any Error>
+        // Cancelled while the body comes, the request ends twice: the race (still waiting for the
+        // end, see AttemptDelegate) and the transfer both report it. The first end is the outcome.
+        let continuation = state.withLock { state -> (CheckedContinuation<Collected, any Error>?, Result<Collected, any Error>)? in
+            guard state.outcome == nil else { return nil }
+            let outcome: Result<Collected, any Error>
             if let error {
                 outcome = .failure(error)
-            } else if let (response, connection) = state.head {
-                outcome = .success(HTTPDNSClientResponse(response: response, body: state.body, connection: connection))
+            } else if let (head, connection) = state.head {
+                outcome = .success(Collected(head: head, body: state.body, connection: connection))
             } else {
                 outcome = .failure(URLError(.badServerResponse))
             }
@@ -78,6 +114,6 @@ private final class ReportingCollector: FinalReportReceiver {
             defer { state.continuation = nil }
             return (state.continuation, outcome)
         }
-        continuation.0?.resume(with: continuation.1)
+        if let (waiting, outcome) = continuation { waiting?.resume(with: outcome) }
     }
 }

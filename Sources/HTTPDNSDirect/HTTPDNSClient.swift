@@ -173,7 +173,7 @@ public final class HTTPDNSClient: Sendable {
         return task
     }
 
-    private func run(
+    func run(
         _ request: URLRequest, followRedirects: Bool, options: RequestOptions, delegate: any HTTPDNSClientDelegate,
         task: HTTPDNSClientTask
     ) async {

@@ -235,7 +235,7 @@ final class CurlTransfer: @unchecked Sendable {
         guard !finished else { return }
         finished = true
         cleanUp()
-        delegate.didComplete(result)
+        loop.complete(delegate, result)
     }
 
     // MARK: Information

@@ -3,7 +3,7 @@ import HTTPDNSCore
 
 /// Collects a whole response for ``HTTPTransport/send(_:)`` and ``HTTPTransport/send(_:completion:)``.
 ///
-/// Events come from the loop thread; the delivery is set by the caller before the transfer is
+/// Events come from the loop thread (the end maybe from the pool, see ``HTTPTransportDelegate``); the delivery is set by the caller before the transfer is
 /// submitted, so the mutex only orders those two hand-overs.
 final class ResponseCollector: HTTPTransportDelegate {
     typealias Delivery = @Sendable (Result<HTTPTransportResponse, HTTPTransportError>) -> Void
@@ -16,7 +16,7 @@ final class ResponseCollector: HTTPTransportDelegate {
 
     private let state = HTTPDNSLock(State())
 
-    /// Where the result goes (called once, on the loop thread).
+    /// Where the result goes (called once, where the end is reported).
     func setDelivery(_ deliver: @escaping Delivery) {
         state.withLock { $0.deliver = deliver }
     }

@@ -76,7 +76,7 @@ package final class HTTPTransport: Sendable {
         _ = released
     }
 
-    /// Starts a transfer whose events go to `delegate` (on the loop thread).
+    /// Starts a transfer whose events go to `delegate` (see ``HTTPTransportDelegate`` for the threads).
     ///
     /// - Throws: ``HTTPTransportError`` with `badURL` or `invalidRequest` when the request cannot be
     ///   sent; every later failure goes to ``HTTPTransportDelegate/didComplete(_:)``.

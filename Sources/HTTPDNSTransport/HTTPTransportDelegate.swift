@@ -2,8 +2,10 @@ import Foundation
 
 /// Receives the events of one transfer started with ``HTTPTransport/start(_:delegate:)``.
 ///
-/// All methods are called on the transport's event-loop thread, in order, and must return quickly
-/// (hand data over, never wait). ``didComplete(_:)`` is called exactly once and is the last call;
+/// All methods are called in order and must return quickly (hand data over, never wait): the
+/// response and data calls on the transport's event-loop thread; ``didComplete(_:)`` there too, or,
+/// when several transfers end in one turn of the loop, on a thread of the global pool that reports
+/// them together. ``didComplete(_:)`` is called exactly once and is the last call;
 /// after ``HTTPTransportTask/cancel()`` returns no more response or data calls are made and
 /// completion reports ``HTTPTransportError/Code/cancelled``.
 package protocol HTTPTransportDelegate: Sendable {
