@@ -51,16 +51,7 @@ final class ProxyDaemon: @unchecked Sendable {
     /// Builds (`cc -O2`, from scripts/bench/connect-floor.c beside this source tree) and starts row
     /// 9d's floor: a CONNECT relay in C with `threads` epoll loops and nothing but the relaying.
     static func connectFloor(threads: Int, directory: URL) throws -> ProxyDaemon {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("scripts/bench/connect-floor.c")
-        guard FileManager.default.fileExists(atPath: source.path) else { throw BenchFailure("\(source.path) not found") }
-        let executable = directory.appendingPathComponent("connect-floor")
-        let compiler = Process()
-        compiler.executableURL = URL(fileURLWithPath: "/usr/bin/cc")
-        compiler.arguments = ["-O2", "-o", executable.path, source.path, "-lpthread"]
-        try compiler.run()
-        compiler.waitUntilExit()
-        guard compiler.terminationStatus == 0 else { throw BenchFailure("cc could not build \(source.lastPathComponent)") }
+        let executable = try buildFloor("connect-floor", directory: directory, libraries: ["-lpthread"])
         let process = Process()
         process.executableURL = executable
         process.arguments = [String(threads)]
@@ -76,8 +67,23 @@ final class ProxyDaemon: @unchecked Sendable {
         return ProxyDaemon(name: "C floor relay", process: process, port: port, url: "http://127.0.0.1:\(port)", authorization: "")
     }
 
+    /// Compiles `scripts/bench/NAME.c` (beside this source tree) with `cc -O2` into `directory`.
+    static func buildFloor(_ name: String, directory: URL, libraries: [String]) throws -> URL {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("scripts/bench/\(name).c")
+        guard FileManager.default.fileExists(atPath: source.path) else { throw BenchFailure("\(source.path) not found") }
+        let executable = directory.appendingPathComponent(name)
+        let compiler = Process()
+        compiler.executableURL = URL(fileURLWithPath: "/usr/bin/cc")
+        compiler.arguments = ["-O2", "-o", executable.path, source.path] + libraries
+        try compiler.run()
+        compiler.waitUntilExit()
+        guard compiler.terminationStatus == 0 else { throw BenchFailure("cc could not build \(source.lastPathComponent)") }
+        return executable
+    }
+
     /// What a child printed on `output` up to its first newline (or its end), trimmed.
-    private static func firstLine(_ output: Pipe) -> String {
+    static func firstLine(_ output: Pipe) -> String {
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
             let chunk = output.fileHandleForReading.availableData

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 import HTTPDNSTransport
 
 /// One address that failed to connect, as the report endpoint receives it: nothing of the request

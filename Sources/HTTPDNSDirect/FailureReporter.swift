@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 import HTTPDNSTransport
 
 /// Queues the failure reports of one client (or proxy) and sends them to the report endpoint from

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 extension HTTPDNSClient {
     /// For consumers that take only a URL (a media player, say): the URL with its host replaced by

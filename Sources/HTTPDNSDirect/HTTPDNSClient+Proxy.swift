@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 /// What ``HTTPDNSClient`` does with a protected host when the process has a proxy configured for it
 /// (`http_proxy`, `https_proxy`, `all_proxy`, minus `no_proxy`, read as libcurl reads them).

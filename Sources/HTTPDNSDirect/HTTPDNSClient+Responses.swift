@@ -2,7 +2,7 @@ import Foundation
 import HTTPDNSTransport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 #endif
 
 extension HTTPDNSClient {

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

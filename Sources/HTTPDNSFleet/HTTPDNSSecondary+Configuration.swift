@@ -1,7 +1,7 @@
 import DNSSockets
 import DNSWire
 import DNSZoneTransfer
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 extension HTTPDNSSecondary.Configuration {
     /// Reads `ZONE=PRIMARY[,PRIMARY…]`, as `httpdns serve --secondary` takes it: the zone's name and

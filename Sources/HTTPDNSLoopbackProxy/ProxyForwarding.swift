@@ -1,4 +1,4 @@
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 /// Forwarded plain-HTTP requests: one request per client connection, both heads rewritten to say
 /// `Connection: close` (RFC 9112 §9.6), so that neither side ever reuses a connection the proxy

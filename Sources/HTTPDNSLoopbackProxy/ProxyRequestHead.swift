@@ -1,4 +1,4 @@
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 /// The request head a client sends to the proxy (RFC 9112 §3), parsed from raw bytes with fixed
 /// limits: only what a proxy needs — the method, the target, the header fields — and nothing more.

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 extension HTTPDNSService {
     /// The admin token an `Authorization` value carries: `Bearer TOKEN`, or `Basic` with

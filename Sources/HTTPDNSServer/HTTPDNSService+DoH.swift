@@ -1,6 +1,6 @@
 import DNSWire
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 import HTTPServing
 
 extension HTTPDNSService {

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 /// The names the service answers itself, with their addresses: the "your own server hands out the
 /// IPs" option.

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 import HTTPDNSTransport
 
 /// What `httpdns fetch` was asked to do, in curl's terms, validated before any traffic.

@@ -1,4 +1,4 @@
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 /// One HTTP header field, in the order it was sent or received.
 ///

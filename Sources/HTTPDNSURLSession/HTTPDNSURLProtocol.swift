@@ -1,6 +1,6 @@
 import Foundation
 import HTTPDNS
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -1,7 +1,7 @@
 import CH2O
 import CQUIC
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 extension HTTPServer {
     /// One header field as received or to be sent.

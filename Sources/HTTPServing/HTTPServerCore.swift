@@ -1,7 +1,7 @@
 import CH2O
 import CQUIC
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 import Synchronization
 
 /// What the C loops call back into, through their context pointer.

@@ -1,4 +1,4 @@
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 import XCTest
 
 /// The one ASCII case fold every module outside the networking one uses.

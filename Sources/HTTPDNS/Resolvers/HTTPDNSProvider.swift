@@ -1,5 +1,5 @@
 import Foundation
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 import HTTPDNSTransport
 
 /// An HTTPDNS service reached over HTTP(S): one of the pure wire formats (``DNSPodFormat``,

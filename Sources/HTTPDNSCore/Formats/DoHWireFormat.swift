@@ -153,9 +153,11 @@ package struct DoHWireFormat: HTTPDNSProviderFormat {
         set.ttl = found.ttl.map { Int($0) }
         // RFC 2181 §8: a TTL with the top bit set is read as zero, and the chain's TTL is its
         // smallest, so one such record along the chain makes the whole answer's TTL 0.
-        let chain = Set([question.name] + found.aliases)
-        if message.answers.contains(where: { $0.ttl > UInt32(HTTPDNSFormatLimits.maxTTL) && chain.contains($0.name) }) {
-            set.ttl = 0
+        // (The chain's names are gathered only when some record has such a TTL: most have none.)
+        let maxTTL = UInt32(HTTPDNSFormatLimits.maxTTL)
+        if message.answers.contains(where: { $0.ttl > maxTTL }) {
+            let chain = Set([question.name] + found.aliases)
+            if message.answers.contains(where: { $0.ttl > maxTTL && chain.contains($0.name) }) { set.ttl = 0 }
         }
         return [set]
     }

@@ -1,4 +1,4 @@
-import HTTPDNSCore
+@_spi(HTTPDNSPackage) import HTTPDNSCore
 
 /// The `Authorization` of a `POST /report`, as sent.
 ///
