@@ -32,9 +32,10 @@ final class CurlEventLoop: @unchecked Sendable {
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     /// The loop thread's `pthread_self()`, 0 until it runs.
     private let loopThread = Atomic<UInt>(0)
-    /// Transfers' ends gathered during one turn of the loop (loop thread only), delivered together
-    /// at the turn's end (``deliverCompletions()``); nil outside turns (the shutdown reports at once).
-    private var completions: [(any HTTPTransportDelegate, Result<HTTPTransportMetrics, HTTPTransportError>)]? = []
+    /// Work gathered during one turn of the loop (loop thread only): transfers' ends and what
+    /// delegates deferred (``afterTurn(_:)``), run together at the turn's end
+    /// (``runDeferred()``); nil outside turns (the shutdown reports at once).
+    private var deferred: [@Sendable () -> Void]? = []
     /// Signalled when the loop thread has cleaned up the multi handle and is about to end.
     private let stopped = DispatchSemaphore(value: 0)
     static let threadName = "HTTPDNSTransport.curl"
@@ -114,25 +115,30 @@ final class CurlEventLoop: @unchecked Sendable {
     /// one wake-up for all of them and is back in libcurl sooner (bench row 5: the ends' wake-ups
     /// were a fifth of the loop thread's time with 16 transfers in flight).
     func complete(_ delegate: any HTTPTransportDelegate, _ result: Result<HTTPTransportMetrics, HTTPTransportError>) {
-        // The thread is compared first: only the loop thread reads `completions`.
-        if loopThread.load(ordering: .relaxed) == UInt(pthread_self()), completions != nil {
-            completions!.append((delegate, result))
+        afterTurn { delegate.didComplete(result) }
+    }
+
+    /// Runs `work` at the end of this turn when called from the loop thread during one (with the
+    /// turn's other deferred work, see ``complete(_:_:)``), at once otherwise.
+    func afterTurn(_ work: @escaping @Sendable () -> Void) {
+        // The thread is compared first: only the loop thread reads `deferred`.
+        if loopThread.load(ordering: .relaxed) == UInt(pthread_self()), deferred != nil {
+            deferred!.append(work)
         } else {
-            delegate.didComplete(result)
+            work()
         }
     }
 
-    /// Hands the ends gathered this turn over: one alone is reported here (a job would only add a
-    /// hop), several in one job on the global pool, in the order they ended.
-    private func deliverCompletions() {
-        guard let gathered = completions, !gathered.isEmpty else { return }
-        completions = []
+    /// Runs the work gathered this turn: one item here (a job would only add a hop), several in
+    /// one job on the global pool, in the order they were gathered.
+    private func runDeferred() {
+        guard let gathered = deferred, !gathered.isEmpty else { return }
+        deferred = []
         if gathered.count == 1 {
-            gathered[0].0.didComplete(gathered[0].1)
+            gathered[0]()
             return
         }
-        let batch = CompletionBatch(gathered)
-        DispatchQueue.global().async { batch.deliver() }
+        DispatchQueue.global().async { for work in gathered { work() } }
     }
 
     /// Wakes the loop if it waits or is about to (under `inbox`'s lock); once per wait.
@@ -168,7 +174,7 @@ final class CurlEventLoop: @unchecked Sendable {
             var running: Int32 = 0
             _ = curl_multi_perform(multi, &running)
             readMessages()
-            deliverCompletions()
+            runDeferred()
             // Waits only with nothing handed over meanwhile (callbacks of this turn may have); the
             // mark is set under the lock hand-overs take, so one arriving after it wakes the wait
             // (libcurl keeps the wakeup until `curl_multi_poll` sees it).
@@ -180,8 +186,8 @@ final class CurlEventLoop: @unchecked Sendable {
             // libcurl shortens this wait to its own next timeout; wakeups end it early.
             _ = curl_multi_poll(multi, nil, 0, wait ? 1000 : 0, &ready)
         }
-        deliverCompletions()
-        completions = nil
+        runDeferred()
+        deferred = nil
         for transfer in Array(active.values) {
             remove(transfer)
             transfer.finish(error: transfer.cancelledError)
@@ -256,20 +262,4 @@ final class CurlEventLoop: @unchecked Sendable {
 /// `curl_global_init` exactly once per process, before the first handle is made.
 enum CurlGlobal {
     static let initialized: Bool = httpdns_curl_global_init() == CURLE_OK
-}
-
-/// Transfers' ends handed from the loop thread to the pool in one job.
-///
-/// `@unchecked`: the loop thread builds it and lets go of it before the job runs; only the job
-/// reads it.
-private final class CompletionBatch: @unchecked Sendable {
-    private let ends: [(any HTTPTransportDelegate, Result<HTTPTransportMetrics, HTTPTransportError>)]
-
-    init(_ ends: [(any HTTPTransportDelegate, Result<HTTPTransportMetrics, HTTPTransportError>)]) {
-        self.ends = ends
-    }
-
-    func deliver() {
-        for (delegate, result) in ends { delegate.didComplete(result) }
-    }
 }

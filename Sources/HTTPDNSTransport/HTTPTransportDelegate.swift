@@ -30,4 +30,12 @@ package final class HTTPTransportTask: Sendable {
     package func cancel() {
         transfer.cancel()
     }
+
+    /// Runs `work` after the loop's current turn, on the global pool together with the turn's
+    /// other deferred work, when called from a delegate method on the loop thread; at once
+    /// otherwise. For what a delegate hands on that need not hold the loop (waking a task): the
+    /// loop goes back to libcurl first, and several turns' worth of wake-ups cost it one job.
+    package func afterTurn(_ work: @escaping @Sendable () -> Void) {
+        transfer.loop.afterTurn(work)
+    }
 }
