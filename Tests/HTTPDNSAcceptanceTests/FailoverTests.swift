@@ -135,6 +135,34 @@ final class FailoverTests: XCTestCase {
         XCTAssertLessThan(entry.bodyBytesSent, 16 << 20)
     }
 
+    /// `data(for:)` runs its exchange in the caller's task and its race waits for the end of the
+    /// body: cancelling that task mid-body ends the call at once with `cancelled` (the race and the
+    /// transfer both see it; the caller gets one end) and stops the server's sending.
+    func testCancellingDataForMidBodyEndsItAtOnce() async throws {
+        let service = try Bed.httpdnsService(["big.test": [Bed.origin]])
+        defer { service.stop() }
+        let client = Bed.client(try Bed.engine(providers: [Bed.dnspod(service)], localDNS: nil, trusting: certificates))
+        let url = URL(string: "https://big.test:\(port)/big.bin")!
+        let download = Task { try await client.data(for: URLRequest(url: url)) }
+        // The head comes at once and the body at 1 MiB/s: half a second in, part of it has come.
+        try await Task.sleep(for: .milliseconds(500))
+        XCTAssertFalse(nginx.accessLog.contains { $0.uri == "/big.bin" }, "the download ended before the cancellation")
+        let cancelled = ContinuousClock.now
+        download.cancel()
+        do {
+            _ = try await download.value
+            XCTFail("the 64 MiB download finished")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        XCTAssertLessThan(cancelled.duration(to: .now), .seconds(2), "the call outlived its cancellation")
+        let logged = await Bed.eventually { self.nginx.accessLog.contains { $0.uri == "/big.bin" } }
+        XCTAssertTrue(logged, "nginx never saw the transfer end: \(nginx.errorLog)")
+        let entry = try XCTUnwrap(nginx.accessLog.first { $0.uri == "/big.bin" })
+        XCTAssertFalse(entry.completed)
+        XCTAssertLessThan(entry.bodyBytesSent, 16 << 20)
+    }
+
     /// Starts a download of the 64 MiB file, cancels it after 256 KiB, and checks that the task
     /// completes with `cancelled` and no byte is delivered after that.
     private func cancelledDownload(_ url: URL) async throws -> (RecordingDelegate, HTTPURLResponse) {
