@@ -119,19 +119,20 @@ final class AttemptDelegate: HTTPTransportDelegate {
             return
         }
         state.withLock { $0.headSeen = true }
-        if let response {
-            client.didReceive(response: response, connection: report)
-            // The race's task learns of the win after this turn of the transport's loop (bench
-            // row 4: waking it from here was a tenth of the loop thread's time).
-            if let transfer = state.withLock({ $0.transfer }) {
-                transfer.afterTurn { self.resume(.delivered) }
-            } else {
-                resume(.delivered)
-            }
-        } else if let collector {
-            // A collector's caller waits for the whole body anyway: the race learns of its win at the
-            // end (``didComplete(_:)``), so that one wake-up of the caller's task serves both.
+        if let collector, response == nil {
             collector.didReceive(head: head, url: originalURL, connection: report)
+        } else {
+            client.didReceive(response: response ?? HTTPDNSClient.makeResponse(head, url: originalURL), connection: report)
+        }
+        // A collector's caller waits for the whole body anyway: its race learns of the win at the
+        // end (``didComplete(_:)``), so that one wake-up of the caller's task serves both. Any other
+        // race learns of it after this turn of the transport's loop (bench row 4: waking its task
+        // from here was a tenth of the loop thread's time).
+        guard collector == nil else { return }
+        if let transfer = state.withLock({ $0.transfer }) {
+            transfer.afterTurn { self.resume(.delivered) }
+        } else {
+            resume(.delivered)
         }
     }
 

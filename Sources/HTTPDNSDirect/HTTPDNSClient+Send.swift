@@ -24,7 +24,7 @@ extension HTTPDNSClient {
         let collector = ReportingCollector()
         let task = HTTPDNSClientTask()
         var options = RequestOptions()
-        options.cookies = configuration.cookieStorage.map { .sendAndStore($0) } ?? .none
+        options.cookies = ownCookies
         // The exchange runs in the caller's task, not in one of its own: no task to start and no
         // second task to wake when the head comes. A small body is then usually complete before the
         // caller asks for it, so one wake-up from the transport's thread serves the whole request

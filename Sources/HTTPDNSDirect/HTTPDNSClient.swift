@@ -123,7 +123,7 @@ public final class HTTPDNSClient: Sendable {
     public func bytes(for request: URLRequest) async throws -> (HTTPURLResponse, AsyncThrowingStream<Data, any Error>) {
         let collector = StreamingCollector()
         var options = RequestOptions()
-        options.cookies = configuration.cookieStorage.map { .sendAndStore($0) } ?? .none
+        options.cookies = ownCookies
         options.receiveBuffer = collector.buffer
         let task = start(request, followRedirects: true, options: options, delegate: collector)
         return try await withTaskCancellationHandler {
@@ -142,8 +142,12 @@ public final class HTTPDNSClient: Sendable {
     ///   - delegate: receives the response, the body as it arrives, and the end.
     @discardableResult
     public func start(_ request: URLRequest, followRedirects: Bool, delegate: any HTTPDNSClientDelegate) -> HTTPDNSClientTask {
-        let cookies: CookieHandling = configuration.cookieStorage.map { .sendAndStore($0) } ?? .none
-        return start(request, followRedirects: followRedirects, cookies: cookies, delegate: delegate)
+        start(request, followRedirects: followRedirects, cookies: ownCookies, delegate: delegate)
+    }
+
+    /// The cookies of the client's own requests: sent from and stored in the configured storage.
+    var ownCookies: CookieHandling {
+        configuration.cookieStorage.map { .sendAndStore($0) } ?? .none
     }
 
     /// Who sends and stores cookies: the URL protocol stores only, since `URLSession` already added

@@ -249,7 +249,8 @@ struct DNSStubDoHUpstream: DNSStubUpstream {
         return try answer(response, asked: asked)
     }
 
-    /// Without a task: libcurl's loop thread decodes the answer and calls `completion`.
+    /// Without a task: where the transport reports the end (its loop thread, or a pool thread for
+    /// several ends of one turn), the answer is decoded and `completion` called.
     func exchange(
         _ query: DNSMessage, timeout: Duration, completion: @escaping @Sendable (Result<DNSMessage, any Error>) -> Void
     ) -> DNSStubCancellation {

@@ -34,7 +34,7 @@ final class CurlEventLoop: @unchecked Sendable {
     private let loopThread = Atomic<UInt>(0)
     /// Work gathered during one turn of the loop (loop thread only): transfers' ends and what
     /// delegates deferred (``afterTurn(_:)``), run together at the turn's end
-    /// (``runDeferred()``); nil outside turns (the shutdown reports at once).
+    /// (``runDeferred()``); nil once the loop has left its turns (the shutdown reports at once).
     private var deferred: [@Sendable () -> Void]? = []
     /// Signalled when the loop thread has cleaned up the multi handle and is about to end.
     private let stopped = DispatchSemaphore(value: 0)

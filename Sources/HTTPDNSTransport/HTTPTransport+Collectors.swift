@@ -3,8 +3,9 @@ import HTTPDNSCore
 
 /// Collects a whole response for ``HTTPTransport/send(_:)`` and ``HTTPTransport/send(_:completion:)``.
 ///
-/// Events come from the loop thread (the end maybe from the pool, see ``HTTPTransportDelegate``); the delivery is set by the caller before the transfer is
-/// submitted, so the mutex only orders those two hand-overs.
+/// Events come from the loop thread (the end maybe from the pool, see ``HTTPTransportDelegate``);
+/// the delivery is set by the caller before the transfer is submitted, so the mutex only orders
+/// those two hand-overs.
 final class ResponseCollector: HTTPTransportDelegate {
     typealias Delivery = @Sendable (Result<HTTPTransportResponse, HTTPTransportError>) -> Void
 

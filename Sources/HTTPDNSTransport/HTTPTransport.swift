@@ -108,9 +108,10 @@ package final class HTTPTransport: Sendable {
         return try result.get()
     }
 
-    /// Sends a request and hands the whole response to `completion`, called once on the loop
-    /// thread (so it must be quick); for callers that continue the work right there instead of
-    /// resuming a task. The transfer is tied to no task: cancel it with the returned handle.
+    /// Sends a request and hands the whole response to `completion`, called once where the
+    /// transport reports ends (its loop thread, or a pool thread for several ends of one turn: see
+    /// ``HTTPTransportDelegate``), so it must be quick; for callers that continue the work right
+    /// there instead of resuming a task. The transfer is tied to no task: cancel it with the returned handle.
     ///
     /// - Throws: ``HTTPTransportError`` with `badURL` or `invalidRequest` when the request cannot be
     ///   sent (then `completion` is never called).

@@ -63,8 +63,9 @@ package struct HTTPDNSProvider: HTTPDNSResolver, HTTPDNSSelfTimedResolver {
         try await resolve(host, family: family, within: Optional(seconds))
     }
 
-    /// Resolves `host` with one request and hands the outcome to `completion`, on the transport's
-    /// loop thread (or on the calling thread when the request cannot be sent). The transfer belongs
+    /// Resolves `host` with one request and hands the outcome to `completion`, where the transport
+    /// reports ends (`HTTPTransport.send(_:completion:)`; on the calling thread when the request
+    /// cannot be sent). The transfer belongs
     /// to no task, so no caller's cancellation stops it; its time limit does.
     ///
     /// - Returns: false, without calling `completion`, when the format needs more than one request
