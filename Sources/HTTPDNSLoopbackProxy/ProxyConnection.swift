@@ -58,7 +58,7 @@ final class ProxyConnection {
 
     /// Deadlines: the request head, the connect attempt, idleness, the drain after a refusal.
     func checkDeadlines(now: UInt64) {
-        perform(machine.checkDeadlines(now: now))
+        perform(machine.checkDeadlines(now: now, unread: ProxySocket.hasUnreadBytes))
     }
 
     /// Connects `address`:`port` for the connector (its `number`-th address); `deliver` hears how it ended.
@@ -81,7 +81,7 @@ final class ProxyConnection {
 
     /// The proxy drains: closes now when nothing is in flight, otherwise once the exchange is over.
     func drain(now: UInt64) {
-        perform(machine.proxyDraining(now: now))
+        perform(machine.proxyDraining(now: now, unread: ProxySocket.hasUnreadBytes))
     }
 
     /// Closes both sockets and forgets the connection.

@@ -63,9 +63,10 @@ extension ProxyConnectionStateMachine {
     // MARK: - Deadlines
 
     /// The loop's periodic scan: the request head, the connect attempt, idleness, the drain after
-    /// an answer, and — while the proxy drains — whether the connection has become idle.
-    mutating func checkDeadlines(now: UInt64) -> Action {
-        if stopping, isIdleForDrain(now: now) { return closeAll() }
+    /// an answer, and — while the proxy drains — whether the connection has become idle (`unread`:
+    /// see ``proxyDraining(now:unread:)``).
+    mutating func checkDeadlines(now: UInt64, unread: (Int32) -> Bool = { _ in false }) -> Action {
+        if stopping, isIdleForDrain(now: now, unread: unread) { return closeAll() }
         switch state {
         case .readingHead(let reading):
             guard now &- reading.acceptedAt > rules.headTimeout else { return .none }

@@ -25,7 +25,7 @@ import HTTPDNSTransport
 /// any ───────── client gone, proxy stopped ─→ closed
 /// ```
 ///
-/// When the proxy drains (``proxyDraining(now:)``), a connection with nothing in flight closes at
+/// When the proxy drains (``proxyDraining(now:unread:)``), a connection with nothing in flight closes at
 /// once and any other is marked ``stopping``: it goes on through the states above and closes when
 /// its exchange is over (see `ProxyConnectionStateMachine+Drain.swift`).
 ///
@@ -198,7 +198,7 @@ struct ProxyConnectionStateMachine: ~Copyable {
     /// Changed only by the methods below and in this type's extensions (one file per concern).
     var state: State
     /// The proxy drains: this connection closes as soon as it has nothing in flight (see
-    /// ``proxyDraining(now:)``). Set there once, never cleared.
+    /// ``proxyDraining(now:unread:)``). Set there once, never cleared.
     var stopping = false
     /// The client's socket (the pumps' one end).
     let client: Int32

@@ -20,7 +20,7 @@ import Synchronization
 /// A drain (``drain(within:ended:)``) takes the listeners out of every loop's set for good, after
 /// taking the clients already queued (``ProxyListeners/refuseNew()`` keeps new ones out first), and
 /// the last loop to let go of them closes them; each loop then runs until its connections have
-/// closed — each closes once it has nothing in flight (``ProxyConnectionStateMachine/proxyDraining(now:)``)
+/// closed — each closes once it has nothing in flight (``ProxyConnectionStateMachine/proxyDraining(now:unread:)``)
 /// — or until the drain's deadline, when it closes the rest and counts them.
 ///
 /// Everything but ``execute(_:)``, ``attempt(id:address:port:attempt:)``, ``drain(within:ended:)``

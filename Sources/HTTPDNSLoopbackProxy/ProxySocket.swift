@@ -64,6 +64,12 @@ enum ProxySocket {
         return code
     }
 
+    /// Whether bytes wait to be read on `fd` (a peek; its end or an error is not bytes).
+    static func hasUnreadBytes(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+    }
+
     /// Whether TCP_NODELAY is set on `fd` (for an assertion: accepted sockets inherit it).
     static func hasNoDelay(_ fd: Int32) -> Bool {
         var value: Int32 = 0

@@ -116,6 +116,41 @@ final class ProxyConnectionStateMachineDrainTests: XCTestCase {
         XCTAssertTrue(machine.isClosed)
     }
 
+    /// Bytes that reached a socket after the loop's wait returned are not in its batch yet: a tunnel
+    /// quiet by the loop's clock with a request (or an answer) waiting unread is not idle.
+    func testAQuietTunnelWithBytesWaitingUnreadIsNotIdle() throws {
+        var machine = F.relaying()
+        emptyPumps(&machine, lastActivity: F.accepted)
+        var asked: [Int32] = []
+        XCTAssertTrue(machine.proxyDraining(now: F.accepted + F.drainQuiet) { asked.append($0); return $0 == F.client }.isNone,
+                      "a request waits on the client's socket")
+        XCTAssertEqual(asked, [F.client])
+        asked = []
+        XCTAssertTrue(machine.checkDeadlines(now: F.accepted + F.drainQuiet * 2) { asked.append($0); return $0 == F.upstream.socket }.isNone,
+                      "an answer waits on the upstream's socket")
+        XCTAssertEqual(asked, [F.client, F.upstream.socket])
+        XCTAssertNotNil(machine.checkDeadlines(now: F.accepted + F.drainQuiet * 3) { _ in false }.closing)
+        XCTAssertTrue(machine.isClosed)
+    }
+
+    func testAClientWithARequestWaitingUnreadIsNotIdle() throws {
+        var machine = F.machine()
+        var asked = 0
+        XCTAssertTrue(machine.proxyDraining(now: F.accepted + F.drainQuiet) { asked += 1; return $0 == F.client }.isNone)
+        XCTAssertEqual(asked, 1)
+        XCTAssertTrue(machine.isReadingHead)
+        XCTAssertTrue(machine.checkDeadlines(now: F.accepted + F.drainQuiet + 1) { _ in false }.closing != nil)
+    }
+
+    func testTheSocketsAreNotAskedWhileBytesMoved() throws {
+        var machine = F.relaying()
+        emptyPumps(&machine, lastActivity: F.accepted)
+        XCTAssertTrue(machine.proxyDraining(now: F.accepted + F.drainQuiet - 1) { _ in
+            XCTFail("asked while not quiet")
+            return false
+        }.isNone)
+    }
+
     func testAQuietTunnelStaysWithoutADrain() {
         var machine = F.relaying()
         emptyPumps(&machine, lastActivity: F.accepted)
