@@ -19,12 +19,14 @@ extension HTTPDNSEngine {
     /// request (the usual case), that request is sent from here and its answer handled where it
     /// arrives, on the transport's loop thread, so the waiting caller is resumed straight from there;
     /// only a failure moves the rest of the failover into a task. Otherwise the whole lookup is a
-    /// task, started on this thread up to its first suspension.
-    func launch(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight) {
+    /// task, started on this thread up to its first suspension, or, from a waiter about to suspend
+    /// (`suspending`: ``HTTPDNSFlight/wait(then:)``, where no task may run on this thread), a task
+    /// of the pool.
+    func launch(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight, suspending: Bool = false) {
         // The key's client subnet reaches the resolvers that speak DNS as a task-local, for the
         // request built here and for the tasks started here (they inherit it).
         guard HTTPDNSClientSubnet.current == key.clientSubnet else {
-            return HTTPDNSClientSubnet.$current.withValue(key.clientSubnet) { launch(key, flight) }
+            return HTTPDNSClientSubnet.$current.withValue(key.clientSubnet) { launch(key, flight, suspending: suspending) }
         }
         let host = key.host, family = key.family
         monitor.lookupStarted(host: host, family: family)
@@ -55,11 +57,16 @@ extension HTTPDNSEngine {
             }
             if started { return }
         }
-        Task.immediate {
+        let lookup: @Sendable () async -> Void = {
             let outcome = await Self.outcome(host: host) {
                 try await self.resolveUpstream(host, family: family, providers: providers, earlier: [], deadline: deadline)
             }
             self.land(key, flight, outcome)
+        }
+        if suspending {
+            Task(operation: lookup)
+        } else {
+            Task.immediate(operation: lookup)
         }
     }
 

@@ -342,11 +342,15 @@ public final class HTTPDNSEngine: Sendable {
         case .answered(let answer): return reordered(answer)
         case .flight(let found, let new): (flight, isNew) = (found, new)
         }
-        if isNew { launch(key, flight) }
+        // A new flight asking an HTTP service first starts once this caller is parked: the
+        // transport's thread it wakes then finds this one about to sleep rather than still running
+        // beside it. Any other starts here, its task on this thread up to its first suspension.
+        let startParked = isNew && configuration.resolvers.first is HTTPDNSProvider
+        if isNew, !startParked { launch(key, flight) }
         do {
             // The shared lookup is not cancelled with one waiter (others may wait on it), but a
             // cancelled waiter leaves at once.
-            let answer = try await flight.wait()
+            let answer = try await flight.wait(then: startParked ? { self.launch(key, flight, suspending: true) } : nil)
             return reordered(answer)
         } catch let error as HTTPDNSError {
             if staleFallback, error.code != .cancelled, let stale = serveStale(key) {

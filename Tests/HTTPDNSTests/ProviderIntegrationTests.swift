@@ -290,6 +290,45 @@ final class ProviderIntegrationTests: XCTestCase {
         XCTAssertEqual(slow.requestCount, 1, "one request, not cancelled and not repeated")
     }
 
+    /// A caller already cancelled when it registers a new lookup (an HTTP service first: the lookup
+    /// starts once the caller is parked, ``HTTPDNSFlight/wait(then:)``) leaves with `cancelled`,
+    /// but the lookup it registered still goes out, and a caller joining it is answered.
+    func testACallerCancelledBeforeItsLookupStartsStillStartsItForTheOthers() async throws {
+        let gate = TestGate()
+        let slow = try ProviderServer { _ in
+            gate.wait()
+            return .text("93.184.216.99,300")
+        }
+        defer {
+            gate.open()
+            slow.stop()
+        }
+        var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(slow.base)")])
+        configuration.failover.httpdnsOnly = true
+        configuration.timeouts.perAttempt = .seconds(30)
+        configuration.timeouts.httpdnsBudget = .seconds(30)
+        let subject = HTTPDNSEngine(configuration: configuration)
+        let first = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await subject.resolve("parked.example")
+        }
+        do {
+            _ = try await first.value
+            XCTFail("the cancelled caller got an answer")
+        } catch let error as HTTPDNSError {
+            XCTAssertEqual(error.code, .cancelled)
+        }
+        let requested = await pollUntil { gate.waitingCount == 1 }
+        XCTAssertTrue(requested, "the cancelled caller's lookup never reached the service")
+        let second = Task { try await subject.resolve("parked.example") }
+        let joined = await pollUntil { subject.flightWaiterCount == 1 }
+        XCTAssertTrue(joined, "the second caller never joined the registered lookup")
+        gate.open()
+        let answer = try await second.value
+        XCTAssertEqual(answer.addresses.map(\.description), ["93.184.216.99"])
+        XCTAssertEqual(slow.requestCount, 1, "one request for both callers")
+    }
+
     /// 40 concurrent lookups share one request: the service holds its answer until all 40 wait on
     /// the one lookup, so none can be answered from the cache instead (which would pass unshared).
     func testFailoverToSecondServiceAndCoalescingCountedByServer() async throws {
