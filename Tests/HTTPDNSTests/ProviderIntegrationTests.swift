@@ -253,20 +253,11 @@ final class ProviderIntegrationTests: XCTestCase {
     /// request the second caller shares. The service holds its answer at a gate until both callers
     /// wait on the one lookup and the first has left.
     func testCancelledFirstCallerLeavesWhileTheServiceRequestGoesOn() async throws {
-        let gate = TestGate()
-        let slow = try ProviderServer { _ in
-            gate.wait()
-            return .text("93.184.216.98,300")
-        }
+        let (subject, slow, gate) = try gatedEngine(answering: "93.184.216.98,300")
         defer {
             gate.open()
             slow.stop()
         }
-        var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(slow.base)")])
-        configuration.failover.httpdnsOnly = true
-        configuration.timeouts.perAttempt = .seconds(30)
-        configuration.timeouts.httpdnsBudget = .seconds(30)
-        let subject = HTTPDNSEngine(configuration: configuration)
         let first = Task { try await subject.resolve("shared.example") }
         let requested = await pollUntil { gate.waitingCount == 1 }
         XCTAssertTrue(requested, "the first caller's request never reached the service")
@@ -274,12 +265,7 @@ final class ProviderIntegrationTests: XCTestCase {
         let joined = await pollUntil { subject.flightWaiterCount == 2 }
         XCTAssertTrue(joined, "the second caller never joined the first one's lookup")
         first.cancel()
-        do {
-            _ = try await first.value
-            XCTFail("the cancelled caller got an answer")
-        } catch let error as HTTPDNSError {
-            XCTAssertEqual(error.code, .cancelled)
-        }
+        await assertEndsCancelled(first)
         XCTAssertEqual(subject.flightWaiterCount, 1, "the second caller still waits")
         XCTAssertEqual(gate.waitingCount, 1, "the service request is still held, not cancelled")
         XCTAssertNil(subject.cachedAnswer("shared.example"), "the caller left before the service answered")
@@ -294,30 +280,16 @@ final class ProviderIntegrationTests: XCTestCase {
     /// starts once the caller is parked, ``HTTPDNSFlight/wait(then:)``) leaves with `cancelled`,
     /// but the lookup it registered still goes out, and a caller joining it is answered.
     func testACallerCancelledBeforeItsLookupStartsStillStartsItForTheOthers() async throws {
-        let gate = TestGate()
-        let slow = try ProviderServer { _ in
-            gate.wait()
-            return .text("93.184.216.99,300")
-        }
+        let (subject, slow, gate) = try gatedEngine(answering: "93.184.216.99,300")
         defer {
             gate.open()
             slow.stop()
         }
-        var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(slow.base)")])
-        configuration.failover.httpdnsOnly = true
-        configuration.timeouts.perAttempt = .seconds(30)
-        configuration.timeouts.httpdnsBudget = .seconds(30)
-        let subject = HTTPDNSEngine(configuration: configuration)
         let first = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await subject.resolve("parked.example")
         }
-        do {
-            _ = try await first.value
-            XCTFail("the cancelled caller got an answer")
-        } catch let error as HTTPDNSError {
-            XCTAssertEqual(error.code, .cancelled)
-        }
+        await assertEndsCancelled(first)
         let requested = await pollUntil { gate.waitingCount == 1 }
         XCTAssertTrue(requested, "the cancelled caller's lookup never reached the service")
         let second = Task { try await subject.resolve("parked.example") }
@@ -327,6 +299,33 @@ final class ProviderIntegrationTests: XCTestCase {
         let answer = try await second.value
         XCTAssertEqual(answer.addresses.map(\.description), ["93.184.216.99"])
         XCTAssertEqual(slow.requestCount, 1, "one request for both callers")
+    }
+
+    /// `caller` ends with `cancelled`, not an answer.
+    private func assertEndsCancelled(_ caller: Task<HTTPDNSAnswer, any Error>, line: UInt = #line) async {
+        do {
+            _ = try await caller.value
+            XCTFail("the cancelled caller got an answer", line: line)
+        } catch let error as HTTPDNSError {
+            XCTAssertEqual(error.code, .cancelled, line: line)
+        } catch {
+            XCTFail("not an HTTPDNSError: \(error)", line: line)
+        }
+    }
+
+    /// An engine asking one DNSPod-format service that holds every answer (`answering`) at `gate`
+    /// until it opens; generous timeouts, no LocalDNS.
+    private func gatedEngine(answering text: String) throws -> (HTTPDNSEngine, ProviderServer, TestGate) {
+        let gate = TestGate()
+        let slow = try ProviderServer { _ in
+            gate.wait()
+            return .text(text)
+        }
+        var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(slow.base)")])
+        configuration.failover.httpdnsOnly = true
+        configuration.timeouts.perAttempt = .seconds(30)
+        configuration.timeouts.httpdnsBudget = .seconds(30)
+        return (HTTPDNSEngine(configuration: configuration), slow, gate)
     }
 
     /// 40 concurrent lookups share one request: the service holds its answer until all 40 wait on
