@@ -112,9 +112,9 @@ package struct AlibabaFormat: HTTPDNSProviderFormat {
         let signed = configuration.secret.map { !$0.isEmpty } ?? false
         let endpoint = (signed ? "sign_" : "") + (names.count == 1 ? "d" : "resolve")
         var query = HTTPDNSURLQuery()
-        query.add("host", hostList, keep: [UInt8(ascii: ",")])
+        query.add("host", hostList, keep: HTTPDNSURLQuery.listSeparator)
         // IPv4 only is the service default; saying nothing keeps the URL the documented one.
-        if family != .ipv4 { query.add("query", Self.familyParameter(family), keep: [UInt8(ascii: ",")]) }
+        if family != .ipv4 { query.add("query", Self.familyParameter(family), keep: HTTPDNSURLQuery.listSeparator) }
         if let subnet = configuration.clientSubnet, !subnet.isEmpty { query.add("ip", subnet) }
         if signed, let secret = configuration.secret {
             let expiry = now + configuration.signatureValidity
@@ -152,7 +152,7 @@ package struct AlibabaFormat: HTTPDNSProviderFormat {
             order = ["id", "m", "exp", "v", "dn", "q"]
         }
         var query = HTTPDNSURLQuery()
-        for name in order { query.add(name, parameters[name] ?? "", keep: [UInt8(ascii: ",")]) }
+        for name in order { query.add(name, parameters[name] ?? "", keep: HTTPDNSURLQuery.listSeparator) }
         query.add("s", Self.v2Signature(parameters: parameters, secret: secret))
         return query.appended(to: "\(base)/v2/d")
     }

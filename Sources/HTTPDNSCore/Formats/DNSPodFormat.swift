@@ -87,7 +87,7 @@ package struct DNSPodFormat: HTTPDNSProviderFormat {
             query.add("id", id)
             query.add("alg", algorithm.rawValue)
         } else {
-            query.add("dn", plainDN, keep: [UInt8(ascii: ",")])
+            query.add("dn", plainDN, keep: HTTPDNSURLQuery.listSeparator)
             if let id = configuration.accountID, !id.isEmpty { query.add("id", id) }
         }
         if let token = configuration.token, !token.isEmpty { query.add("token", token) }

@@ -1,46 +1,47 @@
 /// Builds percent-encoded query strings and appends them to configured URLs.
 package struct HTTPDNSURLQuery {
-    private(set) var pairs: [(name: String, value: String)] = []
+    /// `a=1&b=2`, encoded as pairs are added: one buffer per request, no string per pair.
+    private var bytes: [UInt8] = []
 
     package init() {}
+
+    /// `keep` for lists sent literally (`a.com,b.com`).
+    package static let listSeparator: Set<UInt8> = [UInt8(ascii: ",")]
 
     /// Adds `name=value`; `value` is percent-encoded except for RFC 3986 unreserved characters and
     /// the characters in `keep` (DNSPod and Alibaba send batch lists as literal `a.com,b.com`).
     package mutating func add(_ name: String, _ value: String, keep: Set<UInt8> = []) {
-        pairs.append((name, Self.encode(value, keep: keep)))
+        if bytes.isEmpty {
+            bytes.reserveCapacity(64 + value.utf8.count)
+        } else {
+            bytes.append(UInt8(ascii: "&"))
+        }
+        bytes += name.utf8
+        bytes.append(UInt8(ascii: "="))
+        Self.encode(value, keep: keep, into: &bytes)
     }
 
     /// `a=1&b=2`.
-    var text: String { String(decoding: textBytes, as: UTF8.self) }
-
-    private var textBytes: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(pairs.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 })
-        for (index, pair) in pairs.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: "&")) }
-            out += pair.name.utf8
-            out.append(UInt8(ascii: "="))
-            out += pair.value.utf8
-        }
-        return out
-    }
+    var text: String { String(decoding: bytes, as: UTF8.self) }
 
     /// `base` with the query appended: `?` or `&` depending on whether `base` already has a query,
     /// and inserted before any `#fragment`.
     // Works on UTF-8 bytes (every provider request builds one URL this way).
     package func appended(to base: String) -> String {
-        let bytes = Array(base.utf8)
-        let hash = bytes.firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
-        var out = Array(bytes[..<hash])
-        if !pairs.isEmpty {
+        let utf8 = base.utf8
+        let hash = utf8.firstIndex(of: UInt8(ascii: "#")) ?? utf8.endIndex
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count + bytes.count + 1)
+        out += utf8[..<hash]
+        if !bytes.isEmpty {
             if let question = out.firstIndex(of: UInt8(ascii: "?")) {
                 if question != out.count - 1, out.last != UInt8(ascii: "&") { out.append(UInt8(ascii: "&")) }
             } else {
                 out.append(UInt8(ascii: "?"))
             }
-            out += textBytes
+            out += bytes
         }
-        out += bytes[hash...]
+        out += utf8[hash...]
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -50,6 +51,11 @@ package struct HTTPDNSURLQuery {
     package static func encode(_ value: String, keep: Set<UInt8> = []) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(value.utf8.count)
+        encode(value, keep: keep, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func encode(_ value: String, keep: Set<UInt8>, into out: inout [UInt8]) {
         for byte in value.utf8 {
             let unreserved = (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
                 || (byte >= 0x30 && byte <= 0x39) || byte == 0x2d || byte == 0x2e || byte == 0x5f || byte == 0x7e
@@ -61,7 +67,6 @@ package struct HTTPDNSURLQuery {
                 out.append(hexDigits[Int(byte & 0x0f)])
             }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Checks that a configured service URL is absolute HTTP(S) and drops trailing slashes.
