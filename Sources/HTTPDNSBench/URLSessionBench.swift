@@ -12,6 +12,9 @@ import FoundationNetworking
 /// flight, to nginx over HTTPS on 127.0.0.1, against plain `URLSession` to the same nginx by its IP
 /// SAN (`https://127.0.0.1:PORT/`), the way code without HTTPDNS would reach it.
 ///
+/// 4b sets the protected side against `URLSession` with a URL protocol that answers from memory: the
+/// most `URLSession` lets any custom protocol do on this machine (a reference, no target).
+///
 /// The protected side asks for `https://bench.test:PORT/`; the engine answers 127.0.0.1 from a
 /// ``HTTPDNSStaticResolver`` (cache hits after the first request), and the protocol sends through libcurl
 /// with the real host in SNI and certificate checks. Both sides keep connections alive.
@@ -32,9 +35,14 @@ enum URLSessionBench {
         let plain = URLSessionConfiguration.default
         plain.httpMaximumConnectionsPerHost = inFlight
         let plainSession = URLSession(configuration: plain)
+        let memory = URLSessionConfiguration.default
+        memory.httpMaximumConnectionsPerHost = inFlight
+        memory.protocolClasses = [MemoryProtocol.self]
+        let memorySession = URLSession(configuration: memory)
         defer {
             protectedSession.invalidateAndCancel()
             plainSession.invalidateAndCancel()
+            memorySession.invalidateAndCancel()
         }
 
         let requests = runner.options.quick ? 300 : 1500
@@ -52,15 +60,55 @@ enum URLSessionBench {
             [
                 { try await requestsPerSecond(requests, fetch(plainSession, origin.directURL)) },
                 { try await requestsPerSecond(requests, fetch(protectedSession, origin.protectedURL)) },
+                { try await requestsPerSecond(requests, fetch(memorySession, MemoryProtocol.url)) },
             ])
         let ratio = BenchStats.ratios(results[1], over: results[0])
+        let ceilingRatio = BenchStats.ratios(results[1], over: results[2])
         return [
             BenchRow(
                 id: "4a", title: "URLSession + HTTPDNSURLProtocol, 16 in flight, HTTPS (nginx)", unit: "req/s",
                 subject: BenchStats(results[1]), baselineTitle: "plain URLSession to https://127.0.0.1 (IP SAN)",
                 baseline: BenchStats(results[0]), ratio: ratio, target: "≥ 2.0× (issue 35)", passed: ratio.median >= 2.0,
-                note: ratio.median >= 2 ? "stretch target (≥ 2×) reached" : nil)
+                note: ratio.median >= 2 ? "stretch target (≥ 2×) reached" : nil),
+            BenchRow(
+                id: "4b", title: "URLSession + HTTPDNSURLProtocol ÷ the most URLSession gives a URL protocol", unit: "req/s",
+                subject: BenchStats(results[1]),
+                baselineTitle: "URLSession + a URL protocol answering the same response from memory (no network, no TLS)",
+                baseline: BenchStats(results[2]), ratio: ceilingRatio,
+                note: "reference: URLSession's own cost per request; what 4a spends beyond it is the network's and the client's (row 5)"),
         ]
+    }
+
+    /// A URL protocol that answers every request at once from memory with the origin's response (the
+    /// same status, fields and body), on the task's own queue as `startLoading` is called: what
+    /// `URLSession` itself costs a custom protocol per request, with no network, TLS or HTTPDNS. No
+    /// protocol that sends its requests can be faster; row 4b sets 4a against it.
+    final class MemoryProtocol: URLProtocol {
+        static let url = URL(string: "https://memory.bench.test/")!
+        private static let body = Data(BenchServers.Origin.body.utf8)
+
+        override class func canInit(with request: URLRequest) -> Bool {
+            request.url?.host == url.host
+        }
+
+        override class func canonicalRequest(for request: URLRequest) -> URLRequest {
+            request
+        }
+
+        override func startLoading() {
+            guard let client, let url = request.url else { return }
+            let fields = [
+                "Server": "nginx", "Content-Type": "text/plain", "Content-Length": "\(Self.body.count)",
+                "Connection": "keep-alive", "Accept-Ranges": "bytes", "ETag": "\"0-15\"",
+                "Last-Modified": "Mon, 07 Dec 2026 00:00:00 GMT", "Date": "Mon, 07 Dec 2026 00:00:00 GMT",
+            ]
+            guard let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/2", headerFields: fields) else { return }
+            client.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+            client.urlProtocol(self, didLoad: Self.body)
+            client.urlProtocolDidFinishLoading(self)
+        }
+
+        override func stopLoading() {}
     }
 
     /// A client whose engine answers `bench.test` with 127.0.0.1 and that trusts the bench CA.
