@@ -21,9 +21,6 @@ package struct HTTPDNSURLQuery {
         Self.encode(value, keep: keep, into: &bytes)
     }
 
-    /// `a=1&b=2`.
-    var text: String { String(decoding: bytes, as: UTF8.self) }
-
     /// `base` with the query appended: `?` or `&` depending on whether `base` already has a query,
     /// and inserted before any `#fragment`.
     // Works on UTF-8 bytes (every provider request builds one URL this way).
