@@ -262,8 +262,35 @@ def main():
     print(f"{args.label}: {passed} of {count} tests passed in {wall:.0f} s "
           f"({total_class_time:.0f} s of class time, {args.jobs} at once)", flush=True)
     if failed:
+        # Last, so that a log showing only its end still says why (the class's whole output was
+        # printed when it failed, further up).
+        for cls in failed:
+            _, _, passed_here, text, reason = runner.results[cls]
+            print(f"{args.label}: {cls} failed: {reason or 'a test failed'} "
+                  f"({passed_here} of {len(classes[cls])} tests passed)")
+            for line in failure_digest(text):
+                print(f"  | {line}")
         print(f"{args.label}: FAILED classes: {' '.join(failed)}", flush=True)
         sys.exit(1)
+
+
+NOTEWORTHY = re.compile(r"error|fatal|crash|signal|failed|precondition|assert|abort|sanitizer|💣", re.IGNORECASE)
+
+
+def failure_digest(text, limit=16):
+    """The lines of a failed class's output that say what went wrong: its failures and errors, and
+    for a crash the backtracer's `Thread N crashed:` line with its first frames; else its last lines."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    picked = [line for line in lines if NOTEWORTHY.search(line)
+              and not re.match(r"^Test (Case|Suite) .* (passed|started)|^\s*\d+ |^0x", line)]
+    crash = next((i for i, line in enumerate(lines) if re.match(r"^Thread \d+ .*crashed:", line)), None)
+    if crash is not None:
+        frames = lines[crash + 1:crash + 7]
+        at = picked.index(lines[crash]) + 1 if lines[crash] in picked else len(picked)
+        picked[at:at] = frames
+    if not picked:
+        picked = lines[-limit:]
+    return [line[:300] for line in picked[:limit]]
 
 
 SHIM = r"""
