@@ -66,6 +66,8 @@ open class HTTPDNSURLProtocol: URLProtocol {
         Installation.attach(client, to: configuration)
         let others = (configuration.protocolClasses ?? []).filter { $0 != HTTPDNSURLProtocol.self }
         configuration.protocolClasses = [HTTPDNSURLProtocol.self] + others
+        // Its tasks skip corelibs' look-up in the cache, which the protocol would ignore (see there).
+        configuration.urlCache = CorelibsURLCache.inFront(of: configuration.urlCache)
     }
 
     /// The client installed into `configuration`, if any.
@@ -144,6 +146,11 @@ extension URLSessionConfiguration {
     ///
     /// The first installation in a process checks that this toolchain's swift-corelibs-foundation
     /// still has every internal the route reads (release builds too); the answer is kept.
+    ///
+    /// The configuration's `urlCache` (when it has one) is put behind a `URLCache` that forwards
+    /// every call to it, except the look-up corelibs makes before each of the protocol's own tasks,
+    /// answered at once with nothing: the protocol never uses a cached response, and corelibs reads
+    /// the cache's directory on a background queue for every task.
     ///
     /// - Throws: ``HTTPDNSURLSessionError`` with code
     ///   ``HTTPDNSURLSessionError/Code/unsupportedPlatform``, naming the internal and the toolchain,
