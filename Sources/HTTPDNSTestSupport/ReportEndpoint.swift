@@ -80,6 +80,12 @@ package final class ReportEndpoint: Sendable {
 
     /// Every request so far, in order.
     package var received: [Received] { state.withLock { $0.received } }
+
+    /// Seconds since the endpoint started: the clock of ``Received/at``.
+    package var elapsed: Double {
+        let at = started.duration(to: .now)
+        return Double(at.components.seconds) + Double(at.components.attoseconds) / 1e18
+    }
     /// Every report item so far, across requests.
     package var reports: [[String: Any]] { received.flatMap(\.reports) }
 
