@@ -153,12 +153,26 @@ final class StubDoQUpstreamTests: ToolTestCase {
 
     func testServerStoppedTheNextUpstreamAnswers() throws {
         let bed = try startBed()
-        let other = try dnsmasq { $0.lie("doq.test", to: HTTPDNSIPAddress("10.9.9.9")!) }
+        // The other upstream's port stays empty until the DoQ server stops, so that the ranking can be
+        // brought to ask DoQ first (``StubRankingReader``): a query the other gets first fails there.
+        let placeholder = try dnsmasq { _ in }
+        let otherPort = placeholder.port
+        placeholder.stop()
         let upstream = "doq=127.0.0.1:\(bed.server.port)#doq.test"
-        let (_, port, metricsPort) = try startStub([
-            "--upstream", upstream, "--upstream", "udp=127.0.0.1:\(other.port)", "--cacert", bed.caPath,
-        ])
+        let fallback = "udp=127.0.0.1:\(otherPort)"
+        let (_, port, metricsPort) = try startStub(["--upstream", upstream, "--upstream", fallback, "--cacert", bed.caPath])
         XCTAssertEqual(try Self.addresses(Self.names[0], port: port), [Self.address(0)], "through DoQ, the first upstream")
+        var next = 2
+        while !StubRankingReader.asksFirst(upstream, before: fallback, in: try scrape(metricsPort)), next < Self.names.count {
+            XCTAssertEqual(try Self.addresses(Self.names[next], port: port), [Self.address(next)], "answered through DoQ")
+            next += 1
+        }
+        let ranked = try scrape(metricsPort)
+        XCTAssertTrue(StubRankingReader.asksFirst(upstream, before: fallback, in: ranked), "DoQ never ranked first:\n\(ranked)")
+        _ = try dnsmasq {
+            $0.port = otherPort
+            $0.lie("doq.test", to: HTTPDNSIPAddress("10.9.9.9")!)
+        }
         bed.server.stop()
         XCTAssertEqual(try Self.addresses(Self.names[1], port: port), ["10.9.9.9"], "the DoQ server gone: the next upstream")
         let metrics = try scrape(metricsPort)

@@ -161,12 +161,26 @@ final class StubDoTUpstreamTests: ToolTestCase {
 
     func testDnsdistStoppedTheNextUpstreamAnswers() throws {
         let bed = try startBed()
-        let other = try dnsmasq { $0.lie("dot.test", to: HTTPDNSIPAddress("10.9.9.9")!) }
+        // The other upstream's port stays empty until dnsdist stops, so that the ranking can be
+        // brought to ask DoT first (``StubRankingReader``): a query the other gets first fails there.
+        let placeholder = try dnsmasq { _ in }
+        let otherPort = placeholder.port
+        placeholder.stop()
         let upstream = "dot=127.0.0.1:\(bed.dnsdist.tlsPort)#dot.test"
-        let (_, port, metricsPort) = try startStub([
-            "--upstream", upstream, "--upstream", "udp=127.0.0.1:\(other.port)", "--cacert", bed.caPath,
-        ])
+        let fallback = "udp=127.0.0.1:\(otherPort)"
+        let (_, port, metricsPort) = try startStub(["--upstream", upstream, "--upstream", fallback, "--cacert", bed.caPath])
         XCTAssertEqual(try Self.addresses(Self.names[0], port: port), [Self.address(0)], "through DoT, the first upstream")
+        var next = 2
+        while !StubRankingReader.asksFirst(upstream, before: fallback, in: try scrape(metricsPort)), next < Self.names.count {
+            XCTAssertEqual(try Self.addresses(Self.names[next], port: port), [Self.address(next)], "answered through DoT")
+            next += 1
+        }
+        let ranked = try scrape(metricsPort)
+        XCTAssertTrue(StubRankingReader.asksFirst(upstream, before: fallback, in: ranked), "DoT never ranked first:\n\(ranked)")
+        _ = try dnsmasq {
+            $0.port = otherPort
+            $0.lie("dot.test", to: HTTPDNSIPAddress("10.9.9.9")!)
+        }
         bed.dnsdist.stop()
         XCTAssertEqual(try Self.addresses(Self.names[1], port: port), ["10.9.9.9"], "dnsdist gone: the next upstream")
         let metrics = try scrape(metricsPort)
