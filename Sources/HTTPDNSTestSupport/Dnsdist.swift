@@ -115,7 +115,10 @@ package final class Dnsdist: Sendable {
             setLocal("127.0.0.1:\(ports.plain)")
             -- A client's idle connection is closed after this many seconds (2 by default).
             setTCPRecvTimeout(\(max(1, configuration.idleTimeout)))
-            addTLSLocal("127.0.0.1:\(ports.tls)", "\(configuration.certificatePath)", "\(configuration.keyPath)", {provider="openssl"})
+            -- maxInFlight: the queries of one connection are read as they come and answered in any
+            -- order (RFC 7766 §6.2.1.1). Without it dnsdist 1.7 takes one query per read of the
+            -- socket: a second query already in its TLS buffer waits for the next bytes to arrive.
+            addTLSLocal("127.0.0.1:\(ports.tls)", "\(configuration.certificatePath)", "\(configuration.keyPath)", {provider="openssl", maxInFlight=64})
             newServer({address="\(configuration.backendAddress.uriText):\(configuration.backendPort)", checkName="\(configuration.checkName)."})
             webserver("127.0.0.1:\(ports.web)")
             setWebserverConfig({apiKey="\(apiKey)", acl="127.0.0.0/8"})
