@@ -33,8 +33,7 @@ enum ColdResolveBench {
 
             let subject: () async throws -> Double = {
                 let batch = names.next(lookups)
-                let cpuBefore = Self.processCPUSeconds()
-                defer { cpu[1].append((Self.processCPUSeconds() - cpuBefore) / Double(lookups) * 1e6) }
+                let cpuBefore = try ServerBench.cpuSeconds(getpid())
                 let elapsed = try await benchMeasureNanoseconds {
                     for name in batch {
                         let answer = try await engine.resolve(name)
@@ -43,14 +42,14 @@ enum ColdResolveBench {
                         }
                     }
                 }
+                cpu[1].append((try ServerBench.cpuSeconds(getpid()) - cpuBefore) / Double(lookups) * 1e6)
                 return elapsed / Double(lookups) / 1000
             }
             let baseline: () async throws -> Double = {
                 let requests = try names.next(lookups).map { name in
                     try provider.format.requests(for: [name], family: .ipv4, now: Int64(Date().timeIntervalSince1970))[0]
                 }
-                let cpuBefore = Self.processCPUSeconds()
-                defer { cpu[0].append((Self.processCPUSeconds() - cpuBefore) / Double(lookups) * 1e6) }
+                let cpuBefore = try ServerBench.cpuSeconds(getpid())
                 let elapsed = try await benchMeasureNanoseconds {
                     for request in requests {
                         let response = try await transport.send(transportRequest(request, provider: provider))
@@ -59,6 +58,7 @@ enum ColdResolveBench {
                         }
                     }
                 }
+                cpu[0].append((try ServerBench.cpuSeconds(getpid()) - cpuBefore) / Double(lookups) * 1e6)
                 return elapsed / Double(lookups) / 1000
             }
             let results = try await runner.interleave(
@@ -105,13 +105,6 @@ enum ColdResolveBench {
             connect: provider.configuration.connectTimeout, total: provider.configuration.totalTimeout, idle: provider.configuration.totalTimeout)
         transportRequest.maxResponseBytes = HTTPDNSFormatLimits.maxBodyBytes
         return transportRequest
-    }
-
-    /// CPU time of the whole process so far (every thread), in seconds.
-    static func processCPUSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     /// Names never asked before: `c1.bench.test`, `c2.bench.test`, …
