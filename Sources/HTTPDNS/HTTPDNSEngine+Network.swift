@@ -24,7 +24,9 @@ extension HTTPDNSEngine {
             state.networkEpoch &+= 1
             state.inFlight.removeAll()
             state.addressCooldown.removeAll()
+            addressesCooling.store(false, ordering: .releasing)
             state.providerCooldown.removeAll()
+            providersCooling.store(false, ordering: .releasing)
             state.ranking.removeAll()
             state.nat64Prefix = nil
             state.previousNetwork.removeAll()

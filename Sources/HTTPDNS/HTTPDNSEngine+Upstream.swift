@@ -5,11 +5,19 @@ extension HTTPDNSEngine {
     /// one outstanding query per name and type). Called under the lock; a new flight (`isNew`) must be
     /// started with ``launch(_:_:)`` once the lock is released.
     func upstreamFlight(_ key: HTTPDNSCacheKey, state: inout State) -> (flight: HTTPDNSFlight, isNew: Bool) {
-        if let running = state.inFlight[key] { return (running, false) }
-        state.upstreamLookups += 1
-        let flight = HTTPDNSFlight(host: key.host)
-        state.inFlight[key] = flight
-        return (flight, true)
+        var isNew = false
+        // One hash of the key whether the flight is found or made: the defaulted subscript, written
+        // through, stores the new flight where the look-up found none.
+        let flight = Self.current(&state.inFlight[key, default: {
+            isNew = true
+            return HTTPDNSFlight(host: key.host)
+        }()])
+        if isNew { state.upstreamLookups += 1 }
+        return (flight, isNew)
+    }
+
+    private static func current(_ slot: inout HTTPDNSFlight) -> HTTPDNSFlight {
+        slot
     }
 
     /// Starts the upstream lookup of a new flight; its outcome goes to the flight's waiters.
@@ -32,14 +40,20 @@ extension HTTPDNSEngine {
         monitor.lookupStarted(host: host, family: family)
         let budget = configuration.timeouts.httpdnsBudget.inSeconds
         let deadline = ContinuousClock.now.advanced(by: .seconds(budget))
-        let providers = orderedProviders()
-        if let first = providers.first as? HTTPDNSProvider {
+        // While nothing cools down the order is the configured one, whose first HTTP service is known.
+        let cooling = providersCooling.load(ordering: .acquiring)
+        let providers = cooling ? orderedProviders() : configuration.resolvers
+        let leading = cooling ? providers.first as? HTTPDNSProvider : leadingProvider
+        if let first = leading {
+            // The completion keeps what it needs of the provider, not a copy of the whole value.
+            let source = first.name, origin = first.origin
             let started = first.start(host, family: family, within: min(configuration.timeouts.perAttempt.inSeconds, budget)) {
                 [self] result in
                 do {
-                    land(key, flight, .success(try accept(result.get(), from: first, host: host, family: family)))
+                    let answer = try accept(result.get(), source: source, origin: origin, isStatic: false, host: host, family: family)
+                    land(key, flight, .success(answer))
                 } catch {
-                    let failure = providerFailed(error, provider: first, host: host)
+                    let failure = providerFailed(error, source: source, host: host)
                     let earlier = [HTTPDNSError.Attempt(source: first.name, error: failure)]
                     // Started from the transport's thread, outside any task: the client subnet is
                     // set again for the rest of the failover.
@@ -92,8 +106,7 @@ extension HTTPDNSEngine {
             change { state in
                 answer.addresses = usableAddresses(answer.addresses, family: key.family, prefix: state.nat64Prefix)
                 // A flight that networkDidChange() left behind answers its callers but stores nothing.
-                guard state.inFlight[key] === flight else { return }
-                state.inFlight.removeValue(forKey: key)
+                guard leave(key, flight, in: &state) else { return }
                 store(key, answer, ttl: ttl, now: now, in: &state)
             }
             persistence?.scheduleSave(self)
@@ -101,14 +114,24 @@ extension HTTPDNSEngine {
             outcome = .success(answer)
         case .failure(let failure):
             change { state in
-                guard state.inFlight[key] === flight else { return }
-                state.inFlight.removeValue(forKey: key)
+                guard leave(key, flight, in: &state) else { return }
                 if failure.code == .unauthorized { state.cache.remove(key) }
             }
             monitor.lookupFailed(host: key.host, family: key.family, error: failure)
             outcome = .failure(failure)
         }
         flight.finish(outcome)
+    }
+
+    /// Takes `flight` out of the lookups in flight; false when it was no longer there for `key`
+    /// (``networkDidChange()`` left it behind, and a newer one may stand there now).
+    func leave(_ key: HTTPDNSCacheKey, _ flight: HTTPDNSFlight, in state: inout State) -> Bool {
+        guard let found = state.inFlight.removeValue(forKey: key) else { return false }
+        guard found === flight else {
+            state.inFlight[key] = found
+            return false
+        }
+        return true
     }
 
     /// The TTL an answer for `host` is cached for: the provider's `proposed` TTL within the floor and
@@ -177,9 +200,11 @@ extension HTTPDNSEngine {
             let seconds = min(timeouts.perAttempt.inSeconds, Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18)
             do {
                 let records = try await resolveWithin(provider, host, family: family, within: seconds)
-                return try accept(records, from: provider, host: host, family: family)
+                return try accept(
+                    records, source: provider.name, origin: provider.origin, isStatic: provider is HTTPDNSStaticResolver,
+                    host: host, family: family)
             } catch {
-                let failure = providerFailed(error, provider: provider, host: host)
+                let failure = providerFailed(error, source: provider.name, host: host)
                 if failure.code == .cancelled, Task.isCancelled { throw failure }
                 attempts.append(.init(source: provider.name, error: failure))
             }
@@ -201,41 +226,44 @@ extension HTTPDNSEngine {
         }
     }
 
-    /// The answer `provider` gave, once the hygiene rules keep an address of it; marks the provider
-    /// healthy.
+    /// The answer the resolver named `source` gave, once the hygiene rules keep an address of it;
+    /// marks that resolver healthy.
+    ///
+    /// - Parameter isStatic: whether the resolver is an ``HTTPDNSStaticResolver``: static entries
+    ///   are the user's own pins (curl's --resolve), trusted as given, loopback and private space
+    ///   included; everything from a service goes through the hygiene rules.
     func accept(
-        _ records: HTTPDNSRecordSet, from provider: any HTTPDNSResolver, host: String, family: HTTPDNSAddressFamily
+        _ records: HTTPDNSRecordSet, source: String, origin: HTTPDNSAnswer.Origin, isStatic: Bool, host: String,
+        family: HTTPDNSAddressFamily
     ) throws(HTTPDNSError) -> HTTPDNSAnswer {
-        // Static entries are the user's own pins (curl's --resolve): trusted as given, loopback
-        // and private space included; everything from a service goes through the hygiene rules.
-        let isStatic = provider is HTTPDNSStaticResolver
         let hygiene = isStatic ? HTTPDNSAnswerHygiene(allowPrivate: true) : configuration.hygiene
         let outcome = hygiene.filter(records, family: family)
         guard !outcome.kept.isEmpty else {
             if outcome.rejected.isEmpty {
-                throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: provider.name)
+                throw HTTPDNSError(.noAddress, "answer holds no \(family) address", host: host, source: source)
             }
             let list = outcome.rejected.map(\.description).joined(separator: ", ")
-            throw HTTPDNSError(.bogonAnswer, "only bogon addresses (\(list))", host: host, source: provider.name)
+            throw HTTPDNSError(.bogonAnswer, "only bogon addresses (\(list))", host: host, source: source)
         }
-        markProvider(provider.name, failed: false)
+        markProvider(source, failed: false)
         return HTTPDNSAnswer(
             host: host, addresses: outcome.kept, ttl: records.ttl ?? configuration.cache.policy.defaultTTL,
-            source: provider.name, origin: provider.origin)
+            source: source, origin: origin)
     }
 
-    /// Reports a provider's failure (and cools the provider down when the fault is its own).
-    func providerFailed(_ error: any Error, provider: any HTTPDNSResolver, host: String) -> HTTPDNSError {
-        let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: provider.name)
+    /// Reports the failure of the resolver named `source` (and cools it down when the fault is its own).
+    func providerFailed(_ error: any Error, source: String, host: String) -> HTTPDNSError {
+        let failure = HTTPDNSEngine.httpdnsError(error, host: host, source: source)
         // A cancelled caller is not the provider's failure.
         if failure.code == .cancelled, Task.isCancelled { return failure }
-        monitor.resolverFailed(resolver: provider.name, host: host, error: failure)
-        if HTTPDNSEngine.isProviderFault(failure) { markProvider(provider.name, failed: true) }
+        monitor.resolverFailed(resolver: source, host: host, error: failure)
+        if HTTPDNSEngine.isProviderFault(failure) { markProvider(source, failed: true) }
         return failure
     }
 
     /// Providers in configured order, those cooling down after failures moved to the back.
     func orderedProviders() -> [any HTTPDNSResolver] {
+        guard providersCooling.load(ordering: .acquiring) else { return configuration.resolvers }
         let now = configuration.clock.now()
         let cooling = state.withLock { $0.providerCooldown }
         guard !cooling.isEmpty else { return configuration.resolvers }
@@ -245,6 +273,8 @@ extension HTTPDNSEngine {
     }
 
     func markProvider(_ name: String, failed: Bool) {
+        // A success while nothing cools has nothing to clear.
+        guard failed || providersCooling.load(ordering: .acquiring) else { return }
         let until = configuration.clock.now() + configuration.failover.providerCooldown.inSeconds
         state.withLock { state in
             if failed {
@@ -252,6 +282,7 @@ extension HTTPDNSEngine {
             } else {
                 state.providerCooldown.removeValue(forKey: name)
             }
+            providersCooling.store(!state.providerCooldown.isEmpty, ordering: .releasing)
         }
     }
 

@@ -57,6 +57,16 @@ public final class HTTPDNSEngine: Sendable {
     let serial: UInt64
     /// Bumped under the lock by every change that can alter an answer (see ``change(_:)``).
     let generation = Atomic<UInt64>(0)
+    /// Whether any provider has a cool-down entry (`State.providerCooldown` is not empty); set under
+    /// the lock with every change of it, read without: a lookup while nothing cools takes the
+    /// configured order without the lock, and a success has no entry to clear.
+    let providersCooling = Atomic<Bool>(false)
+    /// Whether any address has a cool-down entry (`State.addressCooldown` is not empty); set under
+    /// the lock, read without: while none does, an answer's order needs no look at the lock.
+    let addressesCooling = Atomic<Bool>(false)
+    /// The first configured resolver when it is an HTTP service (the usual case): a lookup while
+    /// no provider cools sends its request without asking the resolver's type again.
+    let leadingProvider: HTTPDNSProvider?
 
     /// Creates an engine; starts loading a persisted cache and pre-resolution when configured.
     ///
@@ -86,6 +96,7 @@ public final class HTTPDNSEngine: Sendable {
             return serial
         }
         self.localResolver = HTTPDNSEngine.makeLocalResolver(configuration)
+        self.leadingProvider = configuration.resolvers.first as? HTTPDNSProvider
         self.staticEntries = configuration.staticEntries.reduce(into: [:]) { table, entry in
             table[HTTPDNSHostPolicy.normalize(entry.key), default: []].append(contentsOf: entry.value)
         }
@@ -345,7 +356,7 @@ public final class HTTPDNSEngine: Sendable {
         // A new flight asking an HTTP service first starts once this caller is parked: the
         // transport's thread it wakes then finds this one about to sleep rather than still running
         // beside it. Any other starts here, its task on this thread up to its first suspension.
-        let startParked = isNew && configuration.resolvers.first is HTTPDNSProvider
+        let startParked = isNew && leadingProvider != nil
         if isNew, !startParked { launch(key, flight) }
         do {
             // The shared lookup is not cancelled with one waiter (others may wait on it), but a
@@ -428,7 +439,10 @@ public final class HTTPDNSEngine: Sendable {
     /// seconds it is moved behind the other addresses of every answer.
     public func reportUnreachable(_ address: HTTPDNSIPAddress) {
         let until = configuration.clock.now() + configuration.failover.addressCooldown.inSeconds
-        change { $0.addressCooldown[address] = until }
+        change { state in
+            state.addressCooldown[address] = until
+            addressesCooling.store(true, ordering: .releasing)
+        }
     }
 
     /// Whether `address` is cooling down after a failed connection.
@@ -478,6 +492,7 @@ public final class HTTPDNSEngine: Sendable {
     }
 
     func reordered(_ answer: HTTPDNSAnswer) -> HTTPDNSAnswer {
+        guard addressesCooling.load(ordering: .acquiring) else { return answer }
         let now = configuration.clock.now()
         var answer = answer
         state.withLock { state in

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import Synchronization
 
 /// One upstream lookup that any number of callers wait for (RFC 5452: one outstanding query per
 /// name and type).
@@ -8,15 +9,28 @@ import HTTPDNSCore
 final class HTTPDNSFlight: Sendable {
     typealias Outcome = Result<HTTPDNSAnswer, HTTPDNSError>
 
+    typealias Waiter = UnsafeContinuation<HTTPDNSAnswer, any Error>
+
     private struct State {
         var outcome: Outcome?
-        var waiters: [Int: CheckedContinuation<HTTPDNSAnswer, any Error>] = [:]
+        /// The first waiter, kept apart: most lookups have exactly one, and it then needs no table.
+        var sole: (id: Int, waiter: Waiter)?
+        var others: [Int: Waiter] = [:]
         var cancelled: Set<Int> = []
-        var nextID = 0
         var observers: [@Sendable (Outcome) -> Void] = []
+
+        mutating func removeWaiter(_ id: Int) -> Waiter? {
+            if let sole, sole.id == id {
+                self.sole = nil
+                return sole.waiter
+            }
+            return others.removeValue(forKey: id)
+        }
     }
 
     private let state = HTTPDNSLock(State())
+    /// Waiters' numbers, unique within this flight; taken without the lock.
+    private let nextID = Atomic<Int>(0)
     private let host: String
 
     init(host: String) {
@@ -25,21 +39,24 @@ final class HTTPDNSFlight: Sendable {
 
     /// Callers parked here right now (tests order events by it: "both callers wait on one lookup").
     var waiterCount: Int {
-        state.withLock { $0.waiters.count }
+        state.withLock { ($0.sole == nil ? 0 : 1) + $0.others.count }
     }
 
     /// Delivers the outcome to every waiter and observer; later calls do nothing.
     func finish(_ outcome: Outcome) {
-        let (waiters, observers) = state.withLock { state -> ([CheckedContinuation<HTTPDNSAnswer, any Error>], [@Sendable (Outcome) -> Void]) in
-            guard state.outcome == nil else { return ([], []) }
+        let (sole, others, observers) = state.withLock { state -> (Waiter?, [Int: Waiter], [@Sendable (Outcome) -> Void]) in
+            guard state.outcome == nil else { return (nil, [:], []) }
             state.outcome = outcome
             defer {
-                state.waiters = [:]
+                state.sole = nil
+                state.others = [:]
                 state.observers = []
             }
-            return (Array(state.waiters.values), state.observers)
+            return (state.sole?.waiter, state.others, state.observers)
         }
-        for waiter in waiters { waiter.resume(with: outcome.mapError { $0 as any Error }) }
+        let result = outcome.mapError { $0 as any Error }
+        sole?.resume(with: result)
+        for waiter in others.values { waiter.resume(with: result) }
         for observer in observers { observer(outcome) }
     }
 
@@ -60,27 +77,30 @@ final class HTTPDNSFlight: Sendable {
     ///   that the transport's thread it wakes finds this one about to sleep, as `HTTPTransport.send`
     ///   does (bench row 2: waking the loop while the caller still ran cost 8 times as much).
     func wait(then start: (() -> Void)? = nil) async throws -> HTTPDNSAnswer {
-        let id = state.withLock { state -> Int in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let host = self.host
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPDNSAnswer, any Error>) in
+            // Each waiter is resumed exactly once: by `finish`, by the cancellation handler, or
+            // here, whichever takes it out of the state under the lock.
+            try await withUnsafeThrowingContinuation { (continuation: Waiter) in
                 let immediate = state.withLock { state -> Result<HTTPDNSAnswer, any Error>? in
                     if let outcome = state.outcome { return outcome.mapError { $0 as any Error } }
                     if state.cancelled.remove(id) != nil {
                         return .failure(HTTPDNSError(.cancelled, "lookup cancelled", host: host))
                     }
-                    state.waiters[id] = continuation
+                    if state.sole == nil {
+                        state.sole = (id, continuation)
+                    } else {
+                        state.others[id] = continuation
+                    }
                     return nil
                 }
                 if let immediate { continuation.resume(with: immediate) }
                 start?()
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<HTTPDNSAnswer, any Error>? in
-                if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
+            let waiter = state.withLock { state -> Waiter? in
+                if let waiter = state.removeWaiter(id) { return waiter }
                 if state.outcome == nil { state.cancelled.insert(id) }
                 return nil
             }
