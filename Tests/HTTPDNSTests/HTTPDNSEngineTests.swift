@@ -180,6 +180,19 @@ final class HTTPDNSEngineTests: XCTestCase {
         XCTAssertEqual(later.addresses.map(\.description), ["198.51.100.10", "198.51.100.11"])
     }
 
+    /// A lookup that goes upstream orders its answer too: an address already reported unreachable
+    /// comes last in the first answer for a name, not only in the cache's later ones.
+    func testAnAddressReportedUnreachableComesLastInAFreshAnswer() async throws {
+        let provider = FakeResolver("p", .answer(["198.51.100.12", "198.51.100.13"], ttl: 600))
+        let subject = engine([provider])
+        let before = try await subject.resolve("k2.example")
+        XCTAssertEqual(before.addresses.map(\.description), ["198.51.100.12", "198.51.100.13"], "nothing cools down yet")
+        subject.reportUnreachable(HTTPDNSIPAddress("198.51.100.12")!)
+        let answer = try await subject.resolve("k3.example")
+        XCTAssertFalse(answer.fromCache)
+        XCTAssertEqual(answer.addresses.map(\.description), ["198.51.100.13", "198.51.100.12"])
+    }
+
     func testHijackReportFindsBogonAnswer() async {
         let provider = FakeResolver("p", .answer(["198.51.100.20"], ttl: 60))
         let local = FakeResolver("system", .answer(["10.0.0.1"], ttl: nil))

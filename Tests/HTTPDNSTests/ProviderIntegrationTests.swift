@@ -361,6 +361,38 @@ final class ProviderIntegrationTests: XCTestCase {
         XCTAssertEqual(dead.requestCount, 1)
         XCTAssertEqual(good.requestCount, 1, "40 concurrent lookups, one upstream request")
     }
+
+    /// The launch takes the configured order without the lock while no service cools down: a
+    /// failure must still send the next lookups to the other service first, and the cooled one's
+    /// success, once its time is up, must put it first again.
+    func testAFailedServiceIsAskedLastUntilItsCoolDownEndsAndFirstAgainAfter() async throws {
+        let flaky = try ProviderServer { _ in .text("93.184.216.98,300") }
+        flaky.set(.status(503))
+        defer { flaky.stop() }
+        let good = try ProviderServer { _ in .text("93.184.216.99,300") }
+        defer { good.stop() }
+        let clock = HTTPDNSManualClock()
+        var configuration = HTTPDNSConfiguration(resolvers: [try provider("dnspod=\(flaky.base)"), try provider("dnspod=\(good.base)")])
+        configuration.failover.httpdnsOnly = true
+        configuration.clock = clock
+        let subject = HTTPDNSEngine(configuration: configuration)
+
+        let first = try await subject.resolve("a.example")
+        XCTAssertEqual(first.addresses.map(\.description), ["93.184.216.99"])
+        XCTAssertEqual([flaky.requestCount, good.requestCount], [1, 1], "the flaky service failed, the good one answered")
+        let second = try await subject.resolve("b.example")
+        XCTAssertEqual(second.addresses.map(\.description), ["93.184.216.99"])
+        XCTAssertEqual([flaky.requestCount, good.requestCount], [1, 2], "cooling down: the good service was asked alone")
+
+        flaky.set(.normal)
+        clock.advance(by: 31)
+        let third = try await subject.resolve("c.example")
+        XCTAssertEqual(third.addresses.map(\.description), ["93.184.216.98"])
+        XCTAssertEqual([flaky.requestCount, good.requestCount], [2, 2], "the cool-down over: the first service first again")
+        let fourth = try await subject.resolve("d.example")
+        XCTAssertEqual(fourth.addresses.map(\.description), ["93.184.216.98"])
+        XCTAssertEqual([flaky.requestCount, good.requestCount], [3, 2], "its success cleared the cool-down")
+    }
 }
 
 extension HTTPServer.Response {
