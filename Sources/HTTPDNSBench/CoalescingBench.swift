@@ -63,7 +63,7 @@ enum CoalescingBench {
                 passed: counts.min == Double(names) && counts.max == Double(names)),
             BenchRow(
                 id: "3b", title: "wall time of those 10,000 lookups", unit: "ms", subject: time,
-                target: "< 1000 ms", passed: time.median < 1000),
+                target: "< 1000 ms (every round)", passed: time.max < 1000),
         ]
     }
 }
