@@ -179,11 +179,11 @@ final class CurlEventLoop: @unchecked Sendable {
             // Waits only with nothing handed over meanwhile (callbacks of this turn may have); the
             // mark is set under the lock hand-overs take, so one arriving after it wakes the wait
             // (libcurl keeps the wakeup until `curl_multi_poll` sees it). A turn that ended
-            // transfers while others remain does not wait either: an ended transfer's connection may be free for one
-            // libcurl keeps pending (`HTTPTransport.Configuration.maxConnectionsPerHost`), which
-            // libcurl 7.88 may start only in a later `curl_multi_perform`, without shortening the
-            // wait (bench row 3, 100 lookups at once to one host: a round in about twenty slept the
-            // whole second; none in 56 since).
+            // transfers while others remain does not wait either: an ended transfer's connection
+            // may be free for one libcurl keeps pending (`HTTPTransport.Configuration
+            // .maxConnectionsPerHost`), which libcurl 7.88 may start only in a later
+            // `curl_multi_perform`, without shortening the wait (bench row 3, 100 lookups at once
+            // to one host: a round in about twenty slept the whole second; none in 98 since).
             let wait = inbox.withLock { inbox -> Bool in
                 inbox.waiting = !ended && inbox.added.isEmpty && inbox.cancelled.isEmpty && inbox.resumed.isEmpty && !inbox.stopping
                 return inbox.waiting
