@@ -111,6 +111,7 @@ package final class HTTPDNSReports: Sendable {
                 let networks = state.aggregator.record(key, network: network, credential: credential, host: item.host, port: item.port, now: now)
                 consider(key, networks: networks, host: item.host, port: item.port, now: now, state: &state, jobs: &jobs, skipped: &skipped, decided: &decided)
             }
+            publish(decided)
         }
         if let sharer, HTTPDNSReportSharing.isShareable(view: view) {
             for item in relevant {
@@ -161,6 +162,7 @@ package final class HTTPDNSReports: Sendable {
         state.withLock { state in
             let networks = state.aggregator.merge(report.key, sightings: sightings, host: report.host, port: report.port, now: now)
             consider(report.key, networks: networks, host: report.host, port: report.port, now: now, state: &state, jobs: &jobs, skipped: &skipped, decided: &decided)
+            publish(decided)
         }
         if skipped > 0 { counters.update { $0.skipped &+= UInt64(skipped) } }
         count(decided)
@@ -172,9 +174,12 @@ package final class HTTPDNSReports: Sendable {
     /// counting them as made here.
     func adopt(_ decisions: [HTTPDNSReportDecisions.Decision]) {
         let now = clock.now()
-        let changed = state.withLock { state in decisions.filter { state.decisions.adopt($0, now: now) }.count }
+        let changed = state.withLock { state in
+            let changed = decisions.filter { state.decisions.adopt($0, now: now) }.count
+            if changed > 0 { decisionsMade.add(changed, ordering: .releasing) }
+            return changed
+        }
         guard changed > 0 else { return }
-        decisionsMade.add(changed, ordering: .releasing)
         onDecision()
         refreshGauges()
     }
@@ -197,7 +202,9 @@ package final class HTTPDNSReports: Sendable {
             let views = state.aggregator.views(reporting: job.address, threshold: settings.threshold, now: now).map { view in
                 (view: view, networks: state.aggregator.networks(.init(address: job.address, view: view), now: now))
             }
-            return state.decisions.probeFinished(job.address, reachable: reachable, views: views, host: job.host, port: job.port, now: now)
+            let decided = state.decisions.probeFinished(job.address, reachable: reachable, views: views, host: job.host, port: job.port, now: now)
+            publish(decided)
+            return decided
         }
         counters.update { counters in
             if reachable { counters.reachable &+= 1 } else { counters.unreachable &+= 1 }
@@ -208,9 +215,18 @@ package final class HTTPDNSReports: Sendable {
         state.withLock { $0.probesInFlight -= 1 }
     }
 
+    /// Opens the answers' look at the decisions for `decided`, under the lock that recorded them: an
+    /// answer that can see a decision in force (``decisions()``) is ordered by it. (Bumped after the
+    /// lock, an answer in between was served in the old order: seen in a fleet test that asked for
+    /// the answer as soon as the decision showed.)
+    private func publish(_ decided: [HTTPDNSReportDecisions.Decision]) {
+        if !decided.isEmpty { decisionsMade.add(decided.count, ordering: .releasing) }
+    }
+
+    /// Reports decisions already recorded and published (``publish(_:)``): drops the kept wire
+    /// answers, shares them with the fleet, counts them.
     private func count(_ decisions: [HTTPDNSReportDecisions.Decision]) {
         guard !decisions.isEmpty else { return }
-        decisionsMade.add(decisions.count, ordering: .releasing)
         onDecision()
         sharer?.publish(decisions.filter { $0.view.map(HTTPDNSReportSharing.isShareable(view:)) ?? true })
         counters.update { counters in
