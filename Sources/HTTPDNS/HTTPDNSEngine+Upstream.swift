@@ -5,19 +5,11 @@ extension HTTPDNSEngine {
     /// one outstanding query per name and type). Called under the lock; a new flight (`isNew`) must be
     /// started with ``launch(_:_:)`` once the lock is released.
     func upstreamFlight(_ key: HTTPDNSCacheKey, state: inout State) -> (flight: HTTPDNSFlight, isNew: Bool) {
-        var isNew = false
-        // One hash of the key whether the flight is found or made: the defaulted subscript, written
-        // through, stores the new flight where the look-up found none.
-        let flight = Self.current(&state.inFlight[key, default: {
-            isNew = true
-            return HTTPDNSFlight(host: key.host)
-        }()])
-        if isNew { state.upstreamLookups += 1 }
-        return (flight, isNew)
-    }
-
-    private static func current(_ slot: inout HTTPDNSFlight) -> HTTPDNSFlight {
-        slot
+        if let running = state.inFlight[key] { return (running, false) }
+        state.upstreamLookups += 1
+        let flight = HTTPDNSFlight(host: key.host)
+        state.inFlight[key] = flight
+        return (flight, true)
     }
 
     /// Starts the upstream lookup of a new flight; its outcome goes to the flight's waiters.
@@ -54,7 +46,7 @@ extension HTTPDNSEngine {
                     land(key, flight, .success(answer))
                 } catch {
                     let failure = providerFailed(error, source: source, host: host)
-                    let earlier = [HTTPDNSError.Attempt(source: first.name, error: failure)]
+                    let earlier = [HTTPDNSError.Attempt(source: source, error: failure)]
                     // Started from the transport's thread, outside any task: the client subnet is
                     // set again for the rest of the failover.
                     Task {

@@ -174,12 +174,12 @@ package final class HTTPDNSReports: Sendable {
     /// counting them as made here.
     func adopt(_ decisions: [HTTPDNSReportDecisions.Decision]) {
         let now = clock.now()
-        let changed = state.withLock { state in
-            let changed = decisions.filter { state.decisions.adopt($0, now: now) }.count
-            if changed > 0 { decisionsMade.add(changed, ordering: .releasing) }
-            return changed
+        let adopted = state.withLock { state in
+            let adopted = decisions.filter { state.decisions.adopt($0, now: now) }
+            publish(adopted)
+            return adopted
         }
-        guard changed > 0 else { return }
+        guard !adopted.isEmpty else { return }
         onDecision()
         refreshGauges()
     }
