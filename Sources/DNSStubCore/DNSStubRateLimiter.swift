@@ -70,6 +70,22 @@ package struct DNSStubRateLimiter: Sendable {
     /// Whether no client is limited (then ``admit(_:transport:now:)`` always answers).
     package var isOff: Bool { configuration.isOff }
 
+    /// The table slot `client`'s bucket lives in (nil when off). Two clients that share a slot take it
+    /// from each other, each arriving to a full bucket; tests ask this to keep their clients apart.
+    package func slot(for client: HTTPDNSIPAddress) -> Int? {
+        table.isEmpty ? nil : slot(Self.key(client.ipv4Mapped ?? client))
+    }
+
+    private static func key(_ address: HTTPDNSIPAddress) -> Key {
+        Key(bits: address.words.high, isV6: address.family == .v6)
+    }
+
+    private func slot(_ key: Key) -> Int {
+        var hasher = Hasher()
+        hasher.combine(key)
+        return Int(UInt(bitPattern: hasher.finalize()) % UInt(table.count))
+    }
+
     /// Takes one token from `client`'s bucket.
     /// - Parameter transport: `.slip` is for UDP only; over TCP a query over the limit is `.drop`,
     ///   which the server answers REFUSED (a TCP source is not spoofed, and TC means nothing there).
@@ -77,10 +93,8 @@ package struct DNSStubRateLimiter: Sendable {
         let address = client.ipv4Mapped ?? client
         let rate = Double(configuration.queriesPerSecond(for: address))
         guard rate > 0 else { return .answer }
-        let key = Key(bits: address.words.high, isV6: address.family == .v6)
-        var hasher = Hasher()
-        hasher.combine(key)
-        let slot = Int(UInt(bitPattern: hasher.finalize()) % UInt(table.count))
+        let key = Self.key(address)
+        let slot = slot(key)
         var bucket = table[slot].flatMap { $0.key == key ? $0 : nil } ?? Bucket(key: key, tokens: rate, last: now, limited: 0)
         bucket.tokens = min(rate, bucket.tokens + max(0, now - bucket.last) * rate)
         bucket.last = max(bucket.last, now)
