@@ -8,9 +8,12 @@ import Synchronization
 /// Every easy handle is added, removed, unpaused and cleaned up on the loop thread, and every
 /// libcurl callback runs there, so the multi handle, its connection cache and the `active` table
 /// need no lock. Other threads only touch the `inbox` (behind a mutex) and call
-/// `curl_multi_wakeup`, which libcurl documents as callable from any thread; the wakeup is issued
-/// under the same mutex that marks the multi handle closed, so it never races `curl_multi_cleanup`,
-/// and only when the loop said it is going to wait (``Inbox/waiting``).
+/// `curl_multi_wakeup`, which libcurl documents as callable from any thread, only when the loop
+/// said it is going to wait (``Inbox/waiting``). The wakeup is sent after the mutex is released: the
+/// loop it wakes takes that mutex first, and woken while the waker still held it, it slept on it
+/// and had to be woken a second time (bench row 2: a futex wake in every submit's profile). A
+/// waker is counted under the mutex before it lets go, and the loop cleans up the multi handle only
+/// once no counted waker is left, so a wakeup never races `curl_multi_cleanup`.
 final class CurlEventLoop: @unchecked Sendable {
     private struct Inbox {
         var added: [CurlTransfer] = []
@@ -26,8 +29,11 @@ final class CurlEventLoop: @unchecked Sendable {
     }
 
     private let inbox = HTTPDNSLock(Inbox())
-    /// The `CURLM *`; used on the loop thread, plus `curl_multi_wakeup` under `inbox`.
+    /// The `CURLM *`; used on the loop thread, plus `curl_multi_wakeup` by counted wakers.
     private let multi: UnsafeMutableRawPointer
+    /// Threads between claiming a wakeup (under `inbox`) and having sent it; the multi handle is
+    /// cleaned up only at 0.
+    private let wakers = Atomic<Int>(0)
     /// Transfers in the multi handle, by easy handle. Loop thread only.
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     /// The loop thread's `pthread_self()`, 0 until it runs.
@@ -57,12 +63,12 @@ final class CurlEventLoop: @unchecked Sendable {
 
     /// Hands a configured transfer to the loop. Fails it with `cancelled` when the loop has stopped.
     func submit(_ transfer: CurlTransfer) {
-        let accepted = inbox.withLock { inbox -> Bool in
-            guard !inbox.stopping, !inbox.closed else { return false }
+        let (accepted, mustWake) = inbox.withLock { inbox -> (Bool, Bool) in
+            guard !inbox.stopping, !inbox.closed else { return (false, false) }
             inbox.added.append(transfer)
-            wake(&inbox)
-            return true
+            return (true, claimWake(&inbox))
         }
+        if mustWake { wakeLoop() }
         if !accepted {
             transfer.finish(error: HTTPTransportError(.cancelled, "the transport was shut down", host: transfer.host))
         }
@@ -70,11 +76,12 @@ final class CurlEventLoop: @unchecked Sendable {
 
     /// Asks the loop to remove `transfer` now.
     func cancel(_ transfer: CurlTransfer) {
-        inbox.withLock { inbox in
-            guard !inbox.closed else { return }
+        let mustWake = inbox.withLock { inbox -> Bool in
+            guard !inbox.closed else { return false }
             inbox.cancelled.append(transfer)
-            wake(&inbox)
+            return claimWake(&inbox)
         }
+        if mustWake { wakeLoop() }
     }
 
     /// Asks the loop to resume receiving for `transfer`, paused by its receive buffer.
@@ -82,11 +89,12 @@ final class CurlEventLoop: @unchecked Sendable {
     /// `curl_easy_pause` must run on the thread that drives the multi handle, so other threads queue
     /// the transfer here. A transfer that ended (or was never paused) meanwhile is skipped.
     func resume(_ transfer: CurlTransfer) {
-        inbox.withLock { inbox in
-            guard !inbox.closed else { return }
+        let mustWake = inbox.withLock { inbox -> Bool in
+            guard !inbox.closed else { return false }
             inbox.resumed.append(transfer)
-            wake(&inbox)
+            return claimWake(&inbox)
         }
+        if mustWake { wakeLoop() }
     }
 
     /// Waits (up to `timeout`) until the loop thread has released libcurl's and OpenSSL's state.
@@ -100,11 +108,12 @@ final class CurlEventLoop: @unchecked Sendable {
 
     /// Stops the thread; transfers still running complete with `cancelled`.
     func shutdown() {
-        inbox.withLock { inbox in
-            guard !inbox.closed, !inbox.stopping else { return }
+        let mustWake = inbox.withLock { inbox -> Bool in
+            guard !inbox.closed, !inbox.stopping else { return false }
             inbox.stopping = true
-            wake(&inbox)
+            return claimWake(&inbox)
         }
+        if mustWake { wakeLoop() }
     }
 
     /// Reports a transfer's end to its delegate: at the end of this turn when called from the
@@ -141,11 +150,20 @@ final class CurlEventLoop: @unchecked Sendable {
         DispatchQueue.global().async { for work in gathered { work() } }
     }
 
-    /// Wakes the loop if it waits or is about to (under `inbox`'s lock); once per wait.
-    private func wake(_ inbox: inout Inbox) {
-        guard inbox.waiting else { return }
+    /// Under `inbox`'s lock: whether this hand-over must wake the loop (it waits or is about to;
+    /// once per wait). A true answer counts the caller as a waker, which must then call
+    /// ``wakeLoop()`` once the lock is released.
+    private func claimWake(_ inbox: inout Inbox) -> Bool {
+        guard inbox.waiting else { return false }
         inbox.waiting = false
+        wakers.add(1, ordering: .relaxed)
+        return true
+    }
+
+    /// Sends the wakeup claimed by ``claimWake(_:)``, outside the lock.
+    private func wakeLoop() {
         curl_multi_wakeup(multi)
+        wakers.subtract(1, ordering: .releasing)
     }
 
     private func run() {
@@ -204,6 +222,9 @@ final class CurlEventLoop: @unchecked Sendable {
             return inbox.added
         }
         for transfer in late { transfer.finish(error: transfer.cancelledError) }
+        // No wakeup can be claimed any more (the loop no longer says it waits); one claimed before
+        // is a `send` away from done.
+        while wakers.load(ordering: .acquiring) != 0 { sched_yield() }
         curl_multi_cleanup(multi)
         stopped.signal()
     }

@@ -42,4 +42,40 @@ final class TransportRenewTests: TransportTestCase {
         let again = try await transport.send(HTTPTransportRequest(url: url("http://127.0.0.1:\(server.port)/echo")))
         XCTAssertEqual(again.statusCode, 200)
     }
+
+    /// Hand-overs (submits, cancellations) racing the end of the loop they wake: each renewal
+    /// releases a loop whose wakeups may still be on their way (a waker sends its wakeup after the
+    /// inbox's lock, and the loop frees its multi handle only once no waker is left; the sanitizer
+    /// runs of this class are its check). Every request ends, answered or cancelled.
+    func testHandOversRacingTheLoopsEndAllEnd() async throws {
+        let server = try startServer()
+        let transport: HTTPTransport = self.transport
+        let slow = url("http://127.0.0.1:\(server.port)/sleep?ms=20")
+        var answered = 0
+        var cancelled = 0
+        for _ in 0..<15 {
+            let outcomes = await withTaskGroup(of: Int.self) { group -> [Int] in
+                for index in 0..<8 {
+                    group.addTask {
+                        let request = Task { try await transport.send(HTTPTransportRequest(url: slow)) }
+                        if index % 2 == 0 { request.cancel() }
+                        switch await request.result {
+                        case .success(let response): return response.statusCode
+                        case .failure(let error): return (error as? HTTPTransportError)?.code == .cancelled ? -1 : 0
+                        }
+                    }
+                }
+                group.addTask {
+                    transport.renewConnections()
+                    return -2
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            XCTAssertFalse(outcomes.contains(0), "every request answered or cancelled: \(outcomes)")
+            answered += outcomes.filter { $0 == 200 }.count
+            cancelled += outcomes.filter { $0 == -1 }.count
+        }
+        XCTAssertGreaterThanOrEqual(answered, 60, "the requests not cancelled are answered")
+        XCTAssertEqual(answered + cancelled, 120)
+    }
 }
