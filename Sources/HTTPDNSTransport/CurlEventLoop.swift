@@ -63,12 +63,11 @@ final class CurlEventLoop: @unchecked Sendable {
 
     /// Hands a configured transfer to the loop. Fails it with `cancelled` when the loop has stopped.
     func submit(_ transfer: CurlTransfer) {
-        let (accepted, mustWake) = inbox.withLock { inbox -> (Bool, Bool) in
-            guard !inbox.stopping, !inbox.closed else { return (false, false) }
+        let accepted = handOver { inbox in
+            guard !inbox.stopping, !inbox.closed else { return false }
             inbox.added.append(transfer)
-            return (true, claimWake(&inbox))
+            return true
         }
-        if mustWake { wakeLoop() }
         if !accepted {
             transfer.finish(error: HTTPTransportError(.cancelled, "the transport was shut down", host: transfer.host))
         }
@@ -76,12 +75,11 @@ final class CurlEventLoop: @unchecked Sendable {
 
     /// Asks the loop to remove `transfer` now.
     func cancel(_ transfer: CurlTransfer) {
-        let mustWake = inbox.withLock { inbox -> Bool in
+        handOver { inbox in
             guard !inbox.closed else { return false }
             inbox.cancelled.append(transfer)
-            return claimWake(&inbox)
+            return true
         }
-        if mustWake { wakeLoop() }
     }
 
     /// Asks the loop to resume receiving for `transfer`, paused by its receive buffer.
@@ -89,12 +87,11 @@ final class CurlEventLoop: @unchecked Sendable {
     /// `curl_easy_pause` must run on the thread that drives the multi handle, so other threads queue
     /// the transfer here. A transfer that ended (or was never paused) meanwhile is skipped.
     func resume(_ transfer: CurlTransfer) {
-        let mustWake = inbox.withLock { inbox -> Bool in
+        handOver { inbox in
             guard !inbox.closed else { return false }
             inbox.resumed.append(transfer)
-            return claimWake(&inbox)
+            return true
         }
-        if mustWake { wakeLoop() }
     }
 
     /// Waits (up to `timeout`) until the loop thread has released libcurl's and OpenSSL's state.
@@ -108,12 +105,11 @@ final class CurlEventLoop: @unchecked Sendable {
 
     /// Stops the thread; transfers still running complete with `cancelled`.
     func shutdown() {
-        let mustWake = inbox.withLock { inbox -> Bool in
+        handOver { inbox in
             guard !inbox.closed, !inbox.stopping else { return false }
             inbox.stopping = true
-            return claimWake(&inbox)
+            return true
         }
-        if mustWake { wakeLoop() }
     }
 
     /// Reports a transfer's end to its delegate: at the end of this turn when called from the
@@ -150,20 +146,24 @@ final class CurlEventLoop: @unchecked Sendable {
         DispatchQueue.global().async { for work in gathered { work() } }
     }
 
-    /// Under `inbox`'s lock: whether this hand-over must wake the loop (it waits or is about to;
-    /// once per wait). A true answer counts the caller as a waker, which must then call
-    /// ``wakeLoop()`` once the lock is released.
-    private func claimWake(_ inbox: inout Inbox) -> Bool {
-        guard inbox.waiting else { return false }
-        inbox.waiting = false
-        wakers.add(1, ordering: .relaxed)
-        return true
-    }
-
-    /// Sends the wakeup claimed by ``claimWake(_:)``, outside the lock.
-    private func wakeLoop() {
-        curl_multi_wakeup(multi)
-        wakers.subtract(1, ordering: .releasing)
+    /// Applies `change` to the inbox under its lock and, when it handed something over (true) and
+    /// the loop waits or is about to, wakes the loop once the lock is released (once per wait; the
+    /// waker is counted meanwhile, see ``wakers``).
+    /// - Returns: what `change` returned.
+    @discardableResult
+    private func handOver(_ change: (inout Inbox) -> Bool) -> Bool {
+        let (handed, mustWake) = inbox.withLock { inbox -> (Bool, Bool) in
+            guard change(&inbox) else { return (false, false) }
+            guard inbox.waiting else { return (true, false) }
+            inbox.waiting = false
+            wakers.add(1, ordering: .relaxed)
+            return (true, true)
+        }
+        if mustWake {
+            curl_multi_wakeup(multi)
+            wakers.subtract(1, ordering: .releasing)
+        }
+        return handed
     }
 
     private func run() {
