@@ -42,14 +42,17 @@ final class AttemptDelegate: HTTPTransportDelegate {
     private let cookieStorage: HTTPCookieStorage?
     /// When the exchange started (before resolution): first-byte and total times count from here.
     private let started: ContinuousClock.Instant
+    /// Where the client's `HTTPURLResponse`s are made (a repeated head gets the last one again).
+    private let responses: ResponseMemo
     /// Where to remember the connect time of a new connection to the pinned address.
     private let ranking: (engine: HTTPDNSEngine, address: HTTPDNSIPAddress)?
 
     init(
         originalURL: URL, interceptRedirects: Bool, client: any HTTPDNSClientDelegate,
         report: HTTPDNSLock<HTTPDNSConnectionReport>, request: URLRequest, cookieStorage: HTTPCookieStorage?,
-        started: ContinuousClock.Instant, ranking: (HTTPDNSEngine, HTTPDNSIPAddress)? = nil
+        started: ContinuousClock.Instant, responses: ResponseMemo, ranking: (HTTPDNSEngine, HTTPDNSIPAddress)? = nil
     ) {
+        self.responses = responses
         self.ranking = ranking
         self.originalURL = originalURL
         self.interceptRedirects = interceptRedirects
@@ -93,7 +96,7 @@ final class AttemptDelegate: HTTPTransportDelegate {
         // no other form (Foundation canonicalises every header name on the way in, measured at a
         // quarter of the transport thread's time in bench row 5).
         let redirecting = interceptRedirects && HTTPDNSRedirect.statusCodes.contains(head.statusCode)
-        let response = redirecting || collector == nil ? HTTPDNSClient.makeResponse(head, url: originalURL) : nil
+        let response = redirecting || collector == nil ? responses.response(for: head, url: originalURL) : nil
         if let cookieStorage, request.httpShouldHandleCookies {
             HTTPDNSClient.storeCookies(from: head, url: originalURL, in: cookieStorage)
         }
@@ -122,7 +125,7 @@ final class AttemptDelegate: HTTPTransportDelegate {
         if let collector, response == nil {
             collector.didReceive(head: head, url: originalURL, connection: report)
         } else {
-            client.didReceive(response: response ?? HTTPDNSClient.makeResponse(head, url: originalURL), connection: report)
+            client.didReceive(response: response ?? responses.response(for: head, url: originalURL), connection: report)
         }
         // A collector's caller waits for the whole body anyway: its race learns of the win at the
         // end (``didComplete(_:)``), so that one wake-up of the caller's task serves both. Any other
@@ -192,7 +195,7 @@ final class AttemptDelegate: HTTPTransportDelegate {
 protocol FinalReportReceiver: HTTPDNSClientDelegate {
     /// The response head as the transport gave it, in place of ``HTTPDNSClientDelegate/didReceive(response:connection:)``
     /// (which still comes for a redirect handed over whole): the receiver makes the `HTTPURLResponse`
-    /// for `url` with ``HTTPDNSClient/makeResponse(_:url:)`` when it needs it.
+    /// for `url` with ``ResponseMemo/response(for:url:)`` when it needs it.
     func didReceive(head: HTTPTransportResponseHead, url: URL, connection: HTTPDNSConnectionReport)
     /// The report with the total time; called just before `didComplete(error: nil)`.
     func didFinish(connection: HTTPDNSConnectionReport)

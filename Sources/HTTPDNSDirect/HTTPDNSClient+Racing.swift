@@ -50,7 +50,7 @@ extension HTTPDNSClient {
             let attempt = AttemptDelegate(
                 originalURL: context.url, interceptRedirects: context.interceptRedirects, client: context.delegate,
                 report: context.report, request: context.request, cookieStorage: context.cookieStorage, started: context.started,
-                ranking: address.map { (engine, $0) })
+                responses: responses, ranking: address.map { (engine, $0) })
             // A redirect address that answers is remembered where its head arrives, before the caller
             // can see the response: the next request to the host must find it (sticky, seed 003).
             // The connector, not the client: an attempt raced past outlives the request, and must not

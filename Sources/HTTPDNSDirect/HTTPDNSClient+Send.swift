@@ -21,7 +21,7 @@ extension HTTPDNSClient {
     ///
     /// - Throws: `URLError`, as ``data(for:)``.
     public func send(_ request: URLRequest) async throws -> HTTPDNSClientResponse {
-        let collector = ReportingCollector()
+        let collector = ReportingCollector(responses: responses)
         let task = HTTPDNSClientTask()
         var options = RequestOptions()
         options.cookies = ownCookies
@@ -63,6 +63,11 @@ private final class ReportingCollector: FinalReportReceiver {
     }
 
     private let state = HTTPDNSLock(State())
+    private let responses: ResponseMemo
+
+    init(responses: ResponseMemo) {
+        self.responses = responses
+    }
 
     func result() async throws -> HTTPDNSClientResponse {
         let collected = try await withCheckedThrowingContinuation { continuation in
@@ -76,7 +81,7 @@ private final class ReportingCollector: FinalReportReceiver {
         let response: HTTPURLResponse
         switch collected.head {
         case .response(let made): response = made
-        case .transport(let head, let url): response = HTTPDNSClient.makeResponse(head, url: url)
+        case .transport(let head, let url): response = responses.response(for: head, url: url)
         }
         return HTTPDNSClientResponse(response: response, body: collected.body, connection: collected.connection)
     }

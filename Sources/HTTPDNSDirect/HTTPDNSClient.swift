@@ -78,6 +78,8 @@ public final class HTTPDNSClient: Sendable {
     /// Attempts raced past that are still connecting (their failure is booked when it comes);
     /// cancelled when the client is released.
     package let racedPast = RacedPastAttempts()
+    /// The last response head made into an `HTTPURLResponse`, given again when a head repeats it.
+    let responses = ResponseMemo()
 
     /// A client sending through `engine`'s answers; origins are verified against the engine's
     /// ``HTTPDNSConfiguration/trust``. The proxy environment variables are read here.

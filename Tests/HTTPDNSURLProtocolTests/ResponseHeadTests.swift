@@ -8,7 +8,7 @@ import FoundationNetworking
 
 /// The transport's head made into the `HTTPURLResponse` callers get: repeated fields joined in
 /// order under the first spelling, as Foundation does, whether the head is short (compared name by
-/// name) or long (folded names in a table).
+/// name) or long (folded names in a table); a head that repeats the last one gets its response.
 final class ResponseHeadTests: XCTestCase {
     private let url = URL(string: "https://www.example.test/path")!
 
@@ -49,5 +49,43 @@ final class ResponseHeadTests: XCTestCase {
                 XCTAssertEqual(short.value(forHTTPHeaderField: name), long.value(forHTTPHeaderField: name), name)
             }
         }
+    }
+
+    func testARepeatedHeadGetsTheResponseMadeForItAndAnyDifferenceANewOne() {
+        let memo = ResponseMemo()
+        let fields = [("Content-Type", "text/plain"), ("Date", "Mon, 07 Dec 2026 18:00:00 GMT"), ("Content-Length", "5")]
+        let first = memo.response(for: head(fields), url: url)
+        XCTAssertTrue(memo.response(for: head(fields), url: url) === first)
+        XCTAssertEqual(first.value(forHTTPHeaderField: "date"), "Mon, 07 Dec 2026 18:00:00 GMT")
+
+        // Each difference, alone: a value, a name's spelling, the order, a field more, the status,
+        // the version, the URL. Each gets a response of its own, made from its own head.
+        var later = fields
+        later[1].1 = "Mon, 07 Dec 2026 18:00:01 GMT"
+        var spelled = fields
+        spelled[2].0 = "content-length"
+        let variants: [(String, HTTPTransportResponseHead, URL)] = [
+            ("value", head(later), url),
+            ("spelling", head(spelled), url),
+            ("order", head(fields.reversed()), url),
+            ("field more", head(fields + [("X-Request-Id", "7")]), url),
+            ("status", head(fields, status: 203), url),
+            ("version", head(fields, version: "1.1"), url),
+            ("url", head(fields), URL(string: "https://www.example.test/other")!),
+        ]
+        var previous = first
+        for (difference, variant, variantURL) in variants {
+            let made = memo.response(for: variant, url: variantURL)
+            XCTAssertFalse(made === previous, difference)
+            let expected = HTTPDNSClient.makeResponse(variant, url: variantURL)
+            XCTAssertEqual(made.url, expected.url, difference)
+            XCTAssertEqual(made.statusCode, expected.statusCode, difference)
+            XCTAssertEqual(made.allHeaderFields as? [String: String], expected.allHeaderFields as? [String: String], difference)
+            // The new head now holds the slot.
+            XCTAssertTrue(memo.response(for: variant, url: variantURL) === made, difference)
+            previous = made
+        }
+        XCTAssertEqual(previous.url?.path, "/other")
+        XCTAssertFalse(memo.response(for: head(fields), url: url) === first, "the slot holds only the last head")
     }
 }
