@@ -9,7 +9,7 @@ import FoundationNetworking
 ///
 /// Foundation canonicalises every field name as an `HTTPURLResponse` is made (`capitalized` and a
 /// locale-aware comparison with `WWW-Authenticate`, per name): in bench row 5's profile that was a
-/// fifth of the caller's share of each request, and rows 4 and 5 gained 12 % and 30 % without it
+/// fifth of the caller's share of each request, and its client took 5–16 % less CPU without it
 /// (Performance.md). A response is immutable, and the one made from the same URL, status, version
 /// and fields (in order, spelled alike) is that same response, so a head equal to the last one gets
 /// the object made for it. What repeats is a resource fetched again (a file, a polled endpoint)
