@@ -19,11 +19,11 @@ import FoundationNetworking
 /// One per client: a response never reaches another client's callers.
 final class ResponseMemo: Sendable {
     private struct Slot: Sendable {
-        var url: URL
-        var statusCode: Int
-        var httpVersion: String
-        var headers: [HTTPTransportHeader]
-        var response: HTTPURLResponse
+        let url: URL
+        let statusCode: Int
+        let httpVersion: String
+        let headers: [HTTPTransportHeader]
+        let response: HTTPURLResponse
     }
 
     private let last = HTTPDNSLock<Slot?>(nil)
@@ -32,8 +32,8 @@ final class ResponseMemo: Sendable {
     /// new one (``HTTPDNSClient/makeResponse(_:url:)``), kept in its place.
     func response(for head: HTTPTransportResponseHead, url: URL) -> HTTPURLResponse {
         // Copied out, so the comparison runs outside the lock.
-        if let slot = last.withLock({ $0 }), slot.statusCode == head.statusCode, slot.headers.count == head.headers.count,
-            slot.httpVersion == head.httpVersion, slot.headers == head.headers, slot.url == url {
+        if let slot = last.withLock({ $0 }), slot.statusCode == head.statusCode, slot.httpVersion == head.httpVersion,
+            slot.headers == head.headers, slot.url == url {
             return slot.response
         }
         let response = HTTPDNSClient.makeResponse(head, url: url)
