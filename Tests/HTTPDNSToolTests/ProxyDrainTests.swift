@@ -81,11 +81,22 @@ final class ProxyDrainTests: XCTestCase {
     /// plain requests (a connection each), SIGTERM once 100 of 600 transfers are done, five times.
     /// Every transfer is answered in full (200 and the whole body) or could not connect (curl's exit
     /// code 7: the listener was closed, so nothing was sent); none is cut, reset or left empty.
+    ///
+    /// One outcome is the client's, not the proxy's: streams that curl 7.88 multiplexes onto a kept
+    /// tunnel after the drain closed it as quiet for a second end with no byte answered, on no new
+    /// connection (exit code 18, status 000, `num_connects` 0). A proxy cannot send the GOAWAY inside
+    /// TLS that would tell an HTTP/2 client, and curl does not notice the close before it reuses the
+    /// connection (seen in 2 of 9 ThreadSanitizer runs under load, 1 and 5 or more streams at once).
+    /// Those are counted apart, and nginx's access log tells them from a cut: such a stream never
+    /// reached the origin, so every HTTPS request nginx logged in the round is one curl got whole.
+    /// Any answer cut after its first byte, and any transfer left unanswered on a connection of its
+    /// own, is still lost.
     func testCurlParallelThroughTheProxyLosesNoTransferAcrossTheDrain() throws {
         for round in 1...5 { try curlThroughTheDrain(round: round) }
     }
 
     private func curlThroughTheDrain(round: Int) throws {
+        let logged = bed.nginx.accessLog.count
         let (daemon, url, _) = try startDaemon()
         let count = 600
         let bigPath = "big/file.bin"
@@ -103,7 +114,7 @@ final class ProxyDrainTests: XCTestCase {
 
         let curl = try RunningTool(executable: URL(fileURLWithPath: "/usr/bin/curl"), arguments: [
             "-s", "--parallel", "--parallel-max", "8", "--proxy", url, "--cacert", bed.certificates.caCertificatePath,
-            "-w", "%{exitcode} %{http_code} %{size_download} %{url_effective}\\n", "-K", configFile.path,
+            "-w", "%{exitcode} %{http_code} %{size_download} %{url_effective} %{num_connects}\\n", "-K", configFile.path,
         ], environment: [:])
         let deadline = ContinuousClock.now + .seconds(120)
         while Self.lines(curl.stdout).count < 100, curl.isRunning, ContinuousClock.now < deadline { usleep(2_000) }
@@ -114,23 +125,43 @@ final class ProxyDrainTests: XCTestCase {
         XCTAssertEqual(lines.count, count, "round \(round): one line per transfer")
         var answered = 0
         var refused = 0
+        var answeredSecure = 0
+        var onClosedTunnel = 0
         var lost: [String] = []
         for line in lines {
             let fields = line.split(separator: " ")
-            guard fields.count == 4 else {
+            guard fields.count == 5 else {
                 lost.append(line)
                 continue
             }
             let expected = fields[3].hasSuffix(bigPath) ? bigSize : ProxyTestBed.realBody.utf8.count
             if fields[0] == "0", fields[1] == "200", Int(fields[2]) == expected {
                 answered += 1
+                if fields[3].hasPrefix("https:") { answeredSecure += 1 }
             } else if fields[0] == "7" {
                 refused += 1
+            } else if fields[0] == "18", fields[1] == "000", fields[2] == "0", fields[4] == "0", fields[3].hasPrefix("https:") {
+                onClosedTunnel += 1
             } else {
                 lost.append(line)
             }
         }
-        XCTAssertEqual(lost, [], "round \(round): transfers started and not answered in full (\(answered) answered, \(refused) refused)")
+        XCTAssertEqual(
+            lost, [],
+            "round \(round): transfers started and not answered in full (\(answered) answered, \(refused) refused, "
+                + "\(onClosedTunnel) sent on a tunnel already closed as quiet)")
+        // nginx logs a request when it ends: wait for the answered ones, then a little for any other.
+        let logDeadline = ContinuousClock.now + .seconds(5)
+        var secure: [Nginx.AccessLogEntry] = []
+        repeat {
+            usleep(10_000)
+            secure = bed.nginx.accessLog.dropFirst(logged).filter { !$0.sni.isEmpty }
+        } while secure.count < answeredSecure && ContinuousClock.now < logDeadline
+        usleep(200_000)
+        secure = bed.nginx.accessLog.dropFirst(logged).filter { !$0.sni.isEmpty }
+        XCTAssertEqual(
+            secure.count, answeredSecure,
+            "round \(round): every HTTPS request that reached nginx was answered to curl in full (\(onClosedTunnel) on a closed tunnel)")
         XCTAssertGreaterThanOrEqual(answered, 100, "round \(round)")
         XCTAssertGreaterThan(refused, 0, "round \(round): the signal lands mid-run, later connects are refused")
         assertCleanStop(daemon, round: round)
