@@ -86,7 +86,7 @@ final class ProxyDrainTests: XCTestCase {
     /// tunnel after the drain closed it as quiet for a second end with no byte answered, on no new
     /// connection (exit code 18, status 000, `num_connects` 0). A proxy cannot send the GOAWAY inside
     /// TLS that would tell an HTTP/2 client, and curl does not notice the close before it reuses the
-    /// connection (seen in 2 of 9 ThreadSanitizer runs under load, 1 and 5 or more streams at once).
+    /// connection (seen in 2 of 14 ThreadSanitizer runs under load, 1 and 5 or more streams at once).
     /// Those are counted apart, and nginx's access log tells them from a cut: such a stream never
     /// reached the origin, so every HTTPS request nginx logged in the round is one curl got whole.
     /// Any answer cut after its first byte, and any transfer left unanswered on a connection of its
