@@ -56,6 +56,11 @@ static inline int httpdns_hmac_sha256(const unsigned char *key, int keylen,
     return HMAC(EVP_sha256(), keylen > 0 ? key : &empty, keylen, in, inlen, out, outlen) != NULL;
 }
 
+/// Initialises libcrypto without its `atexit` clean-up; 1 on success.
+static inline int httpdns_crypto_init_without_atexit(void) {
+    return OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+}
+
 /// A private library context with the legacy (DES) and default providers; NULL on failure.
 static inline OSSL_LIB_CTX *httpdns_legacy_libctx_new(void) {
     OSSL_LIB_CTX *ctx = OSSL_LIB_CTX_new();

@@ -17,6 +17,14 @@ package enum HTTPDNSCrypto {
         digest("SHA256", data, size: 32)
     }
 
+    /// Keeps libcrypto up until the process is gone: by default it tears itself down in `exit`'s
+    /// handlers while other threads may still be in it. `httpdns serve` exiting on SIGTERM with a
+    /// NOTIFY's TSIG being checked on its listener thread failed that HMAC and crashed (a
+    /// ThreadSanitizer run of `ServeSecondaryTests`). Call once, first thing, in an executable.
+    package static func keepLibraryUntilExit() {
+        _ = httpdns_crypto_init_without_atexit()
+    }
+
     /// HMAC-SHA256 of `message` under `key` (RFC 2104), 32 bytes.
     package static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
