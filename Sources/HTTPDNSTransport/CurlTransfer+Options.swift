@@ -52,7 +52,7 @@ extension CurlTransfer {
 
         try configureTimeouts(request.timeouts, easy: easy)
         try configureTrust(request.trust, easy: easy)
-        try configurePinning(request, easy: easy)
+        try configurePinning(request, defaultPort: scheme == "https" ? 443 : 80, easy: easy)
         try configureMethodAndBody(request, easy: easy, context: context)
 
         // "" offers every coding libcurl was built with; NULL turns decoding off.
@@ -95,9 +95,11 @@ extension CurlTransfer {
         }
     }
 
-    private func configurePinning(_ request: HTTPTransportRequest, easy: UnsafeMutableRawPointer) throws(HTTPTransportError) {
+    private func configurePinning(
+        _ request: HTTPTransportRequest, defaultPort: Int, easy: UnsafeMutableRawPointer
+    ) throws(HTTPTransportError) {
         guard !request.pinnedAddresses.isEmpty else { return }
-        let port = request.url.port ?? (request.url.scheme?.lowercased() == "https" ? 443 : 80)
+        let port = request.url.port ?? defaultPort
         guard let entries = CurlPinning.entries(port: port, addresses: request.pinnedAddresses) else {
             throw HTTPTransportError(.invalidRequest, "no usable pinned address", host: host)
         }

@@ -44,9 +44,10 @@ extension HTTPDNSURLProtocol {
             configuration.connectionProxyDictionary?[key] as? Installation
         }
 
+        /// Runs for every request any session makes (twice: corelibs' choice of protocol and
+        /// ``CorelibsURLCache``'s): the list is read as it stands, without a copy of the clients.
         static func anyProtects(_ host: String) -> Bool {
-            let clients = live.withLock { $0.compactMap { $0.installation?.client } }
-            return clients.contains { $0.engine.protects(host) }
+            live.withLock { $0 }.contains { $0.installation?.client.engine.protects(host) ?? false }
         }
     }
 }

@@ -77,7 +77,8 @@ open class HTTPDNSURLProtocol: URLProtocol {
 
     open override class func canInit(with request: URLRequest) -> Bool {
         guard property(forKey: handledKey, in: request) == nil,
-              let url = request.url, let scheme = url.scheme.map({ HTTPDNSASCII.lowercased($0.utf8) }), scheme == "http" || scheme == "https",
+              let url = request.url, let scheme = url.scheme,
+              HTTPDNSASCII.equalsIgnoringCase(scheme, "https") || HTTPDNSASCII.equalsIgnoringCase(scheme, "http"),
               let host = url.host, !host.isEmpty, !HTTPDNSIPAddress.isLiteral(host)
         else { return false }
         // The session is not known here: take the request when any live installation protects the

@@ -21,6 +21,24 @@ final class TransportUnitTests: XCTestCase {
         XCTAssertNil(CurlPinning.entries(port: 80, addresses: []))
     }
 
+    func testPinningEntriesKeptFromTheLastRequestAnswerOnlyTheSameListAndPort() throws {
+        let two = try XCTUnwrap(HTTPDNSIPAddress("127.0.0.2"))
+        let three = try XCTUnwrap(HTTPDNSIPAddress("127.0.0.3"))
+        let first = try XCTUnwrap(CurlPinning.entries(port: 80, addresses: [two]))
+        XCTAssertEqual(first.resolve, "7f000002.pin.httpdns.invalid:80:127.0.0.2")
+        XCTAssertEqual(CurlPinning.entries(port: 80, addresses: [two]), first)
+        // The port alone, the list alone and the order alone each get entries of their own.
+        XCTAssertEqual(CurlPinning.entries(port: 443, addresses: [two])?.resolve, "7f000002.pin.httpdns.invalid:443:127.0.0.2")
+        XCTAssertEqual(CurlPinning.entries(port: 443, addresses: [three])?.resolve, "7f000003.pin.httpdns.invalid:443:127.0.0.3")
+        XCTAssertEqual(
+            CurlPinning.entries(port: 443, addresses: [three, two])?.resolve,
+            "7f000003.7f000002.pin.httpdns.invalid:443:127.0.0.3,127.0.0.2")
+        XCTAssertEqual(
+            CurlPinning.entries(port: 443, addresses: [two, three])?.connectTo, "::7f000002.7f000003.pin.httpdns.invalid:443")
+        XCTAssertNil(CurlPinning.entries(port: 443, addresses: []))
+        XCTAssertEqual(CurlPinning.entries(port: 80, addresses: [two]), first)
+    }
+
     func testPinningNameStaysWithinLibcurlLimits() throws {
         let many = (1...40).map { HTTPDNSIPAddress(bytes: [32, 1, 13, 184] + Array(repeating: 0, count: 11) + [UInt8($0)])! }
         let entries = try XCTUnwrap(CurlPinning.entries(port: 443, addresses: many))
